@@ -1,0 +1,24 @@
+/**
+ * The processors `npm start` runs, each with how to build the environment its core needs
+ * from the shared connections. A processor joins the pipeline by being listed here.
+ */
+import type { Redis } from "ioredis";
+import type { Endpoints } from "./runner/endpoints.ts";
+import type { Processor } from "./runner/processor.ts";
+
+export interface PipelineDeps {
+  endpoints: Endpoints;
+  redis: Redis;
+}
+
+export interface PipelineEntry<In = unknown, Env = unknown> {
+  readonly processor: Processor<In, Env>;
+  readonly env: (deps: PipelineDeps) => Env | Promise<Env>;
+}
+
+/** Helps type an entry whose environment type differs from its neighbours'. */
+export function entry<In, Env>(processor: Processor<In, Env>, env: (deps: PipelineDeps) => Env | Promise<Env>): PipelineEntry {
+  return { processor, env };
+}
+
+export const PIPELINE: PipelineEntry[] = [];

@@ -1,0 +1,69 @@
+/**
+ * Where the services are, from the environment. Defaults are the local stack's ports
+ * (`stack/env.sh`); nothing secret is hard-coded beyond the local stack's documented
+ * development credentials, and every value can be overridden.
+ */
+import type { KafkaConfig, SASLOptions } from "kafkajs";
+
+export interface Endpoints {
+  kafkaBrokers: string[];
+  registryUrl: string;
+  redisUrl: string;
+  minioUrl: string;
+  minioAccessKey: string;
+  minioSecretKey: string;
+}
+
+const LOCAL = {
+  OZ0_KAFKA_BROKERS: "127.0.0.1:19092",
+  OZ0_REGISTRY_URL: "http://127.0.0.1:18081/apis/ccompat/v7",
+  OZ0_REDIS_URL: "redis://127.0.0.1:16379",
+  OZ0_MINIO_URL: "http://127.0.0.1:19000",
+  OZ0_MINIO_ACCESS_KEY: "oz0admin",
+  OZ0_MINIO_SECRET_KEY: "oz0-local-secret",
+} as const;
+
+type Env = Record<string, string | undefined>;
+
+export function endpointsFromEnv(env: Env = process.env): Endpoints {
+  const get = (k: keyof typeof LOCAL): string => env[k] || LOCAL[k];
+  return {
+    kafkaBrokers: get("OZ0_KAFKA_BROKERS").split(",").map((s) => s.trim()).filter(Boolean),
+    registryUrl: get("OZ0_REGISTRY_URL").replace(/\/+$/, ""),
+    redisUrl: get("OZ0_REDIS_URL"),
+    minioUrl: get("OZ0_MINIO_URL"),
+    minioAccessKey: get("OZ0_MINIO_ACCESS_KEY"),
+    minioSecretKey: get("OZ0_MINIO_SECRET_KEY"),
+  };
+}
+
+/** True when every endpoint was given by the environment (the services are someone else's). */
+export function endpointsGiven(env: Env = process.env): boolean {
+  return Boolean(env.OZ0_KAFKA_BROKERS && env.OZ0_REGISTRY_URL && env.OZ0_REDIS_URL && env.OZ0_MINIO_URL);
+}
+
+/**
+ * kafkajs settings, with TLS (`OZ0_KAFKA_SSL=1`) and SASL (`OZ0_KAFKA_SASL_MECHANISM` of
+ * plain, scram-sha-256 or scram-sha-512, with `OZ0_KAFKA_USERNAME` and `OZ0_KAFKA_PASSWORD`)
+ * from the environment.
+ */
+export function kafkaConfig(clientId: string, endpoints: Endpoints, env: Env = process.env): KafkaConfig {
+  const config: KafkaConfig = {
+    clientId,
+    brokers: endpoints.kafkaBrokers,
+    connectionTimeout: 5_000,
+    requestTimeout: 30_000,
+    retry: { retries: 8, initialRetryTime: 200, maxRetryTime: 5_000 },
+  };
+  if (env.OZ0_KAFKA_SSL === "1" || env.OZ0_KAFKA_SSL === "true") config.ssl = true;
+  const mechanism = env.OZ0_KAFKA_SASL_MECHANISM;
+  if (mechanism) {
+    const username = env.OZ0_KAFKA_USERNAME ?? "";
+    const password = env.OZ0_KAFKA_PASSWORD ?? "";
+    if (mechanism !== "plain" && mechanism !== "scram-sha-256" && mechanism !== "scram-sha-512") {
+      throw new Error(`OZ0_KAFKA_SASL_MECHANISM=${mechanism} is not supported: use plain, scram-sha-256 or scram-sha-512`);
+    }
+    config.sasl = { mechanism, username, password } as SASLOptions;
+  }
+  return config;
+}

@@ -1,0 +1,125 @@
+/**
+ * Runs one processor on Kafka: consume a batch, decode it, call the core, encode the outputs,
+ * and commit outputs and offsets together. Undecodable or invalid input goes to the
+ * dead-letter topic with its reason and original bytes; the processor keeps going.
+ */
+import { setTimeout as sleep } from "node:timers/promises";
+import { DecodeError, type Serde } from "../../schemas/serde.ts";
+import type { DeadLetter } from "../../schemas/types.ts";
+import { topic } from "../../topology/topics.ts";
+import { runBatch, type Rejected } from "./batch.ts";
+import { isRetriable, messageOf } from "./errors.ts";
+import { deriveId } from "./ids.ts";
+import type { Logger } from "./log.ts";
+import type { InputRecord, Processor } from "./processor.ts";
+import type { BatchContext, OutMessage, RawRecord, Transport } from "./transport.ts";
+
+export const DEAD_LETTER_TOPIC = "oz0.dead-letter";
+
+export interface RunnerStats {
+  in: number;
+  out: number;
+  deadLetters: number;
+  batches: number;
+  retries: number;
+}
+
+export interface RunningProcessor {
+  readonly name: string;
+  readonly stats: Readonly<RunnerStats>;
+  stop(): Promise<void>;
+}
+
+export interface RunnerDeps {
+  transport: Transport;
+  serde: Serde;
+  log: Logger;
+  /** Longest pause between retries of a failing dependency. */
+  maxBackoffMs?: number;
+}
+
+class Stopping extends Error {
+  readonly retriable = true;
+  constructor() {
+    super("processor is stopping; the batch stays uncommitted and is handled again after restart");
+  }
+}
+
+function deadLetter(processor: string, raw: RawRecord, r: Pick<Rejected, "error" | "reason">): DeadLetter {
+  return {
+    id: deriveId("dead-letter", raw.topic, raw.partition, raw.offset),
+    processor,
+    topic: raw.topic,
+    partition: raw.partition,
+    offset: raw.offset,
+    key: raw.key,
+    value: raw.value,
+    reason: r.reason,
+    error: r.error,
+    ts: Date.now(),
+  };
+}
+
+export async function startProcessor<In, Env>(p: Processor<In, Env>, env: Env, deps: RunnerDeps): Promise<RunningProcessor> {
+  const stats: RunnerStats = { in: 0, out: 0, deadLetters: 0, batches: 0, retries: 0 };
+  const log = deps.log.child({ processor: p.name });
+  const inputSchema = topic(p.input).schema;
+  const maxBackoff = deps.maxBackoffMs ?? 10_000;
+  let stopping = false;
+
+  const backoff = async (ctx: BatchContext, err: unknown, attempt: number): Promise<void> => {
+    stats.retries++;
+    if (stopping || !ctx.isRunning()) throw new Stopping();
+    const wait = Math.min(maxBackoff, 100 * 2 ** Math.min(attempt, 10));
+    log.warn("dependency failed; retrying the batch", { attempt, waitMs: wait, error: messageOf(err) });
+    await sleep(wait);
+    await ctx.heartbeat();
+  };
+
+  const handle = async (raws: RawRecord[], ctx: BatchContext): Promise<OutMessage[]> => {
+    stats.in += raws.length;
+    stats.batches++;
+    const byOffset = new Map(raws.map((r) => [r.offset, r]));
+    const records: InputRecord<In>[] = [];
+    const rejected: Rejected[] = [];
+    for (const raw of raws) {
+      for (let attempt = 1; ; attempt++) {
+        try {
+          const value = await deps.serde.decode<In>(inputSchema, raw.value);
+          records.push({ topic: raw.topic, partition: raw.partition, offset: raw.offset, key: raw.key?.toString("utf8") ?? null, value, timestamp: raw.timestamp });
+          break;
+        } catch (err) {
+          if (err instanceof DecodeError) {
+            rejected.push({ topic: raw.topic, partition: raw.partition, offset: raw.offset, error: err.kind, reason: err.message });
+            break;
+          }
+          if (!isRetriable(err)) throw err;
+          await backoff(ctx, err, attempt);
+        }
+      }
+    }
+    const result = await runBatch(p, records, env, { onRetry: (err, attempt) => backoff(ctx, err, attempt) });
+    const out: OutMessage[] = result.emits.map((e) => ({ topic: e.to, key: e.key, value: deps.serde.encode(topic(e.to).schema, e.value) }));
+    for (const r of [...rejected, ...result.rejected]) {
+      const raw = byOffset.get(r.offset);
+      if (!raw) continue;
+      log.warn("input dead-lettered", { topic: raw.topic, partition: raw.partition, offset: raw.offset, error: r.error, reason: r.reason });
+      out.push({ topic: DEAD_LETTER_TOPIC, key: `${raw.topic}/${raw.partition}/${raw.offset}`, value: deps.serde.encode("DeadLetter", deadLetter(p.name, raw, r)) });
+      stats.deadLetters++;
+    }
+    stats.out += result.emits.length;
+    return out;
+  };
+
+  await deps.transport.start(handle);
+  log.info("processor started", { input: p.input, outputs: p.outputs });
+  return {
+    name: p.name,
+    stats,
+    stop: async () => {
+      stopping = true;
+      await deps.transport.stop();
+      log.info("processor stopped", { ...stats });
+    },
+  };
+}

@@ -1,0 +1,131 @@
+/**
+ * The runner's one seam to Kafka: consume batches, produce a batch with the input offsets in
+ * one transaction. kafkajs sits behind it today; another client can take its place without
+ * touching a processor.
+ */
+import { randomUUID } from "node:crypto";
+import { hostname } from "node:os";
+import type { Consumer, Kafka, Producer } from "kafkajs";
+import type { Logger } from "./log.ts";
+
+export interface RawRecord {
+  readonly topic: string;
+  readonly partition: number;
+  readonly offset: string;
+  readonly key: Buffer | null;
+  readonly value: Buffer | null;
+  readonly timestamp: string;
+}
+
+export interface OutMessage {
+  readonly topic: string;
+  readonly key: string | null;
+  readonly value: Buffer | null;
+}
+
+export interface BatchContext {
+  heartbeat(): Promise<void>;
+  isRunning(): boolean;
+}
+
+export type BatchHandler = (records: RawRecord[], ctx: BatchContext) => Promise<OutMessage[]>;
+
+export interface Transport {
+  /** Starts consuming; resolves once the consumer is running. */
+  start(handler: BatchHandler): Promise<void>;
+  /** Finishes the batch in hand, commits it, and disconnects. */
+  stop(): Promise<void>;
+}
+
+export interface KafkaTransportOptions {
+  kafka: Kafka;
+  groupId: string;
+  topic: string;
+  log: Logger;
+  /** Read a new group's input from the start (default) or only what arrives from now on. */
+  fromBeginning?: boolean;
+}
+
+/**
+ * kafkajs transport: each partition batch is handled, and its outputs and input offsets are
+ * committed in one Kafka transaction, so a crash never shows a decision twice to a
+ * read-committed consumer. Effects outside Kafka (Redis, MinIO) must be idempotent by input
+ * partition and offset, since a batch whose transaction did not commit is handled again.
+ */
+export class KafkaTransport implements Transport {
+  private readonly consumer: Consumer;
+  private readonly producer: Producer;
+  private readonly opts: KafkaTransportOptions;
+
+  constructor(opts: KafkaTransportOptions) {
+    this.opts = opts;
+    this.consumer = opts.kafka.consumer({
+      groupId: opts.groupId,
+      readUncommitted: false,
+      sessionTimeout: 30_000,
+      heartbeatInterval: 3_000,
+      maxBytesPerPartition: 1_048_576,
+      allowAutoTopicCreation: false,
+    });
+    // One transactional ID per instance: instances of a group never fence each other.
+    this.producer = opts.kafka.producer({
+      transactionalId: `${opts.groupId}.${hostname()}.${process.pid}.${randomUUID().slice(0, 8)}`,
+      idempotent: true,
+      maxInFlightRequests: 1,
+      allowAutoTopicCreation: false,
+    });
+  }
+
+  async start(handler: BatchHandler): Promise<void> {
+    await this.producer.connect();
+    await this.consumer.connect();
+    await this.consumer.subscribe({ topic: this.opts.topic, fromBeginning: this.opts.fromBeginning ?? true });
+    await this.consumer.run({
+      autoCommit: false,
+      eachBatchAutoResolve: false,
+      eachBatch: async (payload) => {
+        const { batch } = payload;
+        const heartbeat = () => payload.heartbeat();
+        const isRunning = () => payload.isRunning() && !payload.isStale();
+        if (batch.messages.length === 0 || !isRunning()) return;
+        const records: RawRecord[] = batch.messages.map((m) => ({
+          topic: batch.topic,
+          partition: batch.partition,
+          offset: m.offset,
+          key: m.key,
+          value: m.value,
+          timestamp: m.timestamp,
+        }));
+        const out = await handler(records, { heartbeat, isRunning });
+        const last = batch.messages[batch.messages.length - 1]?.offset ?? batch.lastOffset();
+        const txn = await this.producer.transaction();
+        try {
+          const byTopic = new Map<string, Array<{ key: string | null; value: Buffer | null }>>();
+          for (const m of out) {
+            const list = byTopic.get(m.topic) ?? [];
+            list.push({ key: m.key, value: m.value });
+            byTopic.set(m.topic, list);
+          }
+          if (byTopic.size > 0) {
+            await txn.sendBatch({ topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })) });
+          }
+          await txn.sendOffsets({
+            consumerGroupId: this.opts.groupId,
+            topics: [{ topic: batch.topic, partitions: [{ partition: batch.partition, offset: (BigInt(last) + 1n).toString() }] }],
+          });
+          await txn.commit();
+        } catch (err) {
+          await txn.abort().catch((e: unknown) => this.opts.log.warn("transaction abort failed", { error: String(e) }));
+          throw err;
+        }
+        payload.resolveOffset(last);
+        await heartbeat();
+      },
+    });
+  }
+
+  async stop(): Promise<void> {
+    await this.consumer.disconnect();
+    await this.producer.disconnect();
+  }
+}

@@ -1,0 +1,130 @@
+/** TypeScript shapes of the events in `schemas/*.avsc`. Keep each in step with its schema. */
+
+export type CallOrigin = "model" | "flow_step" | "harness" | "acp" | "remote" | "person";
+
+export interface ToolCall {
+  id: string;
+  tenant: string;
+  tree_id: string;
+  job_id: string;
+  run_id: string;
+  call_id: string;
+  agent: string;
+  plugin: string;
+  tool: string;
+  function: string;
+  /** JSON object text. */
+  arguments: string;
+  origin: CallOrigin;
+  context_used: number | null;
+  spend_share: number | null;
+  ts: number;
+}
+
+export interface ToolResult {
+  id: string;
+  tenant: string;
+  tree_id: string;
+  job_id: string;
+  run_id: string;
+  call_id: string;
+  agent: string;
+  plugin: string;
+  tool: string;
+  function: string;
+  arguments: string;
+  origin: CallOrigin;
+  is_error: boolean;
+  content: string | null;
+  content_ref: string | null;
+  size_bytes: number;
+  ts: number;
+}
+
+export type ModelCallKind = "ask" | "usage" | "rewarm";
+
+export interface ModelCall {
+  id: string;
+  tenant: string;
+  tree_id: string;
+  job_id: string;
+  run_id: string;
+  request_id: string;
+  kind: ModelCallKind;
+  model: string;
+  input_tokens: number;
+  max_output_tokens: number | null;
+  output_tokens: number | null;
+  cache_read_tokens: number;
+  cache_write_tokens: number;
+  ts: number;
+}
+
+export type JobEventKind = "child_ask" | "started" | "ended" | "wait_started" | "wait_ended";
+export type StartedBy = "person" | "app" | "agent" | "schedule";
+export type ChildKind = "none" | "delegation" | "flow_tool" | "flow_step" | "reviewer";
+
+export interface JobEvent {
+  id: string;
+  tenant: string;
+  tree_id: string;
+  job_id: string;
+  parent_job_id: string | null;
+  run_id: string | null;
+  agent: string;
+  kind: JobEventKind;
+  started_by: StartedBy;
+  delegation: ChildKind;
+  depth: number;
+  outcome: string | null;
+  ts: number;
+}
+
+export type Verdict = "allow" | "wait" | "stop" | "refuse" | "report";
+
+export interface Decision {
+  id: string;
+  input_id: string;
+  processor: string;
+  tenant: string;
+  tree_id: string;
+  job_id: string;
+  run_id: string | null;
+  subject: string;
+  verdict: Verdict;
+  reason_code: string | null;
+  limit: string | null;
+  numbers: Record<string, number>;
+  message: string;
+  /** JSON text. */
+  evidence: string | null;
+  ts: number;
+}
+
+export interface DeadLetter {
+  id: string;
+  processor: string;
+  topic: string;
+  partition: number;
+  offset: string;
+  key: Buffer | null;
+  value: Buffer | null;
+  reason: string;
+  error: DeadLetterError;
+  ts: number;
+}
+
+/** Why an input was dead-lettered, as a class a dashboard can count. */
+export type DeadLetterError = "undecodable" | "unknown_schema" | "wrong_schema" | "invalid" | "failed";
+
+export type ConfigKind = "agent" | "plugin" | "tenant";
+
+export interface ConfigRecord {
+  kind: ConfigKind;
+  id: string;
+  /** JSON text. */
+  value: string;
+  source: string;
+  reason: string | null;
+  ts: number;
+}

@@ -1,0 +1,84 @@
+/**
+ * Content-addressed objects in MinIO: a file is named by the SHA-256 of its exact bytes
+ * (`oz0-file:sha256:<hex>`), per tenant, so writing the same bytes again is idempotent.
+ * Large bytes go here, never through Kafka.
+ */
+import { createHash } from "node:crypto";
+import { Client } from "minio";
+import type { Endpoints } from "../processors/runner/endpoints.ts";
+
+export const REF_PREFIX = "oz0-file:sha256:";
+/** The most one stored file may hold (OFF-2, FILE-6). */
+export const MAX_FILE_BYTES = 32 * 1024 * 1024;
+
+export function refOf(bytes: Uint8Array): string {
+  return `${REF_PREFIX}${createHash("sha256").update(bytes).digest("hex")}`;
+}
+
+export function parseRef(ref: string): string {
+  const hex = ref.startsWith(REF_PREFIX) ? ref.slice(REF_PREFIX.length) : "";
+  if (!/^[0-9a-f]{64}$/.test(hex)) throw new Error(`${JSON.stringify(ref.slice(0, 100))} is not a file ref: expected ${REF_PREFIX}<64 hex digits>`);
+  return hex;
+}
+
+function tenantPath(tenant: string): string {
+  if (!/^[A-Za-z0-9_.-]{1,128}$/.test(tenant)) throw new Error(`tenant ID ${JSON.stringify(tenant.slice(0, 100))} may hold only letters, digits, '_', '.' and '-'`);
+  return tenant;
+}
+
+export function minioClient(endpoints: Endpoints): Client {
+  const url = new URL(endpoints.minioUrl);
+  return new Client({
+    endPoint: url.hostname,
+    port: url.port ? Number(url.port) : url.protocol === "https:" ? 443 : 80,
+    useSSL: url.protocol === "https:",
+    accessKey: endpoints.minioAccessKey,
+    secretKey: endpoints.minioSecretKey,
+  });
+}
+
+export class ObjectStore {
+  readonly client: Client;
+  readonly bucket: string;
+
+  constructor(client: Client, bucket: string) {
+    this.client = client;
+    this.bucket = bucket;
+  }
+
+  /** Creates the bucket with object locking (needed for legal holds) when it is missing. */
+  async ensureBucket(): Promise<void> {
+    if (await this.client.bucketExists(this.bucket)) return;
+    try {
+      await this.client.makeBucket(this.bucket, "", { ObjectLocking: true });
+    } catch (err) {
+      // Another instance may have created it in between.
+      if (!(await this.client.bucketExists(this.bucket))) throw err;
+    }
+  }
+
+  objectName(tenant: string, ref: string): string {
+    return `${tenantPath(tenant)}/sha256/${parseRef(ref)}`;
+  }
+
+  /** Stores bytes for a tenant and returns their ref; the same bytes give the same ref. */
+  async put(tenant: string, bytes: Buffer): Promise<string> {
+    if (bytes.length > MAX_FILE_BYTES) throw new Error(`a file holds at most ${MAX_FILE_BYTES} bytes; this one has ${bytes.length}`);
+    const ref = refOf(bytes);
+    await this.client.putObject(this.bucket, this.objectName(tenant, ref), bytes, bytes.length);
+    return ref;
+  }
+
+  /** The bytes of a tenant's file, or null when that tenant has no such file. */
+  async get(tenant: string, ref: string): Promise<Buffer | null> {
+    try {
+      const stream = await this.client.getObject(this.bucket, this.objectName(tenant, ref));
+      const chunks: Buffer[] = [];
+      for await (const chunk of stream) chunks.push(chunk as Buffer);
+      return Buffer.concat(chunks);
+    } catch (err) {
+      if (err && typeof err === "object" && "code" in err && (err.code === "NoSuchKey" || err.code === "NotFound")) return null;
+      throw err;
+    }
+  }
+}

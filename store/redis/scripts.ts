@@ -1,0 +1,60 @@
+/**
+ * Lua scripts, one per file in `lua/`, named `<name>-<number of keys>.lua`, each opening with a
+ * header of its KEYS, ARGV and return codes. They are loaded once per connection under a name
+ * that carries a digest of their text, so a deploy never runs a stale script.
+ */
+import { createHash } from "node:crypto";
+import { readdirSync, readFileSync } from "node:fs";
+import type { Redis } from "ioredis";
+
+export interface ScriptFile {
+  readonly name: string;
+  readonly keys: number;
+  readonly lua: string;
+  /** The command name it is defined under: name and a digest of the text. */
+  readonly command: string;
+}
+
+const dir = new URL("./lua/", import.meta.url);
+
+export function scriptFiles(): ScriptFile[] {
+  return readdirSync(dir)
+    .filter((f) => f.endsWith(".lua"))
+    .sort()
+    .map((file) => {
+      const m = /^([A-Za-z]+)-(\d+)\.lua$/.exec(file);
+      if (!m) throw new Error(`Lua script ${file} must be named <name>-<number of keys>.lua`);
+      const lua = readFileSync(new URL(file, dir), "utf8");
+      if (!lua.startsWith("--[[")) throw new Error(`Lua script ${file} must open with a --[[ header ]] naming its KEYS, ARGV and returns`);
+      const digest = createHash("sha1").update(lua).digest("hex").slice(0, 8);
+      return { name: m[1] as string, keys: Number(m[2]), lua, command: `oz0_${m[1] as string}_${digest}` };
+    });
+}
+
+let loaded: Map<string, ScriptFile> | undefined;
+
+/** The scripts by name, read from disk once per process. */
+export function scripts(): Map<string, ScriptFile> {
+  loaded ??= new Map(scriptFiles().map((s) => [s.name, s]));
+  return loaded;
+}
+
+const defined = new WeakSet<Redis>();
+
+/** Defines every script on a connection once; later calls on the same connection do nothing. */
+export function defineScripts(redis: Redis): void {
+  if (defined.has(redis)) return;
+  for (const s of scripts().values()) redis.defineCommand(s.command, { numberOfKeys: s.keys, lua: s.lua });
+  defined.add(redis);
+}
+
+/** Runs a script by its name (`tallyOnce`), defining the scripts on this connection first. */
+export async function runScript(redis: Redis, name: string, keys: string[], args: Array<string | number>): Promise<unknown> {
+  defineScripts(redis);
+  const s = scripts().get(name);
+  if (!s) throw new Error(`no Lua script named ${name} in store/redis/lua`);
+  if (keys.length !== s.keys) throw new Error(`script ${name} takes ${s.keys} keys, got ${keys.length}`);
+  const fn = (redis as unknown as Record<string, (...a: Array<string | number>) => Promise<unknown>>)[s.command];
+  if (!fn) throw new Error(`script ${name} is not defined on this connection`);
+  return fn.call(redis, ...keys, ...args);
+}

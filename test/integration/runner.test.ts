@@ -1,0 +1,71 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Redis } from "ioredis";
+import type { Producer } from "kafkajs";
+import type { Serde } from "../../schemas/serde.ts";
+import type { Decision, DeadLetter, ToolCall } from "../../schemas/types.ts";
+import { createLogger } from "../../processors/runner/log.ts";
+import { startProcessor, type RunningProcessor } from "../../processors/runner/runner.ts";
+import { KafkaTransport } from "../../processors/runner/transport.ts";
+import { Keys } from "../../store/redis/keys.ts";
+import { collect, endpoints, kafka, serde } from "../support/kafka.ts";
+import { redisTally, tallyProcessor } from "../support/tally-processor.ts";
+import { toolCall, uid } from "../support/events.ts";
+
+describe("processor runner on the real broker, registry and Redis", () => {
+  let s: Serde;
+  let redis: Redis;
+  let producer: Producer;
+  const keys = new Keys(uid("t").replace(/-/g, "_"));
+  const group = uid("tally");
+  const log = createLogger({ test: "runner" }, () => {});
+
+  async function start(): Promise<RunningProcessor> {
+    const transport = new KafkaTransport({ kafka: kafka(group), groupId: group, topic: "oz0.tool-calls", log });
+    return startProcessor(tallyProcessor, redisTally(redis, keys), { transport, serde: s, log });
+  }
+
+  beforeAll(async () => {
+    s = await serde();
+    redis = new Redis(endpoints().redisUrl);
+    producer = kafka().producer();
+    await producer.connect();
+  });
+
+  afterAll(async () => {
+    await producer?.disconnect();
+    redis?.disconnect();
+  });
+
+  it("SYS-1 decides every valid call once, dead-letters bad input with its reason, and keeps counts across a restart", async () => {
+    const run = uid("run");
+    const send = (calls: ToolCall[]) =>
+      producer.send({ topic: "oz0.tool-calls", messages: calls.map((c) => ({ key: run, value: s.encode("ToolCall", c) })) });
+    const marker = uid("garbage");
+    const badArgs = toolCall({ run_id: run, arguments: `{not json ${marker}` });
+
+    await send([toolCall({ run_id: run }), toolCall({ run_id: run }), badArgs, toolCall({ run_id: run })]);
+    await producer.send({ topic: "oz0.tool-calls", messages: [{ key: run, value: Buffer.from(`random bytes ${marker}`) }] });
+    await send([toolCall({ run_id: run }), toolCall({ run_id: run })]);
+
+    const first = await start();
+    const decided = await collect<Decision>("oz0.call-decisions", "Decision", s, (d) => d.run_id === run, 5, 60_000);
+    expect(decided.map((d) => d.numbers.calls)).toEqual([1, 2, 3, 4, 5]);
+    expect(decided.every((d) => d.verdict === "allow" && d.processor === "tally")).toBe(true);
+
+    const dead = await collect<DeadLetter>("oz0.dead-letter", "DeadLetter", s, (d) => d.processor === "tally" && Boolean(d.value?.includes(marker)), 2, 30_000);
+    const byError = new Map(dead.map((d) => [d.error, d]));
+    expect(byError.get("undecodable")?.reason).toMatch(/magic byte/);
+    expect(byError.get("undecodable")?.value?.toString()).toBe(`random bytes ${marker}`);
+    expect(byError.get("invalid")?.reason).toMatch(/arguments are not JSON/);
+    expect(first.stats.deadLetters).toBe(2);
+    await first.stop();
+
+    await send([toolCall({ run_id: run }), toolCall({ run_id: run })]);
+    const second = await start();
+    const all = await collect<Decision>("oz0.call-decisions", "Decision", s, (d) => d.run_id === run, 7, 60_000, 2_000);
+    await second.stop();
+    expect(all.map((d) => d.numbers.calls)).toEqual([1, 2, 3, 4, 5, 6, 7]);
+    expect(new Set(all.map((d) => d.id)).size).toBe(7);
+    expect(await redis.hget(keys.tally(run), "calls")).toBe("7");
+  });
+});

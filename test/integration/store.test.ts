@@ -1,0 +1,43 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Redis } from "ioredis";
+import { Keys } from "../../store/redis/keys.ts";
+import { runScript } from "../../store/redis/scripts.ts";
+import { minioClient, ObjectStore, refOf } from "../../store/objects.ts";
+import { endpoints } from "../support/kafka.ts";
+import { uid } from "../support/events.ts";
+
+describe("state in real Redis", () => {
+  let redis: Redis;
+  beforeAll(() => {
+    redis = new Redis(endpoints().redisUrl);
+  });
+  afterAll(() => redis?.disconnect());
+
+  it("SYS-3 a Lua script changes state once per input offset: a replay changes nothing", async () => {
+    const keys = new Keys(uid("t").replace(/-/g, "_"));
+    const key = keys.tally("run-1");
+    const apply = (offset: string) => runScript(redis, "tallyOnce", [key], ["calls", "oz0.tool-calls:3", offset, 60]);
+    expect(await apply("10")).toEqual([1, 1]);
+    expect(await apply("10")).toEqual([0, 1]);
+    expect(await apply("9")).toEqual([0, 1]);
+    expect(await apply("11")).toEqual([1, 2]);
+    expect(await redis.hget(key, "calls")).toBe("2");
+    const ttl = await redis.ttl(key);
+    expect(ttl).toBeGreaterThan(0);
+    expect(ttl).toBeLessThanOrEqual(60);
+  });
+});
+
+describe("objects in real MinIO", () => {
+  it("SYS-2 stores bytes content-addressed per tenant, idempotently, and reads them back", async () => {
+    const store = new ObjectStore(minioClient(endpoints()), uid("oz0-test").toLowerCase());
+    await store.ensureBucket();
+    await store.ensureBucket();
+    const bytes = Buffer.from(`a result ${uid("x")}`);
+    const ref = await store.put("acme", bytes);
+    expect(ref).toBe(refOf(bytes));
+    expect(await store.put("acme", bytes)).toBe(ref);
+    expect((await store.get("acme", ref))?.toString()).toBe(bytes.toString());
+    expect(await store.get("globex", ref)).toBeNull();
+  });
+});

@@ -1,0 +1,48 @@
+/**
+ * Creates the declared topics idempotently: missing ones are created, existing ones are left
+ * alone when they match, and a mismatch that Kafka cannot fix in place (fewer partitions than
+ * declared can be raised; more cannot be lowered) is reported, not hidden.
+ */
+import type { Admin } from "kafkajs";
+import { topicConfigs, type TopicSpec } from "./topics.ts";
+
+export interface EnsureReport {
+  created: string[];
+  existing: string[];
+  grown: string[];
+  warnings: string[];
+}
+
+export async function ensureTopics(admin: Admin, specs: readonly TopicSpec[], replicationFactor = 1): Promise<EnsureReport> {
+  const report: EnsureReport = { created: [], existing: [], grown: [], warnings: [] };
+  const present = new Set(await admin.listTopics());
+  const missing = specs.filter((s) => !present.has(s.name));
+  if (missing.length > 0) {
+    await admin.createTopics({
+      waitForLeaders: true,
+      topics: missing.map((s) => ({
+        topic: s.name,
+        numPartitions: s.partitions,
+        replicationFactor,
+        configEntries: Object.entries(topicConfigs(s)).map(([name, value]) => ({ name, value })),
+      })),
+    });
+    report.created.push(...missing.map((s) => s.name));
+  }
+  const existing = specs.filter((s) => present.has(s.name));
+  if (existing.length > 0) {
+    const meta = await admin.fetchTopicMetadata({ topics: existing.map((s) => s.name) });
+    for (const spec of existing) {
+      const found = meta.topics.find((t) => t.name === spec.name);
+      const count = found?.partitions.length ?? 0;
+      if (count < spec.partitions) {
+        await admin.createPartitions({ topicPartitions: [{ topic: spec.name, count: spec.partitions }] });
+        report.grown.push(spec.name);
+      } else {
+        if (count > spec.partitions) report.warnings.push(`${spec.name} has ${count} partitions, more than the ${spec.partitions} declared; Kafka cannot lower them, so it is left as it is`);
+        report.existing.push(spec.name);
+      }
+    }
+  }
+  return report;
+}

@@ -1,0 +1,123 @@
+/**
+ * Every topic of the pipeline, as data: name, what it carries and how it is keyed,
+ * partitions, retention and compaction. `npm run topics` and the test setup create them
+ * idempotently from this table.
+ */
+import type { SchemaName } from "../schemas/catalog.ts";
+
+export interface TopicSpec {
+  readonly name: string;
+  /** The schema of its values. */
+  readonly schema: SchemaName;
+  /** What its key is; records of one key stay in order on one partition. */
+  readonly key: "run_id" | "tree_id" | "kind/id" | "input";
+  readonly partitions: number;
+  /** Milliseconds, or -1 to keep forever. */
+  readonly retentionMs: number;
+  readonly compacted: boolean;
+  readonly doc: string;
+}
+
+const HOUR = 3_600_000;
+const DAY = 24 * HOUR;
+
+export const TOPICS = [
+  {
+    name: "oz0.tool-calls.requested",
+    schema: "ToolCall",
+    key: "run_id",
+    partitions: 8,
+    retentionMs: 7 * DAY,
+    compacted: false,
+    doc: "Tool calls as runtimes publish them, before a missing budget is filled in (FIT-15).",
+  },
+  {
+    name: "oz0.tool-calls",
+    schema: "ToolCall",
+    key: "run_id",
+    partitions: 8,
+    retentionMs: 7 * DAY,
+    compacted: false,
+    doc: "Tool calls with any budget filled in: what policy, the loop detector and people see.",
+  },
+  {
+    name: "oz0.tool-results",
+    schema: "ToolResult",
+    key: "run_id",
+    partitions: 8,
+    retentionMs: 7 * DAY,
+    compacted: false,
+    doc: "Tool results as runtimes publish them (large ones by ref).",
+  },
+  {
+    name: "oz0.model-calls",
+    schema: "ModelCall",
+    key: "tree_id",
+    partitions: 8,
+    retentionMs: 7 * DAY,
+    compacted: false,
+    doc: "Asks before model calls, usage after them, prompt-cache re-warms.",
+  },
+  {
+    name: "oz0.jobs",
+    schema: "JobEvent",
+    key: "tree_id",
+    partitions: 8,
+    retentionMs: 7 * DAY,
+    compacted: false,
+    doc: "Job and wait lifecycle, and asks before a child starts.",
+  },
+  {
+    name: "oz0.call-decisions",
+    schema: "Decision",
+    key: "run_id",
+    partitions: 8,
+    retentionMs: 30 * DAY,
+    compacted: false,
+    doc: "Whether each tool call goes ahead, waits for a person, or stops the job.",
+  },
+  {
+    name: "oz0.admissions",
+    schema: "Decision",
+    key: "tree_id",
+    partitions: 8,
+    retentionMs: 30 * DAY,
+    compacted: false,
+    doc: "Admissions and refusals of model calls and children.",
+  },
+  {
+    name: "oz0.config",
+    schema: "ConfigRecord",
+    key: "kind/id",
+    partitions: 1,
+    retentionMs: -1,
+    compacted: true,
+    doc: "Agent definitions, plugin manifests and tenant settings, read by every processor as a table.",
+  },
+  {
+    name: "oz0.dead-letter",
+    schema: "DeadLetter",
+    key: "input",
+    partitions: 1,
+    retentionMs: 30 * DAY,
+    compacted: false,
+    doc: "Inputs a processor could not use, with the reason and the original bytes.",
+  },
+] as const satisfies readonly TopicSpec[];
+
+export type TopicName = (typeof TOPICS)[number]["name"];
+
+export function topic(name: TopicName): TopicSpec {
+  const spec = TOPICS.find((t) => t.name === name);
+  if (!spec) throw new Error(`no topic named ${name}`);
+  return spec;
+}
+
+/** Kafka topic configs for a spec. */
+export function topicConfigs(spec: TopicSpec): Record<string, string> {
+  return {
+    "cleanup.policy": spec.compacted ? "compact" : "delete",
+    "retention.ms": String(spec.retentionMs),
+    ...(spec.compacted ? { "min.cleanable.dirty.ratio": "0.1", "segment.ms": String(HOUR) } : {}),
+  };
+}
