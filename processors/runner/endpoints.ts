@@ -3,7 +3,8 @@
  * (`stack/env.sh`); nothing secret is hard-coded beyond the local stack's documented
  * development credentials, and every value can be overridden.
  */
-import type { KafkaConfig, SASLOptions } from "kafkajs";
+import { logLevel, type KafkaConfig, type SASLOptions } from "kafkajs";
+import { createLogger, kafkaLogCreator, type Logger } from "./log.ts";
 
 export interface Endpoints {
   kafkaBrokers: string[];
@@ -47,9 +48,11 @@ export function endpointsGiven(env: Env = process.env): boolean {
  * plain, scram-sha-256 or scram-sha-512, with `OZ0_KAFKA_USERNAME` and `OZ0_KAFKA_PASSWORD`)
  * from the environment.
  */
-export function kafkaConfig(clientId: string, endpoints: Endpoints, env: Env = process.env): KafkaConfig {
+export function kafkaConfig(clientId: string, endpoints: Endpoints, env: Env = process.env, log: Logger = createLogger()): KafkaConfig {
   const config: KafkaConfig = {
     clientId,
+    logLevel: logLevel.INFO,
+    logCreator: kafkaLogCreator(log),
     brokers: endpoints.kafkaBrokers,
     connectionTimeout: 5_000,
     requestTimeout: 30_000,

@@ -30,3 +30,22 @@ export function createLogger(base: Record<string, unknown> = {}, write: (line: s
     child: (fields) => createLogger({ ...base, ...fields }, write),
   };
 }
+
+/** kafkajs error texts that are transient right after start or a rebalance; logged at debug. */
+const TRANSIENT_KAFKA = /not the correct coordinator|coordinator is not available|CONCURRENT_TRANSACTIONS|COORDINATOR_LOAD_IN_PROGRESS|concurrent transactions|loading the group|rebalanc/i;
+
+/**
+ * Routes kafkajs's own logs into a structured logger, with the transient coordinator errors
+ * kafkajs retries by itself moved down to debug, so an error line means something.
+ */
+export function kafkaLogCreator(log: Logger) {
+  const kafkaLog = log.child({ component: "kafkajs" });
+  return () =>
+    ({ level, log: entry }: { namespace: string; level: number; label: string; log: { message: string; error?: string } & Record<string, unknown> }) => {
+      const { message, timestamp: _ts, logger: _logger, ...fields } = entry;
+      const text = `${message} ${entry.error ?? ""}`;
+      if (level <= 1 && !TRANSIENT_KAFKA.test(text)) kafkaLog.error(message, fields);
+      else if (level <= 2 && !TRANSIENT_KAFKA.test(text)) kafkaLog.warn(message, fields);
+      else kafkaLog.debug(message, fields);
+    };
+}

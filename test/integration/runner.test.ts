@@ -29,6 +29,12 @@ describe("processor runner on the real broker, registry and Redis", () => {
     redis = new Redis(endpoints().redisUrl);
     producer = kafka().producer();
     await producer.connect();
+    // The group starts where the topic ends now, so it sees this test's inputs and no others'.
+    const admin = kafka().admin();
+    await admin.connect();
+    const ends = await admin.fetchTopicOffsets("oz0.tool-calls");
+    await admin.setOffsets({ groupId: group, topic: "oz0.tool-calls", partitions: ends.map((p) => ({ partition: p.partition, offset: p.high })) });
+    await admin.disconnect();
   });
 
   afterAll(async () => {
