@@ -57,6 +57,11 @@ export class ConfigTable implements ConfigView {
     return this.rows.get(configKey(kind, id));
   }
 
+  /** Every row, by key (`kind/id`). */
+  entries(): ReadonlyMap<string, unknown> {
+    return new Map(this.rows);
+  }
+
   /** Changes applied so far; grows by one per record read. */
   get changes(): number {
     return this.version;

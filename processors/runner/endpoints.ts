@@ -3,7 +3,7 @@
  * (`stack/env.sh`); nothing secret is hard-coded beyond the local stack's documented
  * development credentials, and every value can be overridden.
  */
-import { logLevel, type KafkaConfig, type SASLOptions } from "kafkajs";
+import { logLevel, Partitioners, type KafkaConfig, type ProducerConfig, type SASLOptions } from "kafkajs";
 import { createLogger, kafkaLogCreator, type Logger } from "./log.ts";
 
 export interface Endpoints {
@@ -42,6 +42,17 @@ export function endpointsFromEnv(env: Env = process.env): Endpoints {
 export function endpointsGiven(env: Env = process.env): boolean {
   return Boolean(env.OZ0_KAFKA_BROKERS && env.OZ0_REGISTRY_URL && env.OZ0_REDIS_URL && env.OZ0_MINIO_URL);
 }
+
+/**
+ * Settings of every idempotent or transactional producer: the Java client's partitioner (so
+ * keys land where other clients put them) and retries without limit, as exactly-once needs.
+ */
+export const EXACTLY_ONCE_PRODUCER = {
+  idempotent: true,
+  maxInFlightRequests: 1,
+  createPartitioner: Partitioners.DefaultPartitioner,
+  retry: { retries: Number.MAX_SAFE_INTEGER, initialRetryTime: 100, maxRetryTime: 5_000 },
+} satisfies ProducerConfig;
 
 /**
  * kafkajs settings, with TLS (`OZ0_KAFKA_SSL=1`) and SASL (`OZ0_KAFKA_SASL_MECHANISM` of

@@ -6,6 +6,7 @@
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
 import type { Consumer, Kafka, Producer } from "kafkajs";
+import { EXACTLY_ONCE_PRODUCER } from "./endpoints.ts";
 import type { Logger } from "./log.ts";
 
 export interface RawRecord {
@@ -70,8 +71,7 @@ export class KafkaTransport implements Transport {
     // One transactional ID per instance: instances of a group never fence each other.
     this.producer = opts.kafka.producer({
       transactionalId: `${opts.groupId}.${hostname()}.${process.pid}.${randomUUID().slice(0, 8)}`,
-      idempotent: true,
-      maxInFlightRequests: 1,
+      ...EXACTLY_ONCE_PRODUCER,
       allowAutoTopicCreation: false,
     });
   }

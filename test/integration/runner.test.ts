@@ -3,6 +3,7 @@ import { Redis } from "ioredis";
 import type { Producer } from "kafkajs";
 import type { Serde } from "../../schemas/serde.ts";
 import type { Decision, DeadLetter, ToolCall } from "../../schemas/types.ts";
+import { EXACTLY_ONCE_PRODUCER } from "../../processors/runner/endpoints.ts";
 import { createLogger } from "../../processors/runner/log.ts";
 import { startProcessor, type RunningProcessor } from "../../processors/runner/runner.ts";
 import { KafkaTransport } from "../../processors/runner/transport.ts";
@@ -27,7 +28,7 @@ describe("processor runner on the real broker, registry and Redis", () => {
   beforeAll(async () => {
     s = await serde();
     redis = new Redis(endpoints().redisUrl);
-    producer = kafka().producer();
+    producer = kafka().producer(EXACTLY_ONCE_PRODUCER);
     await producer.connect();
     // The group starts where the topic ends now, so it sees this test's inputs and no others'.
     const admin = kafka().admin();

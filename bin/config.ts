@@ -1,0 +1,132 @@
+/**
+ * `npm run config -- <command>`: agent definitions, plugin manifests and tenant settings.
+ *
+ *   validate [dir]                      check every file; errors as path:line: field: reason
+ *   lint <oz0-plugin.yaml>...           the manifest lint (FIT-17), warnings as a linter prints them
+ *   publish [dir] [--reason R] [--prune]
+ *                                       validate, then write changed rows to the compacted
+ *                                       config topic; a changed tenant row needs --reason (OFF-13);
+ *                                       --prune removes rows whose file is gone
+ *
+ * `dir` defaults to $OZ0_CONFIG_DIR, else config/examples. Exit status: 0 fine (warnings
+ * allowed), 1 errors, 2 usage.
+ */
+import { readFile } from "node:fs/promises";
+import { parseArgs } from "node:util";
+import { Kafka } from "kafkajs";
+import { formatConfigIssue } from "../config/errors.ts";
+import { loadConfigDir, toConfigRecords, toTableRecords } from "../config/load.ts";
+import { parsePlugin } from "../config/plugin.ts";
+import { planPublish } from "../config/publish-plan.ts";
+import { CONFIG_TOPIC, ConfigTable } from "../processors/runner/config-table.ts";
+import { EXACTLY_ONCE_PRODUCER, kafkaConfig } from "../processors/runner/endpoints.ts";
+import { createLogger } from "../processors/runner/log.ts";
+import { Serde } from "../schemas/serde.ts";
+import { ensureTopics } from "../topology/create.ts";
+import { topic } from "../topology/topics.ts";
+import { servicesForCommand } from "./services.ts";
+
+const { positionals, values } = parseArgs({
+  allowPositionals: true,
+  options: { reason: { type: "string" }, prune: { type: "boolean", default: false } },
+});
+const [command, ...rest] = positionals;
+const defaultDir = process.env.OZ0_CONFIG_DIR ?? "config/examples";
+
+function usage(): never {
+  process.stderr.write("usage: npm run config -- validate [dir] | lint <oz0-plugin.yaml>... | publish [dir] [--reason R] [--prune]\n");
+  process.exit(2);
+}
+
+async function validate(dir: string) {
+  const config = await loadConfigDir(dir);
+  for (const e of config.errors) console.log(`error: ${e.message}`);
+  for (const w of config.warnings) console.log(`warning: ${w.message}`);
+  return config;
+}
+
+async function lint(files: string[]): Promise<number> {
+  if (files.length === 0) usage();
+  let errors = 0;
+  let warnings = 0;
+  for (const file of files) {
+    const parsed = parsePlugin(await readFile(file, "utf8"), file);
+    for (const w of parsed.warnings) {
+      warnings++;
+      console.log(`${formatConfigIssue(w)}  (warning)`);
+    }
+    // The parse already carries the lint's warnings (FIT-17), with their lines.
+    if (!parsed.ok) {
+      for (const e of parsed.errors) console.log(`${e.message}  (error)`);
+      errors += parsed.errors.length;
+    }
+  }
+  console.log(`${files.length} manifest(s): ${errors} error(s), ${warnings} warning(s)`);
+  return errors > 0 ? 1 : 0;
+}
+
+async function publish(dir: string): Promise<number> {
+  const config = await validate(dir);
+  if (config.errors.length > 0) {
+    console.log(`not published: ${config.errors.length} error(s) in ${dir}`);
+    return 1;
+  }
+  const endpoints = await servicesForCommand();
+  const log = createLogger({ component: "config" });
+  const kafka = new Kafka(kafkaConfig("oz0-config", endpoints, process.env, log));
+  const admin = kafka.admin();
+  await admin.connect();
+  await ensureTopics(admin, [topic(CONFIG_TOPIC)]).finally(() => admin.disconnect());
+  const serde = new Serde({ registryUrl: endpoints.registryUrl });
+  await serde.registerAll();
+  const table = await ConfigTable.start(kafka, serde, log);
+  const plan = planPublish(table.entries(), toTableRecords(config), { prune: values.prune });
+  await table.stop();
+  const records = toConfigRecords(plan.upserts, { ts: Date.now(), reason: values.reason ?? null });
+  if (!records.ok) {
+    for (const e of records.errors) console.log(`error: ${e.message}`);
+    console.log("not published: give --reason \"...\" for the tenant settings that change");
+    return 1;
+  }
+  if (plan.upserts.length + plan.deletes.length === 0) {
+    console.log(`nothing to publish: ${plan.unchanged.length} unchanged`);
+    return 0;
+  }
+  const producer = kafka.producer(EXACTLY_ONCE_PRODUCER);
+  await producer.connect();
+  try {
+    await producer.send({
+      topic: CONFIG_TOPIC,
+      acks: -1,
+      messages: [
+        ...records.value.map((r) => ({ key: `${r.kind}/${r.id}`, value: serde.encode("ConfigRecord", r) })),
+        ...plan.deletes.map((key) => ({ key, value: null })),
+      ],
+    });
+  } finally {
+    await producer.disconnect();
+  }
+  for (const r of plan.upserts) console.log(`published  ${r.key}  (${r.source})`);
+  for (const k of plan.deletes) console.log(`removed    ${k}`);
+  console.log(`${plan.upserts.length} published, ${plan.deletes.length} removed, ${plan.unchanged.length} unchanged`);
+  return 0;
+}
+
+let code: number;
+switch (command) {
+  case "validate": {
+    const config = await validate(rest[0] ?? defaultDir);
+    console.log(`${config.agents.size} agent(s), ${config.plugins.size} plugin(s), ${config.tenants.size} tenant(s): ${config.errors.length} error(s), ${config.warnings.length} warning(s)`);
+    code = config.errors.length > 0 ? 1 : 0;
+    break;
+  }
+  case "lint":
+    code = await lint(rest);
+    break;
+  case "publish":
+    code = await publish(rest[0] ?? defaultDir);
+    break;
+  default:
+    usage();
+}
+process.exit(code);
