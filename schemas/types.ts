@@ -128,3 +128,38 @@ export interface ConfigRecord {
   reason: string | null;
   ts: number;
 }
+
+export interface ResultDelivered {
+  id: string;
+  input_id: string;
+  processor: string;
+  tenant: string;
+  tree_id: string;
+  job_id: string;
+  run_id: string;
+  call_id: string;
+  plugin: string;
+  tool: string;
+  function: string;
+  is_error: boolean;
+  /** MCP CallToolResult JSON. */
+  content: string;
+  truncated: boolean;
+  /** Fit note JSON, or null when nothing was fitted. */
+  fit: string | null;
+  ts: number;
+}
+
+export interface TraceEntry {
+  id: string;
+  processor: string;
+  tenant: string;
+  tree_id: string;
+  job_id: string;
+  run_id: string | null;
+  section: string;
+  subject: string;
+  facts: Record<string, string>;
+  numbers: Record<string, number>;
+  ts: number;
+}

@@ -1,0 +1,78 @@
+/**
+ * Budget fill-in (FIT-15): for a tool whose manifest says `results: {fit: true}`, a budget the
+ * model left out is filled in, only for functions whose input schema has an integer `budget`
+ * beside a `view` enum of the four views, and only for a model's calls. It reads the calls
+ * runtimes publish and writes the calls everything else sees, so policy, hooks, approvals and
+ * the loop detector all see the budget.
+ */
+import type { AgentDefinition } from "../../config/agent.ts";
+import { budgetFillInFunctions, type PluginManifest } from "../../config/plugin.ts";
+import { resolveSpend } from "../../config/resolve.ts";
+import type { TenantSettings } from "../../config/tenant.ts";
+import type { ToolCall } from "../../schemas/types.ts";
+import type { ConfigView } from "../runner/config-table.ts";
+import { defineProcessor, type Outcome } from "../runner/processor.ts";
+import { defaultBudget } from "./budget.ts";
+
+export interface FillInEnv {
+  config: ConfigView;
+  /**
+   * The tree's spend share from the budget state, or null while the budget processor keeps
+   * none for it; then the share the runtime put on the event is used (FIT-16).
+   */
+  spendShare(treeId: string): Promise<number | null>;
+}
+
+function parseArguments(text: string): Record<string, unknown> | string {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (err) {
+    return `arguments are not JSON (${(err as Error).message}): publish the call's arguments as a JSON object`;
+  }
+  if (value === null || typeof value !== "object" || Array.isArray(value)) return "arguments must be a JSON object";
+  return value as Record<string, unknown>;
+}
+
+/** Whether this call's function takes a filled-in budget, from the tool's manifest. */
+export function fillsIn(call: ToolCall, manifest: PluginManifest | undefined): boolean {
+  if (call.origin !== "model" || !manifest) return false;
+  const tool = manifest.tools.find((t) => t.id === call.tool);
+  return tool !== undefined && budgetFillInFunctions(tool).includes(call.function);
+}
+
+export const fillInProcessor = defineProcessor<ToolCall, FillInEnv>({
+  name: "budget-fill-in",
+  input: "oz0.tool-calls.requested",
+  outputs: ["oz0.tool-calls"],
+  validate(call) {
+    const reasons: string[] = [];
+    for (const field of ["id", "tenant", "tree_id", "job_id", "run_id", "call_id"] as const) {
+      if (!call[field]) reasons.push(`${field} is empty`);
+    }
+    const args = parseArguments(call.arguments);
+    if (typeof args === "string") reasons.push(args);
+    if (call.context_used !== null && call.context_used < 0) reasons.push(`context_used is ${call.context_used}: it counts tokens, so it cannot be negative`);
+    if (call.spend_share !== null && !(call.spend_share >= 0)) reasons.push(`spend_share is ${call.spend_share}: a share of a budget is 0 or more`);
+    return reasons;
+  },
+  async process(records, env) {
+    const out: Outcome[] = [];
+    for (const { value: call } of records) {
+      let filled = call;
+      const manifest = env.config.get("plugin", call.plugin) as PluginManifest | undefined;
+      if (fillsIn(call, manifest)) {
+        const args = parseArguments(call.arguments) as Record<string, unknown>;
+        if (args.budget === undefined || args.budget === null) {
+          const agent = env.config.get("agent", call.agent) as AgentDefinition | undefined;
+          const tenant = env.config.get("tenant", call.tenant) as TenantSettings | undefined;
+          const share = (await env.spendShare(call.tree_id)) ?? call.spend_share;
+          const budget = defaultBudget({ contextUsed: call.context_used, spendShare: share, warnShare: resolveSpend(agent, tenant).warn_share });
+          filled = { ...call, arguments: JSON.stringify({ ...args, budget }) };
+        }
+      }
+      out.push({ emits: [{ to: "oz0.tool-calls", key: call.run_id, value: filled }] });
+    }
+    return out;
+  },
+});
