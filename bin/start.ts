@@ -5,20 +5,22 @@
  * summary.
  */
 import { Redis } from "ioredis";
-import { Kafka, logLevel } from "kafkajs";
+import { Kafka } from "kafkajs";
 import { PIPELINE } from "../processors/pipeline.ts";
 import { kafkaConfig } from "../processors/runner/endpoints.ts";
 import { createLogger } from "../processors/runner/log.ts";
 import { startProcessor, type RunningProcessor } from "../processors/runner/runner.ts";
 import { KafkaTransport } from "../processors/runner/transport.ts";
 import { Serde } from "../schemas/serde.ts";
+import { ConfigTable } from "../processors/runner/config-table.ts";
+import { minioClient, ObjectStore } from "../store/objects.ts";
 import { ensureTopics } from "../topology/create.ts";
 import { TOPICS } from "../topology/topics.ts";
 import { servicesForCommand } from "./services.ts";
 
 const log = createLogger({ component: "start" });
 const endpoints = await servicesForCommand();
-const kafka = new Kafka({ ...kafkaConfig("oz0-pipeline", endpoints), logLevel: logLevel.WARN });
+const kafka = new Kafka(kafkaConfig("oz0-pipeline", endpoints, process.env, log));
 
 const admin = kafka.admin();
 await admin.connect();
@@ -29,10 +31,13 @@ await serde.registerAll();
 log.info("schemas registered");
 
 const redis = new Redis(endpoints.redisUrl, { maxRetriesPerRequest: 3 });
+const objects = new ObjectStore(minioClient(endpoints), process.env.OZ0_BUCKET ?? "oz0-files");
+await objects.ensureBucket();
+const config = await ConfigTable.start(kafka, serde, log);
 const running: RunningProcessor[] = [];
 for (const e of PIPELINE) {
   const transport = new KafkaTransport({ kafka, groupId: `oz0.${e.processor.name}`, topic: e.processor.input, log });
-  running.push(await startProcessor(e.processor, await e.env({ endpoints, redis }), { transport, serde, log }));
+  running.push(await startProcessor(e.processor, await e.env({ endpoints, redis, config, objects }), { transport, serde, log }));
 }
 if (running.length === 0) log.warn("the pipeline lists no processors yet: topics and schemas are ready, nothing consumes them");
 
@@ -67,6 +72,7 @@ async function stop(signal: string): Promise<void> {
   clearInterval(progress);
   log.info("stopping", { signal });
   for (const r of running) await r.stop();
+  await config.stop();
   await admin.disconnect();
   redis.disconnect();
   const secs = (Date.now() - started) / 1000;

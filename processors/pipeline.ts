@@ -3,12 +3,18 @@
  * from the shared connections. A processor joins the pipeline by being listed here.
  */
 import type { Redis } from "ioredis";
+import type { ObjectStore } from "../store/objects.ts";
+import { fillInProcessor } from "./fill-in/processor.ts";
+import { fitResultsProcessor } from "./fit-results/processor.ts";
+import type { ConfigView } from "./runner/config-table.ts";
 import type { Endpoints } from "./runner/endpoints.ts";
 import type { Processor } from "./runner/processor.ts";
 
 export interface PipelineDeps {
   endpoints: Endpoints;
   redis: Redis;
+  config: ConfigView;
+  objects: ObjectStore;
 }
 
 export interface PipelineEntry<In = unknown, Env = unknown> {
@@ -21,4 +27,8 @@ export function entry<In, Env>(processor: Processor<In, Env>, env: (deps: Pipeli
   return { processor, env };
 }
 
-export const PIPELINE: PipelineEntry[] = [];
+export const PIPELINE: PipelineEntry[] = [
+  // The budget state of the tree (LIM-8) is not kept yet: the share on the event is used.
+  entry(fillInProcessor, ({ config }) => ({ config, spendShare: () => Promise.resolve(null) })),
+  entry(fitResultsProcessor, ({ objects }) => ({ load: (r) => (r.content_ref ? objects.get(r.tenant, r.content_ref) : Promise.resolve(null)) })),
+];

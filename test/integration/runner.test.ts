@@ -8,7 +8,7 @@ import { createLogger } from "../../processors/runner/log.ts";
 import { startProcessor, type RunningProcessor } from "../../processors/runner/runner.ts";
 import { KafkaTransport } from "../../processors/runner/transport.ts";
 import { Keys } from "../../store/redis/keys.ts";
-import { collect, endpoints, kafka, serde } from "../support/kafka.ts";
+import { collect, endpoints, groupAtEnd, kafka, serde } from "../support/kafka.ts";
 import { redisTally, tallyProcessor } from "../support/tally-processor.ts";
 import { toolCall, uid } from "../support/events.ts";
 
@@ -31,11 +31,7 @@ describe("processor runner on the real broker, registry and Redis", () => {
     producer = kafka().producer(EXACTLY_ONCE_PRODUCER);
     await producer.connect();
     // The group starts where the topic ends now, so it sees this test's inputs and no others'.
-    const admin = kafka().admin();
-    await admin.connect();
-    const ends = await admin.fetchTopicOffsets("oz0.tool-calls");
-    await admin.setOffsets({ groupId: group, topic: "oz0.tool-calls", partitions: ends.map((p) => ({ partition: p.partition, offset: p.high })) });
-    await admin.disconnect();
+    await groupAtEnd(group, "oz0.tool-calls");
   });
 
   afterAll(async () => {

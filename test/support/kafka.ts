@@ -4,6 +4,10 @@ import { inject } from "vitest";
 import type { SchemaName } from "../../schemas/catalog.ts";
 import { Serde } from "../../schemas/serde.ts";
 import { kafkaConfig } from "../../processors/runner/endpoints.ts";
+import { createLogger } from "../../processors/runner/log.ts";
+import type { Processor } from "../../processors/runner/processor.ts";
+import { startProcessor, type RunningProcessor } from "../../processors/runner/runner.ts";
+import { KafkaTransport } from "../../processors/runner/transport.ts";
 import { uid } from "./events.ts";
 
 export function endpoints() {
@@ -63,4 +67,27 @@ export async function collect<T>(
     await consumer.disconnect();
   }
   return found;
+}
+
+/** Commits a new group's offsets at the topic's current end, so it sees only what comes next. */
+export async function groupAtEnd(groupId: string, topic: string): Promise<void> {
+  const admin = kafka().admin();
+  await admin.connect();
+  try {
+    const ends = await admin.fetchTopicOffsets(topic);
+    await admin.setOffsets({ groupId, topic, partitions: ends.map((p) => ({ partition: p.partition, offset: p.high })) });
+  } finally {
+    await admin.disconnect();
+  }
+}
+
+/**
+ * Runs a processor on the real broker under a fresh consumer group that starts at its input's
+ * current end, so a test sees the outcome of its own inputs only.
+ */
+export async function startOnKafka<In, Env>(p: Processor<In, Env>, env: Env, s: Serde, group = uid(p.name)): Promise<RunningProcessor> {
+  await groupAtEnd(group, p.input);
+  const log = createLogger({ test: p.name }, () => {});
+  const transport = new KafkaTransport({ kafka: kafka(group), groupId: group, topic: p.input, log });
+  return startProcessor(p, env, { transport, serde: s, log });
 }

@@ -1,0 +1,172 @@
+/**
+ * The fit processor: fits each tool result whose call asked for it (any of view, budget,
+ * query, including a budget filled in by FIT-15) and publishes what the model reads, with the
+ * fit note in the content's `fit` field and in `_meta["oz0/fit"]` (FIT-13), the `truncated`
+ * flag (FIT-12), and a trace entry under "Results fitted to a budget" with the view and the
+ * numbers, never the omitted sentence (FIT-14). A call with none of the three arguments is
+ * answered exactly as the tool answered it (FIT-8).
+ *
+ * Every result the runtime awaits gets an answer: arguments the convention cannot use (a view
+ * that is not one of the four, a budget that is not a positive whole number) are answered as a
+ * failed call that says so, rather than dead-lettered.
+ */
+import { fit, META_KEY, wanted } from "../fit/index.ts";
+import type { ResultDelivered, ToolResult, TraceEntry } from "../../schemas/types.ts";
+import { deriveId } from "../runner/ids.ts";
+import { defineProcessor, type Emit, type Outcome } from "../runner/processor.ts";
+import { fittable, readMcpResult, type McpResult } from "./mcp.ts";
+
+export const FIT_SECTION = "Results fitted to a budget";
+const VIEWS = ["stub", "summary", "section", "full"] as const;
+type View = (typeof VIEWS)[number];
+
+export interface FitEnv {
+  /** The stored bytes of a result published by ref, or null when there is no such file. */
+  load(result: ToolResult): Promise<Buffer | null>;
+}
+
+interface FitArgs {
+  view?: View;
+  budget?: number;
+  query?: string;
+}
+
+/** The convention's arguments of a call, or why they cannot be used. */
+export function fitArguments(args: Record<string, unknown>): FitArgs | { error: string } {
+  const out: FitArgs = {};
+  const { view, budget, query } = args;
+  if (view !== undefined && view !== null) {
+    if (typeof view !== "string" || !(VIEWS as readonly string[]).includes(view)) return { error: `view must be one of ${VIEWS.join(", ")}; the call gave ${JSON.stringify(view)}` };
+    out.view = view as View;
+  }
+  if (budget !== undefined && budget !== null) {
+    if (typeof budget !== "number" || !Number.isInteger(budget) || budget <= 0) return { error: `budget must be a whole number of tokens above 0; the call gave ${JSON.stringify(budget)}` };
+    out.budget = budget;
+  }
+  if (query !== undefined && query !== null) {
+    if (typeof query !== "string") return { error: `query must be text: a heading, a definition's name, a path, <path>#<n> or a line range; the call gave ${JSON.stringify(query)}` };
+    if (query !== "") out.query = query;
+  }
+  return out;
+}
+
+function parseArgs(text: string): Record<string, unknown> | undefined {
+  try {
+    const v: unknown = JSON.parse(text);
+    return v !== null && typeof v === "object" && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function delivered(r: ToolResult, content: string, extra: Partial<ResultDelivered> = {}): ResultDelivered {
+  return {
+    id: deriveId("fit-results", r.id),
+    input_id: r.id,
+    processor: "fit-results",
+    tenant: r.tenant,
+    tree_id: r.tree_id,
+    job_id: r.job_id,
+    run_id: r.run_id,
+    call_id: r.call_id,
+    plugin: r.plugin,
+    tool: r.tool,
+    function: r.function,
+    is_error: r.is_error,
+    content,
+    truncated: false,
+    fit: null,
+    ts: r.ts,
+    ...extra,
+  };
+}
+
+function failedCall(r: ToolResult, message: string): Emit {
+  const content = JSON.stringify({ content: [{ type: "text", text: message }], isError: true });
+  return { to: "oz0.results-delivered", key: r.run_id, value: delivered(r, content, { is_error: true }) };
+}
+
+export interface FitNote {
+  view: string;
+  budget?: number | null;
+  size: number;
+  tokens: number;
+  omitted: string;
+  reason?: string;
+}
+
+function traceEntry(r: ToolResult, note: FitNote): TraceEntry {
+  const numbers: Record<string, number> = { size: note.size, tokens: note.tokens };
+  if (typeof note.budget === "number") numbers.budget = note.budget;
+  const facts: Record<string, string> = { view: note.view, function: `${r.tool}.${r.function}` };
+  if (note.reason) facts.reason = note.reason;
+  return {
+    id: deriveId("fit-results", "trace", r.id),
+    processor: "fit-results",
+    tenant: r.tenant,
+    tree_id: r.tree_id,
+    job_id: r.job_id,
+    run_id: r.run_id,
+    section: FIT_SECTION,
+    subject: r.call_id,
+    facts,
+    numbers,
+    ts: r.ts,
+  };
+}
+
+/** Fits one result; pure given its text. */
+export function fitResult(r: ToolResult, text: string): Outcome {
+  const args = parseArgs(r.arguments);
+  if (!args) return { invalid: "arguments must be a JSON object: the call's arguments as made" };
+  const mcp = readMcpResult(text);
+  if ("error" in mcp) return { invalid: mcp.error };
+  const wantedArgs = fitArguments(args);
+  if ("error" in wantedArgs) return { emits: [failedCall(r, `The result was not fitted: ${wantedArgs.error}.`)] };
+  const { view, budget, query } = wantedArgs;
+  if (!wanted(view, budget, query)) {
+    return { emits: [{ to: "oz0.results-delivered", key: r.run_id, value: delivered(r, text) }] };
+  }
+  const f = fit(fittable(mcp), { view, budget, query, name: `${r.tool}.${r.function}` });
+  const note = f.meta() as FitNote;
+  const answer = { content: f.text, truncated: f.truncated, fit: note };
+  const result: McpResult = {
+    content: [{ type: "text", text: JSON.stringify(answer) }],
+    structuredContent: answer,
+    ...(mcp.isError ? { isError: true } : {}),
+    _meta: { ...mcp._meta, [META_KEY]: note },
+  };
+  return {
+    emits: [
+      { to: "oz0.results-delivered", key: r.run_id, value: delivered(r, JSON.stringify(result), { truncated: f.truncated, fit: JSON.stringify(note) }) },
+      { to: "oz0.trace", key: r.tree_id, value: traceEntry(r, note) },
+    ],
+  };
+}
+
+export const fitResultsProcessor = defineProcessor<ToolResult, FitEnv>({
+  name: "fit-results",
+  input: "oz0.tool-results",
+  outputs: ["oz0.results-delivered", "oz0.trace"],
+  validate(r) {
+    const reasons: string[] = [];
+    for (const field of ["id", "tenant", "tree_id", "job_id", "run_id", "call_id"] as const) {
+      if (!r[field]) reasons.push(`${field} is empty`);
+    }
+    if ((r.content === null) === (r.content_ref === null)) reasons.push("a result carries exactly one of content and content_ref");
+    if (r.size_bytes < 0) reasons.push(`size_bytes is ${r.size_bytes}: a size cannot be negative`);
+    return reasons;
+  },
+  async process(records, env) {
+    const out: Outcome[] = [];
+    for (const { value: r } of records) {
+      if (r.content !== null) {
+        out.push(fitResult(r, r.content));
+        continue;
+      }
+      const bytes = await env.load(r);
+      out.push(bytes === null ? { invalid: `content_ref ${r.content_ref} is not a file of tenant ${r.tenant}: store the result before publishing its ref` } : fitResult(r, bytes.toString("utf8")));
+    }
+    return out;
+  },
+});

@@ -1,0 +1,133 @@
+import { describe, expect, it } from "vitest";
+import { META_KEY } from "../../processors/fit/index.ts";
+import { fitResultsProcessor, FIT_SECTION, type FitEnv } from "../../processors/fit-results/processor.ts";
+import { TestDriver } from "../../processors/runner/test-driver.ts";
+import type { ResultDelivered, ToolResult, TraceEntry } from "../../schemas/types.ts";
+import { uid } from "../support/events.ts";
+
+const PAGE = [
+  "# Acme docs",
+  "",
+  "Acme docs explain the widget. They cover setup and use.",
+  "",
+  "## Install",
+  "",
+  "Install the widget with the package manager. It takes a minute.",
+  ...Array.from({ length: 400 }, (_, i) => `Step ${i}: run the installer again and read what it prints about configuration file number ${i}.`),
+  "",
+  "## Use",
+  "",
+  "Use the widget from the command line. Every option has a default.",
+  ...Array.from({ length: 400 }, (_, i) => `Option ${i} changes how the widget behaves when the input holds item ${i}.`),
+].join("\n");
+
+function mcp(text: string, extra: Record<string, unknown> = {}): string {
+  return JSON.stringify({ content: [{ type: "text", text }], ...extra });
+}
+
+function result(args: Record<string, unknown>, content: string | null = mcp(PAGE), over: Partial<ToolResult> = {}): ToolResult {
+  return {
+    id: uid("res"),
+    tenant: "acme",
+    tree_id: "tree-1",
+    job_id: "job-1",
+    run_id: "run-1",
+    call_id: uid("call"),
+    agent: "acme-reviewer",
+    plugin: "acme_docs",
+    tool: "acme_docs",
+    function: "get_page",
+    arguments: JSON.stringify({ path: "docs.md", ...args }),
+    origin: "model",
+    is_error: false,
+    content,
+    content_ref: null,
+    size_bytes: content?.length ?? 0,
+    ts: 1_700_000_000_000,
+    ...over,
+  };
+}
+
+const noStore: FitEnv = { load: () => Promise.resolve(null) };
+
+async function deliver(r: ToolResult, env: FitEnv = noStore) {
+  const driver = new TestDriver(fitResultsProcessor, env);
+  await driver.pipe(r);
+  const [out] = driver.read<ResultDelivered>("oz0.results-delivered");
+  return { driver, out, trace: driver.read<TraceEntry>("oz0.trace") };
+}
+
+describe("fit processor", () => {
+  it("FIT-8 answers a call with none of view, budget and query exactly as the tool did, with no note", async () => {
+    const r = result({ path: "docs.md" });
+    const { out, trace } = await deliver(r);
+    expect(out?.content).toBe(r.content);
+    expect(out?.fit).toBeNull();
+    expect(out?.truncated).toBe(false);
+    expect(trace).toEqual([]);
+  });
+
+  it("FIT-13 carries the fit note in the content's fit field and in _meta under oz0/fit", async () => {
+    const { out } = await deliver(result({ budget: 300 }));
+    const answer = JSON.parse(out?.content ?? "{}") as { content: Array<{ text: string }>; structuredContent: { fit: unknown; content: string }; _meta: Record<string, unknown> };
+    const note = answer.structuredContent.fit as Record<string, unknown>;
+    expect(Object.keys(note)).toEqual(expect.arrayContaining(["view", "budget", "size", "tokens", "omitted"]));
+    expect(answer._meta[META_KEY]).toEqual(note);
+    expect(JSON.parse(answer.content[0]?.text ?? "{}")).toEqual(answer.structuredContent);
+    expect(JSON.parse(out?.fit ?? "null")).toEqual(note);
+    expect(note.budget).toBe(300);
+  });
+
+  it("FIT-12 sets truncated and names the bound when the budget forces a smaller view", async () => {
+    const { out } = await deliver(result({ view: "full", budget: 300 }));
+    const note = JSON.parse(out?.fit ?? "{}") as { view: string; reason?: string };
+    expect(out?.truncated).toBe(true);
+    expect(note.view).not.toBe("full");
+    expect(note.reason).toBeTruthy();
+  });
+
+  it("FIT-14 writes a trace entry with the view and numbers under its section, never the omitted sentence", async () => {
+    const r = result({ query: "Install", budget: 2000 });
+    const { out, trace } = await deliver(r);
+    const note = JSON.parse(out?.fit ?? "{}") as { view: string; size: number; tokens: number; omitted: string };
+    expect(trace).toHaveLength(1);
+    const entry = trace[0] as TraceEntry;
+    expect(entry.section).toBe(FIT_SECTION);
+    expect(entry.subject).toBe(r.call_id);
+    expect(entry.facts.view).toBe(note.view);
+    expect(entry.numbers).toMatchObject({ budget: 2000, size: note.size, tokens: note.tokens });
+    const shown = JSON.stringify(entry);
+    expect(note.omitted.length).toBeGreaterThan(0);
+    expect(shown).not.toContain(note.omitted);
+    expect(shown).not.toContain("Install");
+  });
+
+  it("FIT-15 fits a result whose call had its budget filled in, like any other", async () => {
+    const { out } = await deliver(result({ budget: 8000 }));
+    expect(JSON.parse(out?.fit ?? "{}")).toMatchObject({ budget: 8000 });
+  });
+
+  it("answers a view the convention does not know as a failed call that says why", async () => {
+    const { out, driver } = await deliver(result({ view: "huge" }));
+    expect(driver.deadLetters).toEqual([]);
+    expect(out?.is_error).toBe(true);
+    expect(out?.content).toMatch(/view must be one of stub, summary, section, full/);
+  });
+
+  it("fits a result stored by ref, read from the object store", async () => {
+    const stored = Buffer.from(mcp(PAGE));
+    const r = result({ view: "stub" }, null, { content_ref: `oz0-file:sha256:${"a".repeat(64)}` });
+    const { out } = await deliver(r, { load: () => Promise.resolve(stored) });
+    expect(JSON.parse(out?.fit ?? "{}")).toMatchObject({ view: "stub" });
+  });
+
+  it("dead-letters a result that is not an MCP result, or a ref with no file, with the reason", async () => {
+    const driver = new TestDriver(fitResultsProcessor, noStore);
+    await driver.pipe([result({ budget: 100 }, "not json"), result({}, null, { content_ref: `oz0-file:sha256:${"b".repeat(64)}` }), result({}, mcp("x"), { content_ref: "oz0-file:sha256:x" })]);
+    expect(driver.deadLetters.map((d) => d.reason)).toEqual([
+      expect.stringMatching(/not JSON/),
+      expect.stringMatching(/is not a file of tenant acme/),
+      expect.stringMatching(/exactly one of content and content_ref/),
+    ]);
+  });
+});
