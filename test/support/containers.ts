@@ -28,7 +28,7 @@ export async function startContainers(): Promise<Services> {
   const started: StartedTestContainer[] = [];
   try {
     const kafkaPort = await freePort();
-    const kafka = await new GenericContainer("apache/kafka:4.1.0")
+    const kafka = await new GenericContainer("apache/kafka:4.4.0")
       .withNetwork(network)
       .withNetworkAliases("kafka")
       .withExposedPorts({ container: 9094, host: kafkaPort })

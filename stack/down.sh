@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# Stops the local stack started by stack/up.sh: only the processes it started (by their pid
+# files, checking that each pid still is that process), the registry before Kafka. Each gets
+# SIGTERM, a bounded wait, then SIGKILL. Removes the pid files.
+#   bash stack/down.sh            # stop; data is kept
+#   bash stack/down.sh --purge    # stop and delete the data dirs (installs are kept)
+set -euo pipefail
+
+# shellcheck source=stack/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+purge=0
+for arg in "$@"; do
+  case "$arg" in
+    --purge) purge=1 ;;
+    -h | --help)
+      sed -n '2,7p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+      exit 0
+      ;;
+    *)
+      printf 'stack/down.sh: unknown argument %s (use --purge)\n' "$arg" >&2
+      exit 2
+      ;;
+  esac
+done
+
+mkdir -p "$RUN_DIR"
+exec 9>"$RUN_DIR/stack.lock"
+if ! flock -w 10 9; then
+  warn "the stack lock is held (an up still running?); stopping anyway"
+fi
+
+# stop_service <service> <grace seconds>
+stop_service() {
+  local svc="$1" grace="$2" pidf pid t0="$EPOCHREALTIME"
+  pidf="$(pid_file "$svc")"
+  if ! pid="$(svc_pid "$svc")"; then
+    if [[ -e "$pidf" ]]; then
+      say "$svc: not running (stale pid file removed)"
+      rm -f "$pidf"
+    else
+      say "$svc: not running"
+    fi
+    return 0
+  fi
+  say "$svc: stopping pid $pid (SIGTERM, up to $grace s)"
+  kill -TERM "$pid" 2>/dev/null || true
+  local deadline=$((SECONDS + grace))
+  while pid_matches "$svc" "$pid" && ((SECONDS < deadline)); do
+    sleep 0.2
+  done
+  if pid_matches "$svc" "$pid"; then
+    warn "$svc: pid $pid still running after $grace s, sending SIGKILL"
+    kill -KILL "$pid" 2>/dev/null || true
+    deadline=$((SECONDS + 10))
+    while pid_matches "$svc" "$pid" && ((SECONDS < deadline)); do
+      sleep 0.2
+    done
+    if pid_matches "$svc" "$pid"; then
+      printf 'stack: %s: pid %s survived SIGKILL\n' "$svc" "$pid" >&2
+      return 1
+    fi
+  fi
+  rm -f "$pidf"
+  say "$svc: stopped ($(since "$t0") s)"
+}
+
+step "stopping the local stack in $OZ0_STACK_HOME"
+status=0
+# the registry first: with Kafka gone it keeps retrying and ignores SIGTERM for a while
+stop_service registry 20 || status=1
+stop_service minio 15 || status=1
+stop_service redis 15 || status=1
+stop_service kafka 45 || status=1
+
+if ((purge)); then
+  if ((status != 0)); then
+    printf 'stack: not purging: some service did not stop\n' >&2
+    exit 1
+  fi
+  for svc in "${SERVICES[@]}"; do
+    if [[ -d "$DATA_DIR/$svc" ]]; then
+      rm -rf "${DATA_DIR:?}/$svc"
+      say "$svc: data deleted ($DATA_DIR/$svc)"
+    fi
+  done
+fi
+step "stack is down ($(elapsed) s)"
+exit "$status"

@@ -1,0 +1,213 @@
+// No Docker engine runs here, so docker-compose.yml and the Dockerfile are checked by
+// structure: what `docker compose config` and a first `up` would trip on.
+import { describe, it, expect } from "vitest";
+import { existsSync, readFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { parse } from "yaml";
+
+const root = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
+
+type Service = {
+  image?: string;
+  build?: string | { context?: string; dockerfile?: string };
+  command?: string | string[];
+  environment?: Record<string, string | number | boolean | null> | string[];
+  depends_on?: string[] | Record<string, { condition?: string }>;
+  healthcheck?: { test?: string | string[]; disable?: boolean };
+  profiles?: string[];
+  ports?: Array<string | { published?: string | number; host_ip?: string }>;
+};
+
+type Compose = { services: Record<string, Service> };
+
+function loadCompose(): Compose {
+  const doc: unknown = parse(readFileSync(join(root, "docker-compose.yml"), "utf8"));
+  if (typeof doc !== "object" || doc === null || !("services" in doc)) {
+    throw new Error("docker-compose.yml has no services");
+  }
+  return doc as Compose;
+}
+
+function envNames(service: Service): string[] {
+  const env = service.environment ?? {};
+  const names = Array.isArray(env) ? env.map((entry) => entry.split("=")[0] ?? "") : Object.keys(env);
+  return names.sort();
+}
+
+function envValue(service: Service, name: string): string | undefined {
+  const env = service.environment ?? {};
+  if (Array.isArray(env)) {
+    const entry = env.find((e) => e.split("=")[0] === name);
+    return entry === undefined ? undefined : entry.slice(name.length + 1);
+  }
+  const value = env[name];
+  return value === undefined || value === null ? undefined : String(value);
+}
+
+function dependsOn(service: Service): Array<[string, string | undefined]> {
+  const deps = service.depends_on ?? [];
+  if (Array.isArray(deps)) return deps.map((name) => [name, undefined]);
+  return Object.entries(deps).map(([name, spec]) => [name, spec?.condition]);
+}
+
+function words(command: string | string[] | undefined): string {
+  return Array.isArray(command) ? command.join(" ") : (command ?? "");
+}
+
+const compose = loadCompose();
+const services = compose.services;
+const names = Object.keys(services);
+const PIPELINE_ENV = [
+  "OZ0_KAFKA_BROKERS",
+  "OZ0_MINIO_ACCESS_KEY",
+  "OZ0_MINIO_SECRET_KEY",
+  "OZ0_MINIO_URL",
+  "OZ0_REDIS_URL",
+  "OZ0_REGISTRY_URL",
+  "OZ0_STACK",
+];
+
+describe("STACK docker-compose.yml", () => {
+  it("STACK has the four services, the pipeline and the load generator", () => {
+    expect(names.sort()).toEqual(["kafka", "load", "minio", "pipeline", "redis", "registry"]);
+  });
+
+  it("STACK every service has an image or a build", () => {
+    for (const [name, s] of Object.entries(services)) {
+      expect(Boolean(s.image) || Boolean(s.build), name).toBe(true);
+    }
+  });
+
+  it("STACK images are pinned to a tag, never latest", () => {
+    for (const [name, s] of Object.entries(services)) {
+      if (s.build) continue;
+      expect(s.image, name).toMatch(/^[a-z0-9./_-]+:[A-Za-z0-9._-]+$/);
+      expect(s.image, name).not.toMatch(/:latest$/);
+    }
+    expect(services.registry?.image).toBe("apicurio/apicurio-registry:3.3.3");
+    const kafkaTag = services.kafka?.image?.split(":")[1] ?? "";
+    expect(Number(kafkaTag.split(".")[0])).toBeGreaterThanOrEqual(4);
+  });
+
+  it("STACK every service but the pipeline's has a health check", () => {
+    for (const [name, s] of Object.entries(services)) {
+      if (name === "pipeline" || name === "load") continue;
+      expect(s.healthcheck?.test, name).toBeTruthy();
+      expect(s.healthcheck?.disable, name).not.toBe(true);
+    }
+  });
+
+  it("STACK depends_on targets exist and wait for service_healthy", () => {
+    let edges = 0;
+    for (const [name, s] of Object.entries(services)) {
+      for (const [target, condition] of dependsOn(s)) {
+        edges++;
+        expect(names, `${name} depends on ${target}`).toContain(target);
+        expect(condition, `${name} -> ${target}`).toBe("service_healthy");
+        expect(services[target]?.healthcheck?.test, `${target} needs a health check`).toBeTruthy();
+      }
+    }
+    expect(edges).toBeGreaterThan(0);
+    expect(dependsOn(services.registry ?? {}).map(([t]) => t)).toContain("kafka");
+    for (const app of ["pipeline", "load"]) {
+      expect(dependsOn(services[app] ?? {}).map(([t]) => t).sort(), app).toEqual(["kafka", "minio", "redis", "registry"]);
+    }
+  });
+
+  it("STACK the load service runs only under the `load` profile, from the pipeline's image", () => {
+    const load = services.load;
+    expect(load?.profiles).toEqual(["load"]);
+    expect(words(load?.command)).toBe("npm run load");
+    expect(load?.image).toBe(services.pipeline?.image);
+    expect(services.pipeline?.profiles).toBeUndefined();
+  });
+
+  it("STACK the pipeline is built from the Dockerfile and runs npm start", () => {
+    expect(services.pipeline?.build).toBeTruthy();
+    const command = words(services.pipeline?.command);
+    if (command) expect(command).toBe("npm start");
+  });
+
+  it("STACK the pipeline's environment is exactly the OZ0_* endpoints, pointing inside the network", () => {
+    for (const app of ["pipeline", "load"]) {
+      const s = services[app] ?? {};
+      expect(envNames(s), app).toEqual(PIPELINE_ENV);
+      expect(envValue(s, "OZ0_KAFKA_BROKERS")).toBe("kafka:9092");
+      expect(envValue(s, "OZ0_REGISTRY_URL")).toBe("http://registry:8080/apis/ccompat/v7");
+      expect(envValue(s, "OZ0_REDIS_URL")).toBe("redis://redis:6379");
+      expect(envValue(s, "OZ0_MINIO_URL")).toBe("http://minio:9000");
+      expect(envValue(s, "OZ0_STACK")).toBe("external");
+    }
+  });
+
+  it("STACK MinIO's root credentials are the pipeline's MinIO credentials", () => {
+    const minio = services.minio ?? {};
+    const pipeline = services.pipeline ?? {};
+    expect(envValue(minio, "MINIO_ROOT_USER")).toBe(envValue(pipeline, "OZ0_MINIO_ACCESS_KEY"));
+    expect(envValue(minio, "MINIO_ROOT_PASSWORD")).toBe(envValue(pipeline, "OZ0_MINIO_SECRET_KEY"));
+    expect(words(minio.command)).toContain("server /data");
+    expect(words(minio.command)).toContain("--console-address :9001");
+  });
+
+  it("STACK the registry keeps its schemas in the compose Kafka", () => {
+    const registry = services.registry ?? {};
+    expect(envValue(registry, "APICURIO_STORAGE_KIND")).toBe("kafkasql");
+    expect(envValue(registry, "APICURIO_KAFKASQL_BOOTSTRAP_SERVERS")).toBe("kafka:9092");
+  });
+
+  it("STACK Kafka is a KRaft single node with listeners inside and outside the network", () => {
+    const kafka = services.kafka ?? {};
+    expect(envValue(kafka, "KAFKA_PROCESS_ROLES")).toBe("broker,controller");
+    expect(envValue(kafka, "KAFKA_CONTROLLER_QUORUM_VOTERS")).toMatch(/^1@kafka:\d+$/);
+    const advertised = envValue(kafka, "KAFKA_ADVERTISED_LISTENERS") ?? "";
+    expect(advertised).toContain("://kafka:9092");
+    expect(advertised).toMatch(/:\/\/(127\.0\.0\.1|localhost):\$\{OZ0_KAFKA_PORT:-19092\}/);
+    for (const rf of ["KAFKA_OFFSETS_TOPIC_REPLICATION_FACTOR", "KAFKA_TRANSACTION_STATE_LOG_REPLICATION_FACTOR"]) {
+      expect(envValue(kafka, rf), rf).toBe("1");
+    }
+  });
+
+  it("STACK host ports are published on loopback with the local stack's defaults", () => {
+    const published = (name: string): string[] =>
+      (services[name]?.ports ?? []).map((p) => (typeof p === "string" ? p : `${p.host_ip ?? ""}:${p.published ?? ""}`));
+    const expected: Record<string, string[]> = {
+      kafka: ["OZ0_KAFKA_PORT:-19092"],
+      registry: ["OZ0_REGISTRY_PORT:-18081", "OZ0_REGISTRY_MGMT_PORT:-18091"],
+      redis: ["OZ0_REDIS_PORT:-16379"],
+      minio: ["OZ0_MINIO_PORT:-19000", "OZ0_MINIO_CONSOLE_PORT:-19001"],
+    };
+    for (const [name, ports] of Object.entries(expected)) {
+      const got = published(name);
+      for (const p of ports) expect(got.some((g) => g.startsWith(`127.0.0.1:\${${p}}`)), `${name} ${p}`).toBe(true);
+    }
+  });
+});
+
+describe("STACK Dockerfile", () => {
+  const path = join(root, "Dockerfile");
+
+  it("STACK exists, is node:20-slim based and installs with npm ci", () => {
+    expect(existsSync(path)).toBe(true);
+    const text = readFileSync(path, "utf8");
+    expect(text).toMatch(/^FROM node:20-slim\b/m);
+    expect(text).toMatch(/^RUN npm ci\b/m);
+  });
+
+  it("STACK its CMD or ENTRYPOINT runs npm start", () => {
+    const text = readFileSync(path, "utf8");
+    const lines = text.split("\n").filter((l) => /^(CMD|ENTRYPOINT)\s/.test(l));
+    expect(lines.length).toBeGreaterThan(0);
+    const last = lines.map((l) => {
+      const arg = l.replace(/^(CMD|ENTRYPOINT)\s+/, "").trim();
+      return arg.startsWith("[") ? (JSON.parse(arg) as string[]).join(" ") : arg;
+    });
+    expect(last.join(" ")).toMatch(/\bnpm start\b/);
+  });
+
+  it("STACK the build context leaves node_modules and .git out", () => {
+    const ignore = readFileSync(join(root, ".dockerignore"), "utf8").split("\n").map((l) => l.trim());
+    expect(ignore).toContain("node_modules");
+    expect(ignore).toContain(".git");
+  });
+});
