@@ -9,7 +9,7 @@ export default tseslint.config(
   ...tseslint.configs.recommendedTypeChecked,
   {
     languageOptions: {
-      parserOptions: { projectService: { allowDefaultProject: ["*.js", "*.ts", "bin/*.mjs"] }, tsconfigRootDir: import.meta.dirname },
+      parserOptions: { projectService: { allowDefaultProject: ["*.js", "bin/*.mjs", "stack/kafka/*.mjs"] }, tsconfigRootDir: import.meta.dirname },
     },
     rules: {
       "@typescript-eslint/no-floating-promises": "error",

@@ -116,5 +116,7 @@ export async function runBatch<In, Env>(p: Processor<In, Env>, records: InputRec
       else emits.push(...o.emits);
     }
   });
+  // Dead letters in input order, as a person reading the topic expects.
+  rejected.sort((a, b) => a.partition - b.partition || Number(BigInt(a.offset) - BigInt(b.offset)));
   return { emits, rejected };
 }
