@@ -22,7 +22,8 @@ type Service = {
 type Compose = { services: Record<string, Service> };
 
 function loadCompose(): Compose {
-  const doc: unknown = parse(readFileSync(join(root, "docker-compose.yml"), "utf8"));
+  // Compose resolves `<<:` merge keys, as YAML 1.1 does.
+  const doc: unknown = parse(readFileSync(join(root, "docker-compose.yml"), "utf8"), { merge: true });
   if (typeof doc !== "object" || doc === null || !("services" in doc)) {
     throw new Error("docker-compose.yml has no services");
   }
@@ -98,27 +99,32 @@ describe("STACK docker-compose.yml", () => {
     }
   });
 
-  it("STACK depends_on targets exist and wait for service_healthy", () => {
+  it("STACK depends_on targets exist and wait for service_healthy (the load generator waits for the pipeline to start)", () => {
     let edges = 0;
     for (const [name, s] of Object.entries(services)) {
       for (const [target, condition] of dependsOn(s)) {
         edges++;
         expect(names, `${name} depends on ${target}`).toContain(target);
+        if (name === "load" && target === "pipeline") {
+          expect(condition).toBe("service_started");
+          continue;
+        }
         expect(condition, `${name} -> ${target}`).toBe("service_healthy");
         expect(services[target]?.healthcheck?.test, `${target} needs a health check`).toBeTruthy();
       }
     }
     expect(edges).toBeGreaterThan(0);
     expect(dependsOn(services.registry ?? {}).map(([t]) => t)).toContain("kafka");
-    for (const app of ["pipeline", "load"]) {
-      expect(dependsOn(services[app] ?? {}).map(([t]) => t).sort(), app).toEqual(["kafka", "minio", "redis", "registry"]);
-    }
+    expect(dependsOn(services.pipeline ?? {}).map(([t]) => t).sort()).toEqual(["kafka", "minio", "redis", "registry"]);
+    expect(dependsOn(services.load ?? {}).map(([t]) => t).sort()).toEqual(["kafka", "minio", "pipeline", "redis", "registry"]);
   });
 
   it("STACK the load service runs only under the `load` profile, from the pipeline's image", () => {
     const load = services.load;
     expect(load?.profiles).toEqual(["load"]);
-    expect(words(load?.command)).toBe("npm run load");
+    expect(words(load?.command)).toBe("npm run load -- --external");
+    const scripts = (JSON.parse(readFileSync("package.json", "utf8")) as { scripts: Record<string, string> }).scripts;
+    expect(scripts.load).toBeTruthy();
     expect(load?.image).toBe(services.pipeline?.image);
     expect(services.pipeline?.profiles).toBeUndefined();
   });
