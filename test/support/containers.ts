@@ -63,7 +63,7 @@ export async function startContainers(): Promise<Services> {
       .withStartupTimeout(180_000)
       .start();
     started.push(registry);
-    const redis = await new GenericContainer("redis:7.4").withExposedPorts(6379).withCommand(["redis-server", "--appendonly", "yes"]).start();
+    const redis = await new GenericContainer("redis:7").withExposedPorts(6379).withCommand(["redis-server", "--appendonly", "yes"]).start();
     started.push(redis);
     const minio = await new GenericContainer("minio/minio:RELEASE.2025-09-07T16-13-09Z")
       .withExposedPorts(9000)
