@@ -4,8 +4,10 @@
  */
 import type { Redis } from "ioredis";
 import type { ObjectStore } from "../store/objects.ts";
+import { Keys } from "../store/redis/keys.ts";
 import { fillInProcessor } from "./fill-in/processor.ts";
 import { fitResultsProcessor } from "./fit-results/processor.ts";
+import { limitsEnv, limitsJobsProcessor, limitsModelCallsProcessor, spendShare } from "./limits/index.ts";
 import type { ConfigView } from "./runner/config-table.ts";
 import type { Endpoints } from "./runner/endpoints.ts";
 import type { Processor } from "./runner/processor.ts";
@@ -28,7 +30,9 @@ export function entry<In, Env>(processor: Processor<In, Env>, env: (deps: Pipeli
 }
 
 export const PIPELINE: PipelineEntry[] = [
-  // The budget state of the tree (LIM-8) is not kept yet: the share on the event is used.
-  entry(fillInProcessor, ({ config }) => ({ config, spendShare: () => Promise.resolve(null) })),
+  // FIT-16: the tree's spend share from the budget state (LIM-8), else the event's.
+  entry(fillInProcessor, ({ config, redis }) => ({ config, spendShare: (tree: string) => spendShare(redis, new Keys(), tree) })),
+  entry(limitsModelCallsProcessor, ({ redis, config }) => limitsEnv({ redis, config })),
+  entry(limitsJobsProcessor, ({ redis, config }) => limitsEnv({ redis, config })),
   entry(fitResultsProcessor, ({ objects }) => ({ load: (r) => (r.content_ref ? objects.get(r.tenant, r.content_ref) : Promise.resolve(null)) })),
 ];

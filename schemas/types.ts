@@ -57,6 +57,8 @@ export interface ModelCall {
   output_tokens: number | null;
   cache_read_tokens: number;
   cache_write_tokens: number;
+  /** The agent of the job making the call; null when the runtime does not say. */
+  agent: string | null;
   ts: number;
 }
 

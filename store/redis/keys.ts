@@ -20,4 +20,33 @@ export class Keys {
   tally(runId: string): string {
     return `${this.tagged("run", runId)}:tally`;
   }
+
+  /**
+   * A tree's budget and limits (LIM-1..LIM-9): its settings, counters, reservations, jobs and
+   * the answers already given, in one hash, so each admission is one script on one key.
+   */
+  limits(treeId: string): string {
+    return `${this.tagged("tree", treeId)}:limits`;
+  }
+
+  /** LOOP-1..LOOP-8: one lane of a run's loop state (its calls, its results, or the answers to its loop approvals), with the input offsets applied and the outcomes of loops. */
+  loopLane(runId: string, lane: "calls" | "results" | "approvals"): string {
+    return `${this.tagged("run", runId)}:loop:${lane}`;
+  }
+
+  /** LOOP-5, LOOP-7: what every lane of a run's loop state reads: approvals, stop, finish-only. */
+  loopFlags(runId: string): string {
+    return `${this.tagged("run", runId)}:loop:flags`;
+  }
+
+  /** LOOP-5: deadlines of loops waiting for a person, of every run (a sorted set by time). */
+  loopDeadlines(): string {
+    return `${this.prefix}:{loops}:deadlines`;
+  }
+
+  /** LOOP-9: loops acted on in one UTC day (`YYYY-MM-DD`): counts, tenants per tool, and the loops already counted. */
+  loopStats(day: string, part: "counts" | "tenants" | "counted"): string {
+    if (!/^\d{4}-\d{2}-\d{2}$/.test(day)) throw new Error(`loop stats are kept per UTC day as YYYY-MM-DD; got ${JSON.stringify(day)}`);
+    return `${this.prefix}:{loopstats}:${day}:${part}`;
+  }
 }

@@ -30,7 +30,7 @@ describe("SYS-1 event schemas", () => {
   it("SYS-1 a changed schema must be released as a new version before it is used", () => {
     const current = schema("ModelCall").json as { fields: unknown[] };
     const added = { ...current, fields: [...current.fields, { name: "tier", type: "string", default: "" }] };
-    expect(compatibilityProblems("ModelCall", added as never).join("\n")).toMatch(/differs from its newest released version 1/);
+    expect(compatibilityProblems("ModelCall", added as never).join("\n")).toMatch(/differs from its newest released version \d+/);
   });
 
   it("names the field and value of an event that does not fit its schema", () => {

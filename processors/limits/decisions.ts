@@ -1,0 +1,70 @@
+/**
+ * What an admission's answer becomes on `oz0.admissions`: a verdict, a reason code, the limit
+ * that decided, and a message the model (or a person) reads: which limit and how to raise it.
+ */
+import type { Decision } from "../../schemas/types.ts";
+import type { CallAnswer, ChildAnswer } from "./admission.ts";
+import { microsToUsd } from "./money.ts";
+import type { TreeSettings } from "./tree-settings.ts";
+
+export type Judgement = Pick<Decision, "verdict" | "reason_code" | "limit" | "message">;
+
+const ALLOW: Judgement = { verdict: "allow", reason_code: null, limit: null, message: "" };
+
+function budgetJudgement(s: TreeSettings, what: string): Judgement {
+  const budget = `$${microsToUsd(s.budget).toFixed(2)}`;
+  const raise = `raise limits.max_cost_usd of agent ${s.rootAgent || "(the root)"}, or give the job a larger --budget`;
+  return s.onBudget === "wait"
+    ? { verdict: "wait", reason_code: "BudgetExceeded", limit: "limits.max_cost_usd", message: `${what} would pass the tree's budget of ${budget}; the job waits for a person to raise it (${raise}).` }
+    : { verdict: "stop", reason_code: "BudgetExceeded", limit: "limits.max_cost_usd", message: `${what} would pass the tree's budget of ${budget}: the job fails with BudgetExceeded. To allow more, ${raise}.` };
+}
+
+/** LIM-1, LIM-2, LIM-7. */
+export function callJudgement(s: TreeSettings, a: CallAnswer, run: { maxSteps: number; maxTokens: number }): Judgement {
+  switch (a.code) {
+    case "allow":
+      return ALLOW;
+    case "allow_last_call":
+      return { ...ALLOW, limit: "limits.reserve", message: "This is the last model call the budget allows (reserve: last_call): answer with what you have." };
+    case "run_steps":
+      return { verdict: "stop", reason_code: "UsageLimitExceeded", limit: "limits.max_steps", message: `The run made its ${run.maxSteps} model calls (limits.max_steps): the job ends with UsageLimitExceeded. Raise limits.max_steps of the agent to allow more.` };
+    case "run_tokens":
+      return { verdict: "stop", reason_code: "UsageLimitExceeded", limit: "limits.max_tokens", message: `The run would pass its ${run.maxTokens} tokens (limits.max_tokens): the job ends with UsageLimitExceeded. Raise limits.max_tokens of the agent to allow more.` };
+    case "tree_model_calls":
+      return { verdict: "refuse", reason_code: "oz0_tree_limit", limit: "limits.tree.model_calls", message: `402 oz0_tree_limit: the job tree made its ${s.modelCalls} model calls (limits.tree.model_calls); the job fails with TreeLimitExceeded. Raise limits.tree.model_calls of the root agent ${s.rootAgent || ""}, or the tenant's (oz0 tenant spend --tree-model-calls).` };
+    case "tree_tokens":
+      return { verdict: "refuse", reason_code: "oz0_tree_limit", limit: "limits.tree.tokens", message: `402 oz0_tree_limit: the job tree would pass its ${s.tokens} tokens (limits.tree.tokens); the job fails with TreeLimitExceeded. Raise limits.tree.tokens of the root agent ${s.rootAgent || ""}, or the tenant's (oz0 tenant spend --tree-tokens).` };
+    case "budget":
+      return budgetJudgement(s, "This model call");
+  }
+}
+
+const CHILD_LIMITS: Record<Exclude<ChildAnswer["code"], "allow" | "budget">, { limit: string; says: (s: TreeSettings, a: ChildAnswer) => string }> = {
+  depth: { limit: "limits.tree.depth", says: (s) => `the job tree may go ${s.depth} deep (limits.tree.depth); raise limits.tree.depth of the root agent or the tenant's (oz0 tenant spend --tree-depth)` },
+  children: { limit: "limits.tree.children", says: (s) => `the job tree has started its ${s.children} children (limits.tree.children); raise limits.tree.children of the root agent or the tenant's (oz0 tenant spend --tree-children)` },
+  fan_out: { limit: "limits.tree.fan_out", says: (s) => `the job tree runs ${s.fanOut} children at once (limits.tree.fan_out); wait for one to end, or raise limits.tree.fan_out of the root agent or the tenant's (oz0 tenant spend --tree-fan-out)` },
+  delegation_depth: { limit: "delegation.max_depth", says: () => "you may not delegate deeper (delegation.max_depth of your agent); raise delegation.max_depth to allow it" },
+  delegation_children: { limit: "delegation.max_children", says: () => "this run has made all the delegations it may (delegation.max_children); answer with what you have, or raise delegation.max_children of your agent" },
+};
+
+/** LIM-3, LIM-5, LIM-6: a child refused at its ask is refused; one refused at its start is stopped (the edge fails it). */
+export function childJudgement(s: TreeSettings, a: ChildAnswer): Judgement {
+  if (a.code === "allow") return ALLOW;
+  if (a.code === "budget") {
+    const j = budgetJudgement(s, "A child job");
+    return j.verdict === "wait" ? j : { ...j, verdict: a.phase === "ask" ? "refuse" : "stop", message: `The child is not started: the tree's budget is spent. ${j.message}` };
+  }
+  const { limit, says } = CHILD_LIMITS[a.code];
+  const reason_code = a.code.startsWith("delegation") ? "UsageLimitExceeded" : "TreeLimitExceeded";
+  return { verdict: a.phase === "ask" ? "refuse" : "stop", reason_code, limit, message: `The child job is not started (${reason_code}): ${says(s, a)}.` };
+}
+
+/** LIM-3: a job whose waits for people add up past the tree's wait. */
+export function waitJudgement(s: TreeSettings, waited: number): Judgement {
+  return {
+    verdict: "stop",
+    reason_code: "TreeLimitExceeded",
+    limit: "limits.tree.wait",
+    message: `The job has waited for people ${Math.round(waited / 1000)}s in all, past the tree's ${Math.round(s.wait / 1000)}s (limits.tree.wait): it fails with TreeLimitExceeded. Raise limits.tree.wait of the root agent, or the tenant's.`,
+  };
+}

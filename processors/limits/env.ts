@@ -1,0 +1,38 @@
+/** What the limits processors need from outside: the state store, the config table, the prices. */
+import type { AgentDefinition } from "../../config/agent.ts";
+import type { TenantSettings } from "../../config/tenant.ts";
+import type { ConfigView } from "../runner/config-table.ts";
+import type { PriceTable } from "./prices.ts";
+import type { LimitsStore } from "./store.ts";
+import { resolveTreeSettings, type TreeSettings } from "./tree-settings.ts";
+
+export interface LimitsEnv {
+  readonly store: LimitsStore;
+  readonly config: ConfigView;
+  /** @default DEFAULT_PRICES */
+  readonly prices: PriceTable;
+}
+
+export function agentOf(env: LimitsEnv, name: string): AgentDefinition | undefined {
+  return name ? (env.config.get("agent", name) as AgentDefinition | undefined) : undefined;
+}
+
+export function tenantOf(env: LimitsEnv, id: string): TenantSettings | undefined {
+  return env.config.get("tenant", id) as TenantSettings | undefined;
+}
+
+export function settingsFor(env: LimitsEnv, tenantId: string, rootAgent: string, startedByPerson: boolean): TreeSettings {
+  return resolveTreeSettings({ tenantId, rootAgentName: rootAgent, root: agentOf(env, rootAgent), tenant: tenantOf(env, tenantId), startedByPerson });
+}
+
+/**
+ * The tree's settings, set provisionally when it has none yet: from `rootGuess` (the agent of
+ * the first model call, which can only be the root's while no child was admitted) and the
+ * tenant. The root job's start later replaces them with the authoritative ones.
+ */
+export async function treeSettings(env: LimitsEnv, treeId: string, tenantId: string, jobId: string, rootGuess: string): Promise<{ settings: TreeSettings; jobAgent: string }> {
+  const { settings, jobAgent } = await env.store.read(treeId, jobId);
+  if (settings) return { settings, jobAgent };
+  const provisional = settingsFor(env, tenantId, rootGuess, false);
+  return { settings: await env.store.init(treeId, provisional, false, null), jobAgent };
+}

@@ -1,0 +1,35 @@
+/**
+ * The budget and limits processors (LIM-1..LIM-11), and how the pipeline runs them: two
+ * processors, one per input topic (`oz0.model-calls`, `oz0.jobs`), sharing one Redis hash per
+ * tree (see docs/limits.md).
+ */
+import type { Redis } from "ioredis";
+import { Keys } from "../../store/redis/keys.ts";
+import type { ConfigView } from "../runner/config-table.ts";
+import type { LimitsEnv } from "./env.ts";
+import { limitsJobsProcessor } from "./jobs-processor.ts";
+import { limitsModelCallsProcessor } from "./model-calls-processor.ts";
+import { DEFAULT_PRICES, type PriceTable } from "./prices.ts";
+import { redisLimitsStore, type RedisLimitsOptions } from "./redis-store.ts";
+
+export { limitsJobsProcessor } from "./jobs-processor.ts";
+export { limitsModelCallsProcessor } from "./model-calls-processor.ts";
+export { spendShare } from "./spend.ts";
+export { memoryLimitsStore } from "./memory-store.ts";
+export { redisLimitsStore } from "./redis-store.ts";
+export { DEFAULT_PRICES } from "./prices.ts";
+export type { LimitsEnv } from "./env.ts";
+
+/** Builds the environment both limits processors share, from the pipeline's connections. */
+export function limitsEnv(deps: { redis: Redis; config: ConfigView; keys?: Keys; prices?: PriceTable; redisOptions?: RedisLimitsOptions }): LimitsEnv {
+  return { store: redisLimitsStore(deps.redis, deps.keys ?? new Keys(), deps.redisOptions), config: deps.config, prices: deps.prices ?? DEFAULT_PRICES };
+}
+
+/**
+ * What processors/pipeline.ts lists for the limits: each processor with how to build its
+ * environment from `{ redis, config }`. Both use the default Keys, so they share each tree's state.
+ */
+export const limitsPipelineEntries = [
+  { processor: limitsModelCallsProcessor, env: (deps: { redis: Redis; config: ConfigView }): LimitsEnv => limitsEnv(deps) },
+  { processor: limitsJobsProcessor, env: (deps: { redis: Redis; config: ConfigView }): LimitsEnv => limitsEnv(deps) },
+] as const;

@@ -1,0 +1,116 @@
+/**
+ * The edge's half of the limits (LIM-3, LIM-5, LIM-6, LIM-11): a root job's start sets what
+ * its tree is held to; a child is admitted at its ask (its slots taken before anything waits)
+ * and checked again at its start; a job's end frees its fan-out slot; waits for people add up
+ * per job against the tree's `wait`; an outcome that cannot be known waits for a person or
+ * fails, per `on_unknown`.
+ */
+import { resolveDelegation, resolveOnUnknown } from "../../config/resolve.ts";
+import type { Decision, JobEvent } from "../../schemas/types.ts";
+import { deriveId } from "../runner/ids.ts";
+import { defineProcessor, type Emit, type Outcome } from "../runner/processor.ts";
+import type { ChildAnswer } from "./admission.ts";
+import { childJudgement, waitJudgement, type Judgement } from "./decisions.ts";
+import { agentOf, settingsFor, treeSettings, type LimitsEnv } from "./env.ts";
+import { microsToUsd } from "./money.ts";
+import { NO_LIMIT, type TreeSettings } from "./tree-settings.ts";
+
+export const LIMITS_JOBS = "limits-jobs";
+
+/** The `outcome` of an ended job whose outcome cannot be known (LIM-11). */
+export const UNKNOWN_OUTCOME = "unknown";
+
+/** A decision about `e`, addressed to `jobId`: the parent for a child's admission, else the job itself. */
+function decision(e: JobEvent, tag: string, j: Judgement, numbers: Record<string, number>, jobId: string): Emit {
+  const value: Decision = {
+    id: deriveId(LIMITS_JOBS, tag, e.id),
+    input_id: e.id,
+    processor: LIMITS_JOBS,
+    tenant: e.tenant,
+    tree_id: e.tree_id,
+    job_id: jobId,
+    run_id: e.run_id,
+    subject: e.job_id,
+    ...j,
+    numbers,
+    evidence: null,
+    ts: e.ts,
+  };
+  return { to: "oz0.admissions", key: e.tree_id, value };
+}
+
+function childNumbers(s: TreeSettings, a: ChildAnswer, depth: number): Record<string, number> {
+  return {
+    depth,
+    children: a.children,
+    running: a.running,
+    delegations: a.delegations,
+    delegation_depth: a.delegationDepth,
+    spent_usd: microsToUsd(a.spent),
+    ...(s.budget === NO_LIMIT ? {} : { budget_usd: microsToUsd(s.budget) }),
+  };
+}
+
+async function child(e: JobEvent & { parent_job_id: string }, env: LimitsEnv, phase: "ask" | "start"): Promise<Emit[]> {
+  const { settings, jobAgent: parentAgent } = await treeSettings(env, e.tree_id, e.tenant, e.parent_job_id, "");
+  const delegation = resolveDelegation(agentOf(env, parentAgent));
+  const answer = await env.store.child(e.tree_id, phase, {
+    jobId: e.job_id,
+    parentJobId: e.parent_job_id,
+    parentRunId: phase === "ask" ? (e.run_id ?? "") : "",
+    runId: phase === "start" ? (e.run_id ?? "") : "",
+    agent: e.agent,
+    depth: e.depth,
+    delegating: e.delegation === "delegation" || e.delegation === "flow_tool",
+    parentMaxDepth: delegation.max_depth,
+    parentMaxChildren: delegation.max_children ?? NO_LIMIT,
+  });
+  return [decision(e, phase, childJudgement(settings, answer), childNumbers(settings, answer, e.depth), e.parent_job_id)];
+}
+
+function unknownOutcome(e: JobEvent, env: LimitsEnv, settings: TreeSettings): Emit {
+  const wait = resolveOnUnknown(agentOf(env, e.agent), { startedByPerson: settings.startedByPerson }) === "wait";
+  const j: Judgement = wait
+    ? { verdict: "wait", reason_code: "unknown_outcome", limit: "on_unknown", message: "The outcome of the job cannot be known: a person decides whether it happened, runs it again, or stops it." }
+    : { verdict: "stop", reason_code: "unknown_outcome", limit: "on_unknown", message: "The outcome of the job cannot be known and nobody is asked (on_unknown: fail): the job fails with unknown_outcome. Set on_unknown: wait to have a person decide." };
+  return decision(e, "unknown", j, {}, e.job_id);
+}
+
+export const limitsJobsProcessor = defineProcessor<JobEvent, LimitsEnv>({
+  name: LIMITS_JOBS,
+  input: "oz0.jobs",
+  outputs: ["oz0.admissions"],
+  validate(e) {
+    const reasons: string[] = [];
+    for (const field of ["id", "tenant", "tree_id", "job_id", "agent"] as const) {
+      if (!e[field]) reasons.push(`${field} is empty`);
+    }
+    if (e.depth < 0) reasons.push(`depth is ${e.depth}: the root is 0 and each child one deeper`);
+    if (e.kind === "child_ask" && !e.parent_job_id) reasons.push("a child_ask names the parent_job_id of the job that starts the child");
+    if (e.parent_job_id === null && e.depth !== 0) reasons.push(`a job with no parent is the tree's root, at depth 0; got depth ${e.depth}`);
+    return reasons;
+  },
+  async process(records, env) {
+    const out: Outcome[] = [];
+    for (const { value: e } of records) {
+      const parent = e.parent_job_id;
+      if (e.kind === "started" && parent === null) {
+        const settings = settingsFor(env, e.tenant, e.agent, e.started_by === "person");
+        await env.store.init(e.tree_id, settings, true, { jobId: e.job_id, agent: e.agent, runId: e.run_id ?? "" });
+        out.push({ emits: [] });
+      } else if ((e.kind === "child_ask" || e.kind === "started") && parent !== null) {
+        out.push({ emits: await child({ ...e, parent_job_id: parent }, env, e.kind === "child_ask" ? "ask" : "start") });
+      } else if (e.kind === "ended") {
+        const { settings } = await treeSettings(env, e.tree_id, e.tenant, e.job_id, parent === null ? e.agent : "");
+        await env.store.endJob(e.tree_id, e.job_id, parent === null);
+        out.push({ emits: e.outcome === UNKNOWN_OUTCOME ? [unknownOutcome(e, env, settings)] : [] });
+      } else {
+        const { settings } = await treeSettings(env, e.tree_id, e.tenant, e.job_id, parent === null ? e.agent : "");
+        const answer = await env.store.wait(e.tree_id, e.id, e.job_id, e.kind === "wait_started" ? "started" : "ended", e.ts);
+        const over = answer.over && e.kind === "wait_ended";
+        out.push({ emits: over ? [decision(e, "wait", waitJudgement(settings, answer.waited), { waited_ms: answer.waited, wait_ms: settings.wait }, e.job_id)] : [] });
+      }
+    }
+    return out;
+  },
+});

@@ -1,0 +1,98 @@
+/**
+ * The gateway's half of the limits (LIM-1, LIM-2, LIM-7, LIM-8, LIM-9): every ask before a
+ * model call is admitted or refused with its worst case reserved against the tree's budget;
+ * every usage report settles the reservation; a prompt-cache re-warm only spends. Crossing the
+ * warning share or the soft wall of the budget is reported once per tree.
+ */
+import { resolveJobLimits } from "../../config/resolve.ts";
+import type { Decision, ModelCall } from "../../schemas/types.ts";
+import { deriveId } from "../runner/ids.ts";
+import { defineProcessor, type Emit, type Outcome } from "../runner/processor.ts";
+import type { SettleAnswer } from "./admission.ts";
+import { callJudgement, type Judgement } from "./decisions.ts";
+import { agentOf, treeSettings, type LimitsEnv } from "./env.ts";
+import { costMicros, microsToUsd } from "./money.ts";
+import { priceOf } from "./prices.ts";
+import { spendCrossings } from "./spend.ts";
+import { NO_LIMIT, type TreeSettings } from "./tree-settings.ts";
+
+export const LIMITS_MODEL_CALLS = "limits-model-calls";
+
+function decision(call: ModelCall, tag: string, j: Judgement, numbers: Record<string, number>): Emit {
+  const value: Decision = {
+    id: deriveId(LIMITS_MODEL_CALLS, tag, call.id),
+    input_id: call.id,
+    processor: LIMITS_MODEL_CALLS,
+    tenant: call.tenant,
+    tree_id: call.tree_id,
+    job_id: call.job_id,
+    run_id: call.run_id,
+    subject: call.request_id,
+    ...j,
+    numbers,
+    evidence: null,
+    ts: call.ts,
+  };
+  return { to: "oz0.admissions", key: call.tree_id, value };
+}
+
+function spendNumbers(s: TreeSettings, a: { spent: number; reserved: number; modelCalls: number; tokens: number }): Record<string, number> {
+  return {
+    spent_usd: microsToUsd(a.spent),
+    reserved_usd: microsToUsd(a.reserved),
+    ...(s.budget === NO_LIMIT ? {} : { budget_usd: microsToUsd(s.budget), share: a.spent / s.budget }),
+    model_calls: a.modelCalls,
+    tokens: a.tokens,
+  };
+}
+
+async function ask(call: ModelCall, env: LimitsEnv, settings: TreeSettings, jobAgent: string): Promise<Emit[]> {
+  const limits = resolveJobLimits(agentOf(env, call.agent ?? jobAgent));
+  const { price, listed } = priceOf(env.prices, call.model);
+  const maxOutput = call.max_output_tokens ?? limits.max_output_tokens ?? price.max_output_tokens;
+  const worst = costMicros(price, { input: call.input_tokens, output: maxOutput, cacheRead: call.cache_read_tokens, cacheWrite: call.cache_write_tokens });
+  const run = { maxSteps: limits.max_steps, maxTokens: limits.max_tokens ?? NO_LIMIT };
+  const answer = await env.store.admitCall(call.tree_id, { requestId: call.request_id, runId: call.run_id, inputTokens: call.input_tokens, worst, ...run });
+  const numbers = { ...spendNumbers(settings, answer), worst_usd: microsToUsd(worst), run_steps: answer.runSteps, run_tokens: answer.runTokens, ...(listed ? {} : { unpriced_model: 1 }) };
+  return [decision(call, "ask", callJudgement(settings, answer, run), numbers)];
+}
+
+function crossings(call: ModelCall, settings: TreeSettings, answer: SettleAnswer): Emit[] {
+  return spendCrossings(settings, answer.spentBefore, answer.spent).map((c) => decision(call, c.limit ?? "spend", c, spendNumbers(settings, answer)));
+}
+
+export const limitsModelCallsProcessor = defineProcessor<ModelCall, LimitsEnv>({
+  name: LIMITS_MODEL_CALLS,
+  input: "oz0.model-calls",
+  outputs: ["oz0.admissions"],
+  validate(call) {
+    const reasons: string[] = [];
+    for (const field of ["id", "tenant", "tree_id", "job_id", "run_id", "request_id", "model"] as const) {
+      if (!call[field]) reasons.push(`${field} is empty`);
+    }
+    for (const field of ["input_tokens", "max_output_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens"] as const) {
+      const n = call[field];
+      if (n !== null && n < 0) reasons.push(`${field} is ${n}: it counts tokens, so it cannot be negative`);
+    }
+    if (call.kind === "usage" && call.output_tokens === null) reasons.push("a usage report needs output_tokens: what the call answered");
+    return reasons;
+  },
+  async process(records, env) {
+    const out: Outcome[] = [];
+    for (const { value: call } of records) {
+      const { settings, jobAgent } = await treeSettings(env, call.tree_id, call.tenant, call.job_id, call.agent ?? "");
+      const { price } = priceOf(env.prices, call.model);
+      const tokens = { input: call.input_tokens, output: call.output_tokens ?? 0, cacheRead: call.cache_read_tokens, cacheWrite: call.cache_write_tokens };
+      if (call.kind === "ask") {
+        out.push({ emits: await ask(call, env, settings, jobAgent) });
+      } else if (call.kind === "usage") {
+        const answer = await env.store.settleCall(call.tree_id, { requestId: call.request_id, runId: call.run_id, inputTokens: tokens.input, outputTokens: tokens.output, cost: costMicros(price, tokens) });
+        out.push({ emits: crossings(call, settings, answer) });
+      } else {
+        const answer = await env.store.rewarm(call.tree_id, call.request_id, costMicros(price, tokens));
+        out.push({ emits: crossings(call, settings, answer) });
+      }
+    }
+    return out;
+  },
+});

@@ -1,0 +1,149 @@
+/**
+ * The limits state in Redis: one hash per tree (Keys.limits), changed only by the Lua scripts
+ * `limits*` in store/redis/lua/, each one atomic step that is idempotent by its input. A
+ * Redis failure is a TransientError, so the runner tries the batch again.
+ */
+import type { Redis } from "ioredis";
+import type { Reserve, OnBudget } from "../../config/agent.ts";
+import type { Keys } from "../../store/redis/keys.ts";
+import { runScript } from "../../store/redis/scripts.ts";
+import { TransientError, messageOf } from "../runner/errors.ts";
+import type { CallAnswer, ChildAnswer, SettleAnswer, WaitAnswer } from "./admission.ts";
+import { callCode, childCode } from "./codes.ts";
+import type { LimitsStore } from "./store.ts";
+import type { TreeSettings } from "./tree-settings.ts";
+
+export interface RedisLimitsOptions {
+  /** Seconds a tree's state lives after its last event. @default 7 days */
+  readonly ttlSeconds?: number;
+  /** Seconds it lives once its root job ended (replays still answer the same). @default 1 day */
+  readonly endedTtlSeconds?: number;
+}
+
+const SETTING_FIELDS = ["s:tenant", "s:root", "s:person", "s:budget", "s:reserve", "s:on_budget", "s:model_calls", "s:tokens", "s:children", "s:fan_out", "s:depth", "s:wait", "s:warn", "s:wall"] as const;
+
+function settingPairs(s: TreeSettings): string[] {
+  const values: Record<(typeof SETTING_FIELDS)[number], string | number> = {
+    "s:tenant": s.tenant,
+    "s:root": s.rootAgent,
+    "s:person": s.startedByPerson ? 1 : 0,
+    "s:budget": s.budget,
+    "s:reserve": s.reserve,
+    "s:on_budget": s.onBudget,
+    "s:model_calls": s.modelCalls,
+    "s:tokens": s.tokens,
+    "s:children": s.children,
+    "s:fan_out": s.fanOut,
+    "s:depth": s.depth,
+    "s:wait": s.wait,
+    "s:warn": s.warnShare,
+    "s:wall": s.softWall,
+  };
+  return SETTING_FIELDS.flatMap((f) => [f, String(values[f])]);
+}
+
+function settingsFrom(values: ReadonlyArray<string | null>): TreeSettings | null {
+  const [tenant, root, person, budget, reserve, onBudget, modelCalls, tokens, children, fanOut, depth, wait, warn, wall] = values;
+  if (tenant === null || tenant === undefined) return null;
+  return {
+    tenant,
+    rootAgent: root ?? "",
+    startedByPerson: person === "1",
+    budget: Number(budget),
+    reserve: reserve as Reserve,
+    onBudget: onBudget as OnBudget,
+    modelCalls: Number(modelCalls),
+    tokens: Number(tokens),
+    children: Number(children),
+    fanOut: Number(fanOut),
+    depth: Number(depth),
+    wait: Number(wait),
+    warnShare: Number(warn),
+    softWall: Number(wall),
+  };
+}
+
+function numbers(reply: unknown, script: string, treeId: string): number[] {
+  if (!Array.isArray(reply) || reply.some((v) => typeof v !== "number")) throw new Error(`script ${script} answered ${JSON.stringify(reply)} for tree ${treeId}, not a list of integers`);
+  const list = reply as number[];
+  // The tree's state expired between the read and the script: the batch is tried again and re-initialises it.
+  if (list[0] === -1 && list.length === 1) throw new TransientError(`tree ${treeId} lost its limits state before ${script} ran; trying again sets it anew`);
+  return list;
+}
+
+const at = (list: number[], i: number): number => list[i] ?? 0;
+
+export function redisLimitsStore(redis: Redis, keys: Keys, options: RedisLimitsOptions = {}): LimitsStore {
+  const ttl = options.ttlSeconds ?? 7 * 24 * 3600;
+  const endedTtl = options.endedTtlSeconds ?? 24 * 3600;
+
+  async function call(script: string, treeId: string, args: Array<string | number>): Promise<number[]> {
+    let reply: unknown;
+    try {
+      reply = await runScript(redis, script, [keys.limits(treeId)], args);
+    } catch (err) {
+      throw new TransientError(`Redis failed running ${script} for tree ${treeId}: ${messageOf(err)}`, { cause: err });
+    }
+    return numbers(reply, script, treeId);
+  }
+
+  async function guarded<T>(what: string, f: () => Promise<T>): Promise<T> {
+    try {
+      return await f();
+    } catch (err) {
+      if (err instanceof TransientError) throw err;
+      throw new TransientError(`Redis failed ${what}: ${messageOf(err)}`, { cause: err });
+    }
+  }
+
+  return {
+    read: (treeId, jobId) =>
+      guarded(`reading tree ${treeId}`, async () => {
+        const values = await redis.hmget(keys.limits(treeId), ...SETTING_FIELDS, `job:${jobId}:agent`);
+        return { settings: settingsFrom(values.slice(0, SETTING_FIELDS.length)), jobAgent: values[SETTING_FIELDS.length] ?? "" };
+      }),
+
+    async init(treeId, settings, authoritative, root) {
+      await guarded(`setting the limits of tree ${treeId}`, () =>
+        runScript(redis, "limitsInit", [keys.limits(treeId)], [authoritative ? 1 : 0, ttl, root?.jobId ?? "", root?.agent ?? "", root?.runId ?? "", ...settingPairs(settings)]),
+      );
+      const now = await guarded(`reading tree ${treeId}`, () => redis.hmget(keys.limits(treeId), ...SETTING_FIELDS));
+      return settingsFrom(now) ?? settings;
+    },
+
+    async admitCall(treeId, ask): Promise<CallAnswer> {
+      const r = await call("limitsAdmitCall", treeId, [ask.requestId, ask.runId, ask.inputTokens, ask.worst, ask.maxSteps, ask.maxTokens, ttl]);
+      return { code: callCode(at(r, 0)), spent: at(r, 1), reserved: at(r, 2), modelCalls: at(r, 3), tokens: at(r, 4), runSteps: at(r, 5), runTokens: at(r, 6) };
+    },
+
+    async settleCall(treeId, u): Promise<SettleAnswer> {
+      const r = await call("limitsSettle", treeId, ["usage", u.requestId, u.runId, u.inputTokens, u.outputTokens, u.cost, ttl]);
+      return { spent: at(r, 0), reserved: at(r, 1), modelCalls: at(r, 2), tokens: at(r, 3), spentBefore: at(r, 4) };
+    },
+
+    async rewarm(treeId, requestId, cost): Promise<SettleAnswer> {
+      const r = await call("limitsSettle", treeId, ["rewarm", requestId, "", 0, 0, cost, ttl]);
+      return { spent: at(r, 0), reserved: at(r, 1), modelCalls: at(r, 2), tokens: at(r, 3), spentBefore: at(r, 4) };
+    },
+
+    async child(treeId, phase, a): Promise<ChildAnswer> {
+      const r = await call("limitsChild", treeId, [phase, a.jobId, a.parentJobId, a.parentRunId, a.runId, a.agent, a.depth, a.delegating ? 1 : 0, a.parentMaxDepth, a.parentMaxChildren, ttl]);
+      return { code: childCode(at(r, 0)), phase, children: at(r, 1), running: at(r, 2), delegations: at(r, 3), delegationDepth: at(r, 4), spent: at(r, 5) };
+    },
+
+    async endJob(treeId, jobId, root) {
+      await call("limitsJobEvent", treeId, ["ended", "", jobId, 0, root ? endedTtl : ttl]);
+    },
+
+    async wait(treeId, eventId, jobId, kind, ts): Promise<WaitAnswer> {
+      const r = await call("limitsJobEvent", treeId, [kind === "started" ? "wait_started" : "wait_ended", eventId, jobId, ts, ttl]);
+      return { waited: at(r, 0), over: at(r, 1) === 1 };
+    },
+
+    spent: (treeId) =>
+      guarded(`reading the spend of tree ${treeId}`, async () => {
+        const [auth, spent] = await redis.hmget(keys.limits(treeId), "s:auth", "spent");
+        return auth === null ? null : Number(spent ?? 0);
+      }),
+  };
+}
