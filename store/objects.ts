@@ -21,8 +21,9 @@ export function parseRef(ref: string): string {
   return hex;
 }
 
-function tenantPath(tenant: string): string {
-  if (!/^[A-Za-z0-9_.-]{1,128}$/.test(tenant)) throw new Error(`tenant ID ${JSON.stringify(tenant.slice(0, 100))} may hold only letters, digits, '_', '.' and '-'`);
+/** The tenant ID as the first part of an object name; refuses one that could escape it. */
+export function tenantPath(tenant: string): string {
+  if (!/^[A-Za-z0-9_.-]{1,128}$/.test(tenant) || /^\.{1,2}$/.test(tenant)) throw new Error(`tenant ID ${JSON.stringify(tenant.slice(0, 100))} may hold only letters, digits, '_', '.' and '-'`);
   return tenant;
 }
 

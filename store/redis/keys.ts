@@ -44,8 +44,8 @@ export class Keys {
     return `${this.prefix}:{loops}:deadlines`;
   }
 
-  /** LOOP-9: loops acted on in one UTC day (`YYYY-MM-DD`): counts, tenants per tool, and the loops already counted. */
-  loopStats(day: string, part: "counts" | "tenants" | "counted"): string {
+  /** LOOP-9: loops acted on in one UTC day (`YYYY-MM-DD`): counts per tenant, plugin and tool, and the loops already counted. */
+  loopStats(day: string, part: "counts" | "counted"): string {
     if (!/^\d{4}-\d{2}-\d{2}$/.test(day)) throw new Error(`loop stats are kept per UTC day as YYYY-MM-DD; got ${JSON.stringify(day)}`);
     return `${this.prefix}:{loopstats}:${day}:${part}`;
   }

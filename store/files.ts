@@ -1,0 +1,495 @@
+/**
+ * Files between tools and offloaded results (OFF-2, OFF-8..OFF-10, FILE-2, FILE-6): bytes in
+ * MinIO, content-addressed per tenant, sealed with the tenant's payload key, readable only by
+ * a tree that stored them, kept 90 days after that tree last stored them, under legal holds.
+ *
+ * Object names, all under `files/<tenant>/` (docs/files.md):
+ *
+ * | object | what |
+ * | --- | --- |
+ * | `data/<hex>` | the sealed bytes; `<hex>` is the SHA-256 of the plaintext (the ref) |
+ * | `grants/<hex>/tree/<tree>.json` | a grant: this tree may read it; `last_stored`, labels |
+ * | `trees/<tree>/<hex>` | an empty marker, so a tree's files are found without a scan |
+ *
+ * `<tree>` is the tree ID in base64url, so any ID makes one safe name part. The bucket has
+ * object locking, so it is versioned: every removal here removes each version by its ID (a
+ * plain delete would only add a delete marker and keep the bytes).
+ *
+ * Order of writes, so that a crash leaves nothing unreachable by erasure or sweep: marker,
+ * grant, then data; removal goes grant, marker, and data only once no grant is left.
+ */
+import type { Readable } from "node:stream";
+import type { Client } from "minio";
+import { TransientError } from "../processors/runner/errors.ts";
+import { FileNotFound, FileTooLarge } from "./file-errors.ts";
+import { MAX_FILE_BYTES, parseRef, REF_PREFIX, refOf, tenantPath } from "./objects.ts";
+import type { PayloadKeys } from "./payload-keys.ts";
+
+/** Files are kept this long after a tree last stored them (FILE-6). */
+export const RETENTION_MS = 90 * 24 * 60 * 60 * 1000;
+
+/** Who stores a file: the tenant and the tree of the call binding, never what a caller claims. */
+export interface FileOwner {
+  readonly tenant: string;
+  readonly tree: string;
+}
+
+/** Who reads a file. */
+export interface FileReader extends FileOwner {
+  /**
+   * FILE-3: the trees of the earlier turns this turn may read (its conversation's turns up to
+   * the fork point), from the conversation's record, never from the caller. A grant to any of
+   * them lets this reader read. Left out: the reader's own tree only.
+   */
+  readonly earlierTurns?: readonly string[];
+}
+
+/**
+ * What a grant records. `scope` says who may read; a tree now. Conversation turns (FILE-3)
+ * are trees as well, so they need no other scope: a later turn reads through
+ * `FileReader.earlierTurns`. A grant handed to a person's job (FILE-4) would be a new scope
+ * kind beside `tree`.
+ */
+export interface FileGrant {
+  readonly v: 1;
+  readonly ref: string;
+  readonly scope: { readonly kind: "tree"; readonly tree: string };
+  /** Milliseconds since the epoch. */
+  readonly first_stored: number;
+  /** Milliseconds since the epoch; the file is kept until RETENTION_MS after this. */
+  readonly last_stored: number;
+  /** The result's labels (OFF-9), sorted, each once. */
+  readonly labels: readonly string[];
+  /** Bytes of the plaintext. */
+  readonly size: number;
+}
+
+export interface StoredFile {
+  readonly ref: string;
+  readonly size: number;
+  readonly labels: readonly string[];
+  readonly lastStored: number;
+  /** When the sweep may remove this tree's grant, unless it stores the file again. */
+  readonly expiresAt: number;
+}
+
+export interface ReadFile extends StoredFile {
+  readonly bytes: Buffer;
+}
+
+/** What erasure did: refs whose grants (and bytes, when no other tree holds them) were removed, and refs kept under a legal hold. */
+export interface ErasureReport {
+  readonly erased: readonly string[];
+  readonly held: readonly string[];
+}
+
+export interface SweepReport {
+  /** Grants past retention that were removed, as `<tenant>/<ref>/<tree>`. */
+  readonly expiredGrants: number;
+  /** Files removed because no grant was left, as `<tenant>:<ref>`. */
+  readonly deletedFiles: readonly string[];
+  /** Files kept under a legal hold although expired or without grants, as `<tenant>:<ref>`. */
+  readonly held: readonly string[];
+}
+
+export interface FileStoreOptions {
+  readonly client: Client;
+  readonly bucket: string;
+  readonly keys: PayloadKeys;
+  /** The clock; tests move it. @default Date.now */
+  readonly now?: () => number;
+}
+
+interface Version {
+  readonly name: string;
+  readonly versionId: string | null;
+  readonly deleteMarker: boolean;
+  readonly latest: boolean;
+}
+
+type Parsed =
+  | { readonly kind: "data"; readonly tenant: string; readonly hex: string }
+  | { readonly kind: "grant"; readonly tenant: string; readonly hex: string; readonly tree: string }
+  | { readonly kind: "marker"; readonly tenant: string; readonly hex: string; readonly tree: string };
+
+const ROOT = "files";
+const HEX = /^[0-9a-f]{64}$/;
+
+function treePart(tree: string): string {
+  if (tree === "") throw new Error("a tree ID is empty: files are stored and read by the tree of the call binding");
+  return Buffer.from(tree, "utf8").toString("base64url");
+}
+
+function treeOf(part: string): string {
+  return Buffer.from(part, "base64url").toString("utf8");
+}
+
+/** Every object name of the file store is built and parsed here. */
+export const fileNames = {
+  tenant: (tenant: string): string => `${ROOT}/${tenantPath(tenant)}/`,
+  data: (tenant: string, hex: string): string => `${ROOT}/${tenantPath(tenant)}/data/${hex}`,
+  grants: (tenant: string, hex: string): string => `${ROOT}/${tenantPath(tenant)}/grants/${hex}/`,
+  grant: (tenant: string, hex: string, tree: string): string => `${ROOT}/${tenantPath(tenant)}/grants/${hex}/tree/${treePart(tree)}.json`,
+  tree: (tenant: string, tree: string): string => `${ROOT}/${tenantPath(tenant)}/trees/${treePart(tree)}/`,
+  marker: (tenant: string, tree: string, hex: string): string => `${ROOT}/${tenantPath(tenant)}/trees/${treePart(tree)}/${hex}`,
+  parse(name: string): Parsed | null {
+    const p = name.split("/");
+    if (p[0] !== ROOT || p[1] === undefined) return null;
+    const tenant = p[1];
+    if (p.length === 4 && p[2] === "data" && HEX.test(p[3] ?? "")) return { kind: "data", tenant, hex: p[3] ?? "" };
+    if (p.length === 6 && p[2] === "grants" && HEX.test(p[3] ?? "") && p[4] === "tree" && p[5]?.endsWith(".json")) {
+      return { kind: "grant", tenant, hex: p[3] ?? "", tree: treeOf(p[5].slice(0, -".json".length)) };
+    }
+    if (p.length === 5 && p[2] === "trees" && HEX.test(p[4] ?? "")) return { kind: "marker", tenant, hex: p[4] ?? "", tree: treeOf(p[3] ?? "") };
+    return null;
+  },
+};
+
+function codeOf(err: unknown): string | undefined {
+  return err && typeof err === "object" && "code" in err && typeof err.code === "string" ? err.code : undefined;
+}
+
+function isMissing(err: unknown): boolean {
+  const code = codeOf(err);
+  return code === "NoSuchKey" || code === "NotFound" || code === "NoSuchVersion";
+}
+
+const TRANSIENT_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EPIPE", "EAI_AGAIN", "SlowDown", "ServiceUnavailable", "InternalError", "XMinioServerNotInitialized"]);
+
+/** MinIO unreachable or busy becomes a TransientError (the runner retries the batch); anything else is thrown as it is. */
+function failure(err: unknown, what: string): unknown {
+  const code = codeOf(err);
+  if (code !== undefined && TRANSIENT_CODES.has(code)) return new TransientError(`MinIO failed to ${what} (${code}); the batch is tried again`, { cause: err });
+  return err;
+}
+
+async function readAll(stream: Readable): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of stream) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks);
+}
+
+function uniqueSorted(labels: readonly string[]): string[] {
+  return [...new Set(labels)].sort();
+}
+
+function checkLabels(labels: readonly string[]): void {
+  for (const label of labels) {
+    if (typeof label !== "string" || label === "") throw new Error(`a label is a non-empty string; got ${JSON.stringify(label)}`);
+  }
+}
+
+function parseGrant(text: string, name: string): FileGrant {
+  const v = JSON.parse(text) as Partial<FileGrant> | null;
+  if (!v || v.v !== 1 || typeof v.last_stored !== "number" || typeof v.ref !== "string" || !Array.isArray(v.labels)) {
+    throw new Error(`grant ${name} is not a version 1 grant record; the file store cannot use it`);
+  }
+  return v as FileGrant;
+}
+
+export class FileStore {
+  readonly client: Client;
+  readonly bucket: string;
+  readonly #keys: PayloadKeys;
+  readonly #now: () => number;
+
+  constructor(options: FileStoreOptions) {
+    this.client = options.client;
+    this.bucket = options.bucket;
+    this.#keys = options.keys;
+    this.#now = options.now ?? Date.now;
+  }
+
+  /** Creates the bucket with object locking (legal holds need it) when it is missing. */
+  async ensureBucket(): Promise<void> {
+    if (await this.client.bucketExists(this.bucket)) return;
+    try {
+      await this.client.makeBucket(this.bucket, "", { ObjectLocking: true });
+    } catch (err) {
+      if (!(await this.client.bucketExists(this.bucket))) throw err;
+    }
+  }
+
+  /**
+   * Stores bytes as a file of the owner's tree and returns its ref (the SHA-256 of the
+   * bytes). Storing the same bytes again writes no new data, renews the tree's retention and
+   * adds any new labels to the grant's. Refuses more than 32 MiB before writing anything.
+   */
+  async store(owner: FileOwner, bytes: Buffer, options: { readonly labels?: readonly string[] } = {}): Promise<StoredFile> {
+    if (bytes.length > MAX_FILE_BYTES) throw new FileTooLarge(bytes.length, MAX_FILE_BYTES);
+    const labels = options.labels ?? [];
+    checkLabels(labels);
+    const ref = refOf(bytes);
+    const hex = parseRef(ref);
+    const grantName = fileNames.grant(owner.tenant, hex, owner.tree);
+    const now = this.#now();
+    const previous = await this.grantAt(grantName);
+    const grant: FileGrant = {
+      v: 1,
+      ref,
+      scope: { kind: "tree", tree: owner.tree },
+      first_stored: previous?.first_stored ?? now,
+      last_stored: Math.max(now, previous?.last_stored ?? now),
+      labels: uniqueSorted([...(previous?.labels ?? []), ...labels]),
+      size: bytes.length,
+    };
+    try {
+      if (previous === null) await this.client.putObject(this.bucket, fileNames.marker(owner.tenant, owner.tree, hex), Buffer.alloc(0), 0);
+      const body = Buffer.from(JSON.stringify(grant), "utf8");
+      await this.client.putObject(this.bucket, grantName, body, body.length, { "Content-Type": "application/json" });
+      if (previous !== null) await this.removeOlderVersions(grantName);
+      const dataName = fileNames.data(owner.tenant, hex);
+      if (!(await this.exists(dataName))) {
+        const sealed = this.#keys.seal(owner.tenant, hex, bytes);
+        await this.client.putObject(this.bucket, dataName, sealed, sealed.length, { "Content-Type": "application/octet-stream" });
+      }
+    } catch (err) {
+      throw failure(err, `store a file of tenant ${owner.tenant}`);
+    }
+    return { ref, size: bytes.length, labels: grant.labels, lastStored: grant.last_stored, expiresAt: grant.last_stored + RETENTION_MS };
+  }
+
+  /**
+   * The file's bytes and labels, when a grant lets the reader read it; else FileNotFound,
+   * the same for a ref never stored, one of another tree and one of another tenant: each
+   * takes the same one request per tree asked about before it fails.
+   */
+  async read(reader: FileReader, ref: string): Promise<ReadFile> {
+    const hex = parseRef(ref);
+    let grant: FileGrant | null = null;
+    for (const tree of [reader.tree, ...(reader.earlierTurns ?? [])]) {
+      const found = await this.grantAt(fileNames.grant(reader.tenant, hex, tree));
+      // Past retention a grant reads as no grant, whether or not the sweep has removed it yet.
+      if (found !== null && found.last_stored + RETENTION_MS > this.#now()) {
+        grant = found;
+        break;
+      }
+    }
+    if (grant === null) throw new FileNotFound(ref);
+    let sealed: Buffer;
+    try {
+      sealed = await readAll(await this.client.getObject(this.bucket, fileNames.data(reader.tenant, hex)));
+    } catch (err) {
+      // A grant whose data is not there yet (a store in progress) or no more: not a file to read.
+      if (isMissing(err)) throw new FileNotFound(ref);
+      throw failure(err, `read a file of tenant ${reader.tenant}`);
+    }
+    const bytes = this.#keys.open(reader.tenant, hex, sealed);
+    return { ref, bytes, size: bytes.length, labels: grant.labels, lastStored: grant.last_stored, expiresAt: grant.last_stored + RETENTION_MS };
+  }
+
+  /** Puts a legal hold on a tenant's file (every version of its data), or lifts it. */
+  async setLegalHold(tenant: string, ref: string, on: boolean): Promise<void> {
+    const name = fileNames.data(tenant, parseRef(ref));
+    const versions = (await this.versions(name)).filter((v) => !v.deleteMarker);
+    if (versions.length === 0) throw new FileNotFound(ref);
+    for (const v of versions) {
+      const opts = { status: on ? ("ON" as const) : ("OFF" as const), ...(v.versionId ? { versionId: v.versionId } : {}) };
+      // minio's typings declare this void; it returns a promise.
+      await (this.client.setObjectLegalHold(this.bucket, name, opts) as unknown as Promise<void>);
+    }
+  }
+
+  /** True when some version of the tenant's file is under a legal hold. */
+  async isHeld(tenant: string, ref: string): Promise<boolean> {
+    return this.heldData(fileNames.data(tenant, parseRef(ref)));
+  }
+
+  /** The grant of one tree, or null: for retention checks and tests. */
+  async grantOf(owner: FileOwner, ref: string): Promise<FileGrant | null> {
+    return this.grantAt(fileNames.grant(owner.tenant, parseRef(ref), owner.tree));
+  }
+
+  /**
+   * Erases a tree's files: its grants, and the bytes of each file no other tree holds. A
+   * file under a legal hold is left exactly as it is, grant included, and reported.
+   */
+  async eraseTree(tenant: string, tree: string): Promise<ErasureReport> {
+    const erased: string[] = [];
+    const held: string[] = [];
+    const hexes = new Set<string>();
+    for (const v of await this.versions(fileNames.tree(tenant, tree), true)) {
+      const p = fileNames.parse(v.name);
+      if (p?.kind === "marker" && !v.deleteMarker) hexes.add(p.hex);
+    }
+    for (const hex of [...hexes].sort()) {
+      const ref = `${REF_PREFIX}${hex}`;
+      if (await this.heldData(fileNames.data(tenant, hex))) {
+        held.push(ref);
+        continue;
+      }
+      await this.removeAllVersions(fileNames.grant(tenant, hex, tree));
+      await this.removeAllVersions(fileNames.marker(tenant, tree, hex));
+      await this.removeDataIfUnclaimed(tenant, hex);
+      erased.push(ref);
+    }
+    return { erased, held };
+  }
+
+  /** Erases every file of a tenant, grants and bytes, except files under a legal hold (kept and reported). */
+  async eraseTenant(tenant: string): Promise<ErasureReport> {
+    const byHex = new Map<string, Version[]>();
+    for (const v of await this.versions(fileNames.tenant(tenant), true)) {
+      const p = fileNames.parse(v.name);
+      if (p === null) continue;
+      const list = byHex.get(p.hex) ?? [];
+      list.push(v);
+      byHex.set(p.hex, list);
+    }
+    const erased: string[] = [];
+    const held: string[] = [];
+    for (const [hex, versions] of [...byHex].sort(([a], [b]) => a.localeCompare(b))) {
+      const ref = `${REF_PREFIX}${hex}`;
+      if (await this.heldData(fileNames.data(tenant, hex))) {
+        held.push(ref);
+        continue;
+      }
+      // Grants and markers first, the data last, as everywhere else.
+      const dataLast = [...versions].sort((a, b) => Number(fileNames.parse(a.name)?.kind === "data") - Number(fileNames.parse(b.name)?.kind === "data"));
+      for (const v of dataLast) await this.removeVersion(v);
+      erased.push(ref);
+    }
+    return { erased, held };
+  }
+
+  /**
+   * Retention (FILE-6): removes every grant whose tree last stored its file more than 90 days
+   * before `now`, then the bytes of every file with no grant left. A file under a legal hold
+   * is skipped whole, its grants included, and reported.
+   */
+  async sweep(now: number = this.#now()): Promise<SweepReport> {
+    type Entry = { tenant: string; hex: string; data: boolean; grants: { name: string; tree: string }[]; markers: { name: string; tree: string }[] };
+    const files = new Map<string, Entry>();
+    const entry = (tenant: string, hex: string): Entry => {
+      const key = `${tenant}:${hex}`;
+      let e = files.get(key);
+      if (!e) files.set(key, (e = { tenant, hex, data: false, grants: [], markers: [] }));
+      return e;
+    };
+    for (const name of await this.names(`${ROOT}/`)) {
+      const p = fileNames.parse(name);
+      if (p === null) continue;
+      const e = entry(p.tenant, p.hex);
+      if (p.kind === "data") e.data = true;
+      else if (p.kind === "grant") e.grants.push({ name, tree: p.tree });
+      else e.markers.push({ name, tree: p.tree });
+    }
+    let expiredGrants = 0;
+    const deletedFiles: string[] = [];
+    const held: string[] = [];
+    for (const e of files.values()) {
+      const expired: { name: string; tree: string }[] = [];
+      for (const g of e.grants) {
+        const grant = await this.grantAt(g.name);
+        if (grant !== null && grant.last_stored + RETENTION_MS <= now) expired.push(g);
+      }
+      const live = new Set(e.grants.filter((g) => !expired.includes(g)).map((g) => g.tree));
+      const orphanMarkers = e.markers.filter((m) => !e.grants.some((g) => g.tree === m.tree));
+      const dataUnclaimed = e.data && live.size === 0;
+      if (expired.length === 0 && !dataUnclaimed && orphanMarkers.length === 0) continue;
+      const label = `${e.tenant}:${REF_PREFIX}${e.hex}`;
+      if (e.data && (await this.heldData(fileNames.data(e.tenant, e.hex)))) {
+        held.push(label);
+        continue;
+      }
+      for (const g of expired) {
+        await this.removeAllVersions(g.name);
+        await this.removeAllVersions(fileNames.marker(e.tenant, g.tree, e.hex));
+        expiredGrants++;
+      }
+      for (const m of orphanMarkers) await this.removeAllVersions(m.name);
+      if (e.data && live.size === 0 && (await this.removeDataIfUnclaimed(e.tenant, e.hex))) deletedFiles.push(label);
+    }
+    return { expiredGrants, deletedFiles: deletedFiles.sort(), held: held.sort() };
+  }
+
+  private async grantAt(name: string): Promise<FileGrant | null> {
+    try {
+      return parseGrant((await readAll(await this.client.getObject(this.bucket, name))).toString("utf8"), name);
+    } catch (err) {
+      if (isMissing(err)) return null;
+      throw failure(err, "read a file grant");
+    }
+  }
+
+  private async exists(name: string): Promise<boolean> {
+    try {
+      await this.client.statObject(this.bucket, name);
+      return true;
+    } catch (err) {
+      if (isMissing(err)) return false;
+      throw err;
+    }
+  }
+
+  private async heldData(name: string): Promise<boolean> {
+    for (const v of await this.versions(name)) {
+      if (v.deleteMarker) continue;
+      // minio's typings say a status string; it answers the parsed `<LegalHold><Status>`.
+      const answer: unknown = await this.client.getObjectLegalHold(this.bucket, name, v.versionId ? { versionId: v.versionId } : undefined).catch((err: unknown) => {
+        // A version that never had a hold may be answered with this code.
+        if (codeOf(err) === "NoSuchObjectLockConfiguration") return "OFF";
+        throw failure(err, "read a legal hold");
+      });
+      const status = answer !== null && typeof answer === "object" && "Status" in answer ? answer.Status : answer;
+      if (status === "ON") return true;
+    }
+    return false;
+  }
+
+  /**
+   * Removes a file's data once no grant is left. The versions are listed before the grants
+   * are checked, so a version a concurrent store writes after the check is not among those
+   * removed. Returns whether anything was removed.
+   */
+  private async removeDataIfUnclaimed(tenant: string, hex: string): Promise<boolean> {
+    const versions = await this.versions(fileNames.data(tenant, hex));
+    if (versions.length === 0) return false;
+    if ((await this.names(fileNames.grants(tenant, hex))).length > 0) return false;
+    for (const v of versions) await this.removeVersion(v);
+    return true;
+  }
+
+  private async removeOlderVersions(name: string): Promise<void> {
+    for (const v of await this.versions(name)) if (!v.latest) await this.removeVersion(v);
+  }
+
+  private async removeAllVersions(name: string): Promise<void> {
+    for (const v of await this.versions(name)) await this.removeVersion(v);
+  }
+
+  private async removeVersion(v: Version): Promise<void> {
+    try {
+      await this.client.removeObject(this.bucket, v.name, v.versionId ? { versionId: v.versionId } : {});
+    } catch (err) {
+      if (isMissing(err)) return;
+      throw failure(err, "remove a stored file");
+    }
+  }
+
+  /** Current object names under a prefix. */
+  private async names(prefix: string): Promise<string[]> {
+    const out: string[] = [];
+    for await (const item of this.client.listObjects(this.bucket, prefix, true)) {
+      const o = item as { name?: string };
+      if (o.name) out.push(o.name);
+    }
+    return out;
+  }
+
+  /** Every version (delete markers included) of one name, or of all names under a prefix when `under`. */
+  private async versions(nameOrPrefix: string, under = false): Promise<Version[]> {
+    const out: Version[] = [];
+    try {
+      for await (const item of this.client.listObjects(this.bucket, nameOrPrefix, true, { IncludeVersion: true })) {
+        // With IncludeVersion the items carry these fields, which minio's typings leave out.
+        const o = item as { name?: string; versionId?: string; isDeleteMarker?: boolean; isLatest?: string | boolean };
+        if (!o.name || (!under && o.name !== nameOrPrefix)) continue;
+        out.push({ name: o.name, versionId: o.versionId && o.versionId !== "null" ? o.versionId : null, deleteMarker: o.isDeleteMarker === true, latest: o.isLatest === true || o.isLatest === "true" });
+      }
+    } catch (err) {
+      throw failure(err, "list stored files");
+    }
+    return out;
+  }
+}

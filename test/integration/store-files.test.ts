@@ -1,0 +1,193 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { FileNotFound, FileTooLarge } from "../../store/file-errors.ts";
+import { fileNames, FileStore, RETENTION_MS } from "../../store/files.ts";
+import { MAX_FILE_BYTES, minioClient, parseRef, refOf } from "../../store/objects.ts";
+import { PayloadKeys } from "../../store/payload-keys.ts";
+import { inspect } from "node:util";
+import { endpoints } from "../support/kafka.ts";
+import { uid } from "../support/events.ts";
+
+const DAY = 24 * 60 * 60 * 1000;
+
+/** The rejection of a promise, for comparing errors whole. */
+async function rejectionOf(p: Promise<unknown>): Promise<unknown> {
+  try {
+    await p;
+  } catch (err) {
+    return err;
+  }
+  throw new Error("expected the promise to reject");
+}
+
+describe("the file store in real MinIO", () => {
+  let clock = Date.UTC(2026, 0, 1);
+  let files: FileStore;
+  const bucket = uid("oz0-test").toLowerCase();
+  const tenant = uid("acme");
+  const other = uid("globex");
+
+  beforeAll(async () => {
+    files = new FileStore({ client: minioClient(endpoints()), bucket, keys: PayloadKeys.fromMaster(Buffer.alloc(32, 7)), now: () => clock });
+    await files.ensureBucket();
+  });
+
+  afterAll(async () => {
+    // Lift holds and erase what is left, so the bucket can be removed.
+    const client = files.client;
+    for await (const item of client.listObjects(bucket, "", true, { IncludeVersion: true })) {
+      const o = item as { name?: string; versionId?: string };
+      if (!o.name) continue;
+      const opts = o.versionId ? { versionId: o.versionId } : {};
+      await (client.setObjectLegalHold(bucket, o.name, { status: "OFF", ...opts }) as unknown as Promise<void>).catch(() => undefined);
+      await client.removeObject(bucket, o.name, opts).catch(() => undefined);
+    }
+    await client.removeBucket(bucket).catch(() => undefined);
+  });
+
+  it("FILE-2 a tree reads back what it stored, with its labels (OFF-9)", async () => {
+    const tree = uid("tree");
+    const bytes = Buffer.from(`report ${uid("x")}`);
+    const stored = await files.store({ tenant, tree }, bytes, { labels: ["pii", "finance", "pii"] });
+    expect(stored.ref).toBe(refOf(bytes));
+    expect(stored.labels).toEqual(["finance", "pii"]);
+    const read = await files.read({ tenant, tree }, stored.ref);
+    expect(read.bytes.equals(bytes)).toBe(true);
+    expect(read.labels).toEqual(["finance", "pii"]);
+  });
+
+  it("FILE-2 OFF-8 another tree and another tenant get 'not found' exactly as for a ref never stored", async () => {
+    const tree = uid("tree");
+    const stored = await files.store({ tenant, tree }, Buffer.from(`secret ${uid("x")}`));
+    const never = refOf(Buffer.from(`never stored ${uid("x")}`));
+    const otherTree = await rejectionOf(files.read({ tenant, tree: uid("tree") }, stored.ref));
+    const otherTenant = await rejectionOf(files.read({ tenant: other, tree }, stored.ref));
+    const neverStored = await rejectionOf(files.read({ tenant, tree }, never));
+    for (const err of [otherTree, otherTenant, neverStored]) expect(err).toBeInstanceOf(FileNotFound);
+    const shape = (err: unknown, ref: string) => ({ ...(err as object), message: (err as Error).message.replace(ref, "<ref>"), name: (err as Error).name, ref: "<ref>" });
+    expect(shape(otherTree, stored.ref)).toEqual(shape(neverStored, never));
+    expect(shape(otherTenant, stored.ref)).toEqual(shape(neverStored, never));
+    expect((otherTree as Error).message).not.toContain(tenant);
+    expect((otherTree as Error).message).not.toContain(tree);
+  });
+
+  it("FILE-6 storing the same bytes twice is idempotent and renews retention", async () => {
+    const tree = uid("tree");
+    const bytes = Buffer.from(`twice ${uid("x")}`);
+    const first = await files.store({ tenant, tree }, bytes, { labels: ["a"] });
+    const dataName = fileNames.data(tenant, parseRef(first.ref));
+    const before = await files.client.statObject(bucket, dataName);
+    clock += 10 * DAY;
+    const second = await files.store({ tenant, tree }, bytes, { labels: ["b"] });
+    expect(second.ref).toBe(first.ref);
+    expect(second.lastStored).toBe(first.lastStored + 10 * DAY);
+    expect(second.expiresAt).toBe(second.lastStored + RETENTION_MS);
+    expect(second.labels).toEqual(["a", "b"]);
+    const after = await files.client.statObject(bucket, dataName);
+    expect(after.versionId).toBe(before.versionId);
+    expect(after.etag).toBe(before.etag);
+    expect((await files.grantOf({ tenant, tree }, first.ref))?.last_stored).toBe(second.lastStored);
+    expect((await files.read({ tenant, tree }, first.ref)).bytes.equals(bytes)).toBe(true);
+  });
+
+  it("OFF-2 FILE-6 a file of 32 MiB + 1 byte is refused with a clear error, and 32 MiB is kept", async () => {
+    const tree = uid("tree");
+    const big = Buffer.alloc(MAX_FILE_BYTES + 1, 0x61);
+    const err = await rejectionOf(files.store({ tenant, tree }, big));
+    expect(err).toBeInstanceOf(FileTooLarge);
+    expect((err as Error).message).toMatch(/at most 33554432 bytes \(32 MiB\); this one has 33554433 bytes/);
+    const stored = await files.store({ tenant, tree }, big.subarray(0, MAX_FILE_BYTES));
+    expect((await files.read({ tenant, tree }, stored.ref)).size).toBe(MAX_FILE_BYTES);
+  });
+
+  it("OFF-10 FILE-6 the object's bytes in MinIO are sealed, not the plaintext", async () => {
+    const tree = uid("tree");
+    const text = `plain words that must not be stored as they are ${uid("x")}`;
+    const stored = await files.store({ tenant, tree }, Buffer.from(text));
+    const raw: Buffer[] = [];
+    for await (const chunk of await files.client.getObject(bucket, fileNames.data(tenant, parseRef(stored.ref)))) raw.push(chunk as Buffer);
+    const body = Buffer.concat(raw);
+    expect(body.includes(Buffer.from(text))).toBe(false);
+    expect(body.includes(Buffer.from("plain words"))).toBe(false);
+    expect(body.length).toBeGreaterThan(text.length);
+    // Another master key does not open it, and says nothing of either key.
+    const stranger = new FileStore({ client: files.client, bucket, keys: PayloadKeys.fromMaster(Buffer.alloc(32, 9)), now: () => clock });
+    const err = await rejectionOf(stranger.read({ tenant, tree }, stored.ref));
+    expect((err as Error).message).toMatch(/another master payload key/);
+  });
+
+  it("OFF-10 the payload key never shows: not in an inspected value, JSON, or the error for a malformed OZ0_PAYLOAD_KEY", () => {
+    const secret = Buffer.alloc(32, 5).toString("base64");
+    const keys = PayloadKeys.fromEnv({ OZ0_PAYLOAD_KEY: secret });
+    expect(keys.development).toBe(false);
+    expect(inspect(keys)).not.toContain(secret);
+    expect(JSON.stringify({ keys })).not.toContain(secret);
+    expect(PayloadKeys.fromEnv({}).development).toBe(true);
+    const bad = `${secret.slice(0, 20)}`;
+    expect(() => PayloadKeys.fromEnv({ OZ0_PAYLOAD_KEY: bad })).toThrow(/must be base64 of 32 random bytes/);
+    try {
+      PayloadKeys.fromEnv({ OZ0_PAYLOAD_KEY: bad });
+    } catch (err) {
+      expect((err as Error).message).not.toContain(bad);
+    }
+  });
+
+  it("FILE-6 a legal hold stops erasure of a tree and of a tenant; the held file is kept and reported", async () => {
+    const t = uid("held");
+    const tree = uid("tree");
+    const kept = await files.store({ tenant: t, tree }, Buffer.from(`evidence ${uid("x")}`));
+    const gone = await files.store({ tenant: t, tree }, Buffer.from(`ordinary ${uid("x")}`));
+    await files.setLegalHold(t, kept.ref, true);
+    expect(await files.isHeld(t, kept.ref)).toBe(true);
+    const report = await files.eraseTree(t, tree);
+    expect(report.held).toEqual([kept.ref]);
+    expect(report.erased).toEqual([gone.ref]);
+    expect((await files.read({ tenant: t, tree }, kept.ref)).ref).toBe(kept.ref);
+    await expect(files.read({ tenant: t, tree }, gone.ref)).rejects.toBeInstanceOf(FileNotFound);
+    expect(await files.client.listObjects(bucket, fileNames.data(t, parseRef(gone.ref)), false, { IncludeVersion: true }).toArray()).toEqual([]);
+
+    const tenantReport = await files.eraseTenant(t);
+    expect(tenantReport).toEqual({ erased: [], held: [kept.ref] });
+    await files.setLegalHold(t, kept.ref, false);
+    expect(await files.eraseTenant(t)).toEqual({ erased: [kept.ref], held: [] });
+    expect(await files.client.listObjects(bucket, fileNames.tenant(t), true, { IncludeVersion: true }).toArray()).toEqual([]);
+  });
+
+  it("FILE-6 erasing a tree keeps a file another tree also stored", async () => {
+    const t = uid("shared");
+    const [a, b] = [uid("tree"), uid("tree")];
+    const bytes = Buffer.from(`shared ${uid("x")}`);
+    const stored = await files.store({ tenant: t, tree: a }, bytes);
+    await files.store({ tenant: t, tree: b }, bytes);
+    expect(await files.eraseTree(t, a)).toEqual({ erased: [stored.ref], held: [] });
+    await expect(files.read({ tenant: t, tree: a }, stored.ref)).rejects.toBeInstanceOf(FileNotFound);
+    expect((await files.read({ tenant: t, tree: b }, stored.ref)).bytes.equals(bytes)).toBe(true);
+  });
+
+  it("FILE-6 sweep removes grants 90 days after the last store and files with no grant left, skipping held files", async () => {
+    const t = uid("sweep");
+    const [old, fresh] = [uid("tree"), uid("tree")];
+    const start = clock;
+    const expired = await files.store({ tenant: t, tree: old }, Buffer.from(`expires ${uid("x")}`));
+    const held = await files.store({ tenant: t, tree: old }, Buffer.from(`held ${uid("x")}`));
+    await files.setLegalHold(t, held.ref, true);
+    const shared = Buffer.from(`shared ${uid("x")}`);
+    const sharedRef = (await files.store({ tenant: t, tree: old }, shared)).ref;
+    clock = start + 60 * DAY;
+    await files.store({ tenant: t, tree: fresh }, shared);
+
+    const justBefore = await files.sweep(start + RETENTION_MS - 1);
+    expect(justBefore.deletedFiles.filter((f) => f.startsWith(`${t}:`))).toEqual([]);
+    expect((await files.read({ tenant: t, tree: old }, expired.ref)).ref).toBe(expired.ref);
+
+    clock = start + RETENTION_MS;
+    await expect(files.read({ tenant: t, tree: old }, expired.ref)).rejects.toBeInstanceOf(FileNotFound);
+    const report = await files.sweep(clock);
+    expect(report.deletedFiles.filter((f) => f.startsWith(`${t}:`))).toEqual([`${t}:${expired.ref}`]);
+    expect(report.held.filter((f) => f.startsWith(`${t}:`))).toEqual([`${t}:${held.ref}`]);
+    expect(await files.grantOf({ tenant: t, tree: old }, expired.ref)).toBeNull();
+    expect(await files.grantOf({ tenant: t, tree: old }, sharedRef)).toBeNull();
+    expect((await files.read({ tenant: t, tree: fresh }, sharedRef)).bytes.equals(shared)).toBe(true);
+    expect(await files.client.listObjects(bucket, fileNames.data(t, parseRef(expired.ref)), false, { IncludeVersion: true }).toArray()).toEqual([]);
+    expect(await files.isHeld(t, held.ref)).toBe(true);
+  });
+});
