@@ -12,7 +12,9 @@ import type { Logger } from "../processors/runner/log.ts";
 import { startProcessor, type RunningProcessor } from "../processors/runner/runner.ts";
 import { KafkaTransport } from "../processors/runner/transport.ts";
 import { Serde } from "../schemas/serde.ts";
-import { minioClient, ObjectStore } from "../store/objects.ts";
+import { FileStore } from "../store/files.ts";
+import { minioClient } from "../store/objects.ts";
+import { PayloadKeys } from "../store/payload-keys.ts";
 import { ensureTopics } from "../topology/create.ts";
 import { TOPICS } from "../topology/topics.ts";
 
@@ -36,14 +38,16 @@ export async function startPipeline(endpoints: Endpoints, log: Logger): Promise<
   await serde.registerAll();
   log.info("schemas registered");
   const redis = new Redis(endpoints.redisUrl, { maxRetriesPerRequest: 3 });
-  const objects = new ObjectStore(minioClient(endpoints), process.env.OZ0_BUCKET ?? "oz0-files");
-  await objects.ensureBucket();
+  const keys = PayloadKeys.fromEnv();
+  if (keys.development) log.warn("OZ0_PAYLOAD_KEY is not set: files are sealed with the public development key; set it for any real data");
+  const files = new FileStore({ client: minioClient(endpoints), bucket: process.env.OZ0_BUCKET ?? "oz0-files", keys });
+  await files.ensureBucket();
   const config = await ConfigTable.start(kafka, serde, log);
   const running: RunningProcessor[] = [];
   const inputs = new Map<string, string>();
   for (const e of PIPELINE) {
     const transport = new KafkaTransport({ kafka, groupId: `oz0.${e.processor.name}`, topic: e.processor.input, log });
-    running.push(await startProcessor(e.processor, await e.env({ endpoints, redis, config, objects }), { transport, serde, log }));
+    running.push(await startProcessor(e.processor, await e.env({ endpoints, redis, config, files }), { transport, serde, log }));
     inputs.set(e.processor.name, e.processor.input);
   }
   if (running.length === 0) log.warn("the pipeline lists no processors: topics and schemas are ready, nothing consumes them");

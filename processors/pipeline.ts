@@ -3,7 +3,11 @@
  * from the shared connections. A processor joins the pipeline by being listed here.
  */
 import type { Redis } from "ioredis";
-import type { ObjectStore } from "../store/objects.ts";
+import type { AgentDefinition } from "../config/agent.ts";
+import { resolveOffloadThreshold } from "../config/resolve.ts";
+import type { TenantSettings } from "../config/tenant.ts";
+import { FileNotFound } from "../store/file-errors.ts";
+import type { FileStore } from "../store/files.ts";
 import { Keys } from "../store/redis/keys.ts";
 import { fillInProcessor } from "./fill-in/processor.ts";
 import { fitResultsProcessor } from "./fit-results/processor.ts";
@@ -16,7 +20,12 @@ export interface PipelineDeps {
   endpoints: Endpoints;
   redis: Redis;
   config: ConfigView;
-  objects: ObjectStore;
+  files: FileStore;
+}
+
+function notFoundAsNull(err: unknown): null {
+  if (err instanceof FileNotFound) return null;
+  throw err;
 }
 
 export interface PipelineEntry<In = unknown, Env = unknown> {
@@ -34,5 +43,10 @@ export const PIPELINE: PipelineEntry[] = [
   entry(fillInProcessor, ({ config, redis }) => ({ config, spendShare: (tree: string) => spendShare(redis, new Keys(), tree) })),
   entry(limitsModelCallsProcessor, ({ redis, config }) => limitsEnv({ redis, config })),
   entry(limitsJobsProcessor, ({ redis, config }) => limitsEnv({ redis, config })),
-  entry(fitResultsProcessor, ({ objects }) => ({ load: (r) => (r.content_ref ? objects.get(r.tenant, r.content_ref) : Promise.resolve(null)) })),
+  entry(fitResultsProcessor, ({ config, files }) => ({
+    load: (r) => (r.content_ref ? files.read({ tenant: r.tenant, tree: r.tree_id }, r.content_ref).then((f) => f.bytes, notFoundAsNull) : Promise.resolve(null)),
+    // OFF-13 from the current settings; not yet kept from the job's start.
+    threshold: (r) => resolveOffloadThreshold(config.get("agent", r.agent) as AgentDefinition | undefined, config.get("tenant", r.tenant) as TenantSettings | undefined),
+    storeFile: (owner, bytes, options) => files.store(owner, bytes, options),
+  })),
 ];

@@ -6,11 +6,17 @@
  * numbers, never the omitted sentence (FIT-14). A call with none of the three arguments is
  * answered exactly as the tool answered it (FIT-8).
  *
+ * After fitting, a result that weighs more than the job's offload threshold is stored whole as
+ * a file of the tree and the model reads a stub (OFF-3); one above 31 MiB is a failed call
+ * (OFF-1). The trace shows an offload's size and digest, never its outline (OFF-11).
+ *
  * Every result the runtime awaits gets an answer: arguments the convention cannot use (a view
  * that is not one of the four, a budget that is not a positive whole number) are answered as a
  * failed call that says so, rather than dead-lettered.
  */
+import type { OffloadThreshold } from "../../config/resolve.ts";
 import { fit, META_KEY, wanted } from "../fit/index.ts";
+import { offloadResult, type OffloadEnv } from "../offload/index.ts";
 import type { ResultDelivered, ToolResult, TraceEntry } from "../../schemas/types.ts";
 import { deriveId } from "../runner/ids.ts";
 import { defineProcessor, type Emit, type Outcome } from "../runner/processor.ts";
@@ -20,9 +26,13 @@ export const FIT_SECTION = "Results fitted to a budget";
 const VIEWS = ["stub", "summary", "section", "full"] as const;
 type View = (typeof VIEWS)[number];
 
-export interface FitEnv {
-  /** The stored bytes of a result published by ref, or null when there is no such file. */
+export const OFFLOAD_SECTION = "Results offloaded";
+
+export interface FitEnv extends OffloadEnv {
+  /** The stored bytes of a result published by ref, or null when its tree has no such file. */
   load(result: ToolResult): Promise<Buffer | null>;
+  /** The job's offload threshold (OFF-13). */
+  threshold(result: ToolResult): OffloadThreshold;
 }
 
 interface FitArgs {
@@ -144,6 +154,43 @@ export function fitResult(r: ToolResult, text: string): Outcome {
   };
 }
 
+/** Offloads what the model would read when it is too big (OFF-1, OFF-3, OFF-12). */
+async function offloaded(r: ToolResult, outcome: Outcome, env: FitEnv): Promise<Outcome> {
+  if ("invalid" in outcome) return outcome;
+  const emits = [...outcome.emits];
+  const i = emits.findIndex((e) => e.to === "oz0.results-delivered");
+  const first = emits[i];
+  if (!first) return outcome;
+  const value = first.value as ResultDelivered;
+  const { decision, delivered: replaced } = await offloadResult(
+    { result: value.content, threshold: env.threshold(r), origin: r.origin, name: `${r.tool}.${r.function}`, tenant: r.tenant, tree: r.tree_id },
+    env,
+  );
+  if (replaced === null) return outcome;
+  emits[i] = { ...first, value: { ...value, content: JSON.stringify(replaced), is_error: decision.action === "fail" || value.is_error } };
+  if (decision.action === "offload") {
+    const o = decision.stub.offloaded;
+    emits.push({
+      to: "oz0.trace",
+      key: r.tree_id,
+      value: {
+        id: deriveId("fit-results", "offload", r.id),
+        processor: "fit-results",
+        tenant: r.tenant,
+        tree_id: r.tree_id,
+        job_id: r.job_id,
+        run_id: r.run_id,
+        section: OFFLOAD_SECTION,
+        subject: r.call_id,
+        facts: { ref: o.ref, kind: o.kind, function: `${r.tool}.${r.function}` },
+        numbers: { size: o.size, tokens: o.tokens, lines: o.lines },
+        ts: r.ts,
+      } satisfies TraceEntry,
+    });
+  }
+  return { emits };
+}
+
 export const fitResultsProcessor = defineProcessor<ToolResult, FitEnv>({
   name: "fit-results",
   input: "oz0.tool-results",
@@ -160,12 +207,12 @@ export const fitResultsProcessor = defineProcessor<ToolResult, FitEnv>({
   async process(records, env) {
     const out: Outcome[] = [];
     for (const { value: r } of records) {
-      if (r.content !== null) {
-        out.push(fitResult(r, r.content));
+      const text = r.content ?? (await env.load(r))?.toString("utf8");
+      if (text === undefined) {
+        out.push({ invalid: `content_ref ${r.content_ref} is not a file of tree ${r.tree_id} of tenant ${r.tenant}: store the result before publishing its ref` });
         continue;
       }
-      const bytes = await env.load(r);
-      out.push(bytes === null ? { invalid: `content_ref ${r.content_ref} is not a file of tenant ${r.tenant}: store the result before publishing its ref` } : fitResult(r, bytes.toString("utf8")));
+      out.push(await offloaded(r, fitResult(r, text), env));
     }
     return out;
   },

@@ -29,7 +29,8 @@ describe("budget fill-in and fit processors on the real broker and registry", ()
     await producer.send({ topic: "oz0.config", messages: [{ key: `plugin/${plugin}`, value: s.encode("ConfigRecord", { kind: "plugin", id: plugin, value, source: "test", reason: null, ts: Date.now() }) }] });
     table = await ConfigTable.start(kafka(), s, createLogger({}, () => {}));
     running.push(await startOnKafka(fillInProcessor, { config: table, spendShare: () => Promise.resolve(null) }, s));
-    running.push(await startOnKafka(fitResultsProcessor, { load: () => Promise.resolve(null) }, s));
+    const noFiles = () => Promise.reject(new Error("this test offloads nothing"));
+    running.push(await startOnKafka(fitResultsProcessor, { load: () => Promise.resolve(null), threshold: () => 10_000, storeFile: noFiles }, s));
   });
 
   afterAll(async () => {

@@ -1,9 +1,10 @@
 import { describe, expect, it } from "vitest";
 import { META_KEY } from "../../processors/fit/index.ts";
-import { fitResultsProcessor, FIT_SECTION, type FitEnv } from "../../processors/fit-results/processor.ts";
+import { fitResultsProcessor, FIT_SECTION, OFFLOAD_SECTION, type FitEnv } from "../../processors/fit-results/processor.ts";
 import { TestDriver } from "../../processors/runner/test-driver.ts";
 import type { ResultDelivered, ToolResult, TraceEntry } from "../../schemas/types.ts";
 import { uid } from "../support/events.ts";
+import { refOf } from "../../store/objects.ts";
 
 const PAGE = [
   "# Acme docs",
@@ -48,7 +49,20 @@ function result(args: Record<string, unknown>, content: string | null = mcp(PAGE
   };
 }
 
-const noStore: FitEnv = { load: () => Promise.resolve(null) };
+function memoryEnv(threshold: number | "off" = 10_000, stored = new Map<string, Buffer>()): FitEnv & { stored: Map<string, Buffer> } {
+  return {
+    stored,
+    load: () => Promise.resolve(null),
+    threshold: () => threshold,
+    storeFile: (_owner, bytes) => {
+      const ref = refOf(bytes);
+      stored.set(ref, bytes);
+      return Promise.resolve({ ref });
+    },
+  };
+}
+
+const noStore = memoryEnv();
 
 async function deliver(r: ToolResult, env: FitEnv = noStore) {
   const driver = new TestDriver(fitResultsProcessor, env);
@@ -60,7 +74,7 @@ async function deliver(r: ToolResult, env: FitEnv = noStore) {
 describe("fit processor", () => {
   it("FIT-8 answers a call with none of view, budget and query exactly as the tool did, with no note", async () => {
     const r = result({ path: "docs.md" });
-    const { out, trace } = await deliver(r);
+    const { out, trace } = await deliver(r, memoryEnv("off"));
     expect(out?.content).toBe(r.content);
     expect(out?.fit).toBeNull();
     expect(out?.truncated).toBe(false);
@@ -117,8 +131,38 @@ describe("fit processor", () => {
   it("fits a result stored by ref, read from the object store", async () => {
     const stored = Buffer.from(mcp(PAGE));
     const r = result({ view: "stub" }, null, { content_ref: `oz0-file:sha256:${"a".repeat(64)}` });
-    const { out } = await deliver(r, { load: () => Promise.resolve(stored) });
+    const { out } = await deliver(r, { ...memoryEnv(), load: () => Promise.resolve(stored) });
     expect(JSON.parse(out?.fit ?? "{}")).toMatchObject({ view: "stub" });
+  });
+
+  it("OFF-3 a result heavier than the job's threshold is kept as a file of the tree and the model reads its stub", async () => {
+    const env = memoryEnv(1_000);
+    const { out, trace } = await deliver(result({}), env);
+    const read = JSON.parse(out?.content ?? "{}") as { structuredContent: { offloaded: { ref: string; size: number }; outline: string; note: string } };
+    const stub = read.structuredContent;
+    expect(stub.offloaded.ref).toMatch(/^oz0-file:sha256:[0-9a-f]{64}$/);
+    expect(env.stored.get(stub.offloaded.ref)?.toString()).toBe(PAGE);
+    expect(stub.outline).toContain("Install");
+    expect(stub.note).toMatch(/1000 tokens/);
+    expect(out?.fit).toBeNull();
+    const entry = trace.find((t) => t.section === OFFLOAD_SECTION);
+    expect(entry?.facts.ref).toBe(stub.offloaded.ref);
+    expect(entry?.numbers.size).toBe(stub.offloaded.size);
+    expect(JSON.stringify(entry)).not.toContain(stub.outline);
+  });
+
+  it("OFF-14 with the default threshold an answer fitted to its default budget stays inline", async () => {
+    const env = memoryEnv(10_000);
+    const { out } = await deliver(result({ budget: 8000 }), env);
+    expect(env.stored.size).toBe(0);
+    expect(JSON.parse(out?.fit ?? "{}")).toMatchObject({ budget: 8000 });
+  });
+
+  it("OFF-12 a flow step's result is never offloaded, however big", async () => {
+    const env = memoryEnv(1_000);
+    const { out } = await deliver(result({}, mcp(PAGE), { origin: "flow_step" }), env);
+    expect(env.stored.size).toBe(0);
+    expect(out?.content).toBe(mcp(PAGE));
   });
 
   it("dead-letters a result that is not an MCP result, or a ref with no file, with the reason", async () => {
@@ -126,7 +170,7 @@ describe("fit processor", () => {
     await driver.pipe([result({ budget: 100 }, "not json"), result({}, null, { content_ref: `oz0-file:sha256:${"b".repeat(64)}` }), result({}, mcp("x"), { content_ref: "oz0-file:sha256:x" })]);
     expect(driver.deadLetters.map((d) => d.reason)).toEqual([
       expect.stringMatching(/not JSON/),
-      expect.stringMatching(/is not a file of tenant acme/),
+      expect.stringMatching(/is not a file of tree tree-1 of tenant acme/),
       expect.stringMatching(/exactly one of content and content_ref/),
     ]);
   });
