@@ -1,0 +1,208 @@
+// The token estimate and the fitting library, measured in one run:
+//   1. per class of real text: mean absolute error of count against cl100k, and how much
+//      faster count is than exact cl100k encoding timed cold (merge cache cleared before
+//      every piece, as for text never seen before);
+//   2. fitting a 1 MiB document to each view, against one count over all of it.
+// Prints Markdown tables and writes them to bench/out/fit.md.
+//
+//   npx tsx bench/fit/estimate.ts           (the checked-in sample, and the held-out corpus
+//                                            pieces when bench/fit/corpus.ts has built it)
+//   npx tsx bench/fit/estimate.ts --fit-only (only the second table, printed)
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { clearMergeCache, encode } from "gpt-tokenizer/encoding/cl100k_base";
+import { count, fit, fitDiff, fitDocument } from "../../processors/fit/index.ts";
+import type { FitOptions, Fitted } from "../../processors/fit/types.ts";
+
+const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
+const FIXTURES = join(ROOT, "test", "fixtures", "tokens");
+const CORPUS = join(ROOT, "bench", "out", "fit-corpus.json");
+const OUT = join(ROOT, "bench", "out", "fit.md");
+const NO_SPECIAL = { disallowedSpecial: new Set<string>() };
+
+type Piece = { cls: string; text: string };
+
+function fixtures(): Piece[] {
+  const manifest = JSON.parse(readFileSync(join(FIXTURES, "manifest.json"), "utf8")) as { file: string; class: string }[];
+  return manifest.map((m) => ({ cls: m.class, text: readFileSync(join(FIXTURES, m.file), "utf8") }));
+}
+
+async function heldOutCorpus(): Promise<Piece[]> {
+  if (!existsSync(CORPUS)) return [];
+  const { heldOut, loadCorpus } = await import("./corpus.ts");
+  return loadCorpus().filter(heldOut);
+}
+
+/** Milliseconds of CPU this process spent in f: robust to other processes sharing the machine. */
+function cpu(f: () => unknown): number {
+  const start = process.cpuUsage();
+  f();
+  const used = process.cpuUsage(start);
+  return (used.user + used.system) / 1000;
+}
+
+/** The least CPU time of `runs` runs of f. */
+function best(runs: number, f: () => unknown): number {
+  let min = Number.POSITIVE_INFINITY;
+  for (let i = 0; i < runs; i++) min = Math.min(min, cpu(f));
+  return min;
+}
+
+type ClassRow = { cls: string; n: number; chars: number; mare: number; bias: number; countMs: number; encodeMs: number };
+
+function accuracyAndSpeed(pieces: Piece[]): ClassRow[] {
+  // Warm up both over every piece, three times, so that neither pays for compiling (V8
+  // optimises, meets new kinds of strings, and optimises again).
+  for (let round = 0; round < 3; round++) {
+    for (const p of pieces) {
+      count(p.text);
+      encode(p.text, NO_SPECIAL);
+    }
+  }
+  const byClass = new Map<string, Piece[]>();
+  for (const p of pieces) byClass.set(p.cls, [...(byClass.get(p.cls) ?? []), p]);
+  const out: ClassRow[] = [];
+  for (const [cls, list] of [...byClass].sort((a, b) => a[0].localeCompare(b[0]))) {
+    let mare = 0;
+    let bias = 0;
+    let chars = 0;
+    for (const p of list) {
+      const truth = encode(p.text, NO_SPECIAL).length;
+      const e = (count(p.text) - truth) / truth;
+      mare += Math.abs(e);
+      bias += e;
+      chars += p.text.length;
+    }
+    // CPU time of the whole class in one batch (count repeated to last long enough to measure).
+    const repeat = Math.max(1, Math.ceil(2_000_000 / chars));
+    const countMs =
+      best(5, () => {
+        for (let r = 0; r < repeat; r++) for (const p of list) count(p.text);
+      }) / repeat;
+    const encodeMs = best(3, () => {
+      for (const p of list) {
+        clearMergeCache();
+        encode(p.text, NO_SPECIAL);
+      }
+    });
+    out.push({ cls, n: list.length, chars, mare: mare / list.length, bias: bias / list.length, countMs, encodeMs });
+  }
+  clearMergeCache();
+  const all = out.reduce(
+    (a, r) => ({ ...a, n: a.n + r.n, chars: a.chars + r.chars, mare: a.mare + r.mare * r.n, bias: a.bias + r.bias * r.n, countMs: a.countMs + r.countMs, encodeMs: a.encodeMs + r.encodeMs }),
+    { cls: "all", n: 0, chars: 0, mare: 0, bias: 0, countMs: 0, encodeMs: 0 },
+  );
+  out.push({ ...all, mare: all.mare / all.n, bias: all.bias / all.n });
+  return out;
+}
+
+function accuracyTable(title: string, rows: ClassRow[]): string {
+  const lines = [
+    `### ${title}`,
+    "",
+    "| class | pieces | KB | mean abs error | bias | count ms | cl100k cold ms | speed-up |",
+    "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+  ];
+  for (const r of rows) {
+    const name = r.cls === "all" ? "**all**" : r.cls;
+    lines.push(
+      `| ${name} | ${r.n} | ${(r.chars / 1024).toFixed(0)} | ${(100 * r.mare).toFixed(2)}% | ${(100 * r.bias).toFixed(2)}% | ${r.countMs.toFixed(1)} | ${r.encodeMs.toFixed(1)} | ${(r.encodeMs / r.countMs).toFixed(1)}x |`,
+    );
+  }
+  return lines.join("\n");
+}
+
+/** Documents of about 1 MiB of each kind, made of the pieces (repeated as needed). */
+function bigDocuments(pieces: Piece[]): { kind: string; value: unknown; text: string; query: string; fitter: (o: FitOptions) => Fitted }[] {
+  const MiB = 1 << 20;
+  const grow = (classes: string[]): string => {
+    const parts = pieces.filter((p) => classes.includes(p.cls)).map((p) => p.text);
+    let s = "";
+    for (let i = 0; s.length < MiB; i++) s += parts[i % parts.length]! + "\n";
+    return s.slice(0, s.lastIndexOf("\n", MiB) + 1);
+  };
+  const md = grow(["markdown", "changelog"]);
+  const code = grow(["ts", "js", "python", "go"]);
+  const diff = grow(["diff"]);
+  const text = grow(["license", "log"]);
+  const items: unknown[] = [];
+  for (let i = 0; JSON.stringify(items, null, 2).length < MiB - 4096 && i < 100_000; i++) {
+    items.push({ id: i, name: `item ${i}`, tags: ["a", "b", String(i % 7)], note: pieces[i % pieces.length]!.text.slice(0, 400) });
+  }
+  const json = JSON.stringify(items, null, 2);
+  const heading = /^#{1,3} (.+)$/m.exec(md)?.[1] ?? "1-200";
+  const def = /^(?:export )?(?:async )?function (\w+)/m.exec(code)?.[1] ?? "1-200";
+  const path = /^\+\+\+ (\S+)/m.exec(diff)?.[1] ?? "1-200";
+  return [
+    { kind: "markdown", value: md, text: md, query: heading, fitter: (o) => fitDocument(md, o) },
+    { kind: "code", value: code, text: code, query: def, fitter: (o) => fitDocument(code, { ...o, name: "big.ts" }) },
+    { kind: "diff", value: diff, text: diff, query: path, fitter: (o) => fitDiff(diff, o) },
+    { kind: "text", value: text, text: text, query: "100-400", fitter: (o) => fitDocument(text, o) },
+    { kind: "json (parsed)", value: items, text: json, query: "[500]", fitter: (o) => fit(items, o) },
+  ];
+}
+
+function fittingTable(pieces: Piece[]): string {
+  const views: [string, (q: string) => FitOptions][] = [
+    ["full", () => ({ view: "full" })],
+    ["section", (q) => ({ view: "section", query: q })],
+    ["summary", () => ({ view: "summary" })],
+    ["stub", () => ({ view: "stub" })],
+    ["no view", () => ({})],
+    ["budget 2000", () => ({ budget: 2000 })],
+  ];
+  const lines = [
+    "| document | KB | count ms | " + views.map(([v]) => v).join(" | ") + " |",
+    "| --- | ---: | ---: | " + views.map(() => "---:").join(" | ") + " |",
+  ];
+  for (const d of bigDocuments(pieces)) {
+    // Interleave count and each fit several times; keep the least CPU time of each.
+    const times = new Array<number>(views.length).fill(Number.POSITIVE_INFINITY);
+    let countMs = Number.POSITIVE_INFINITY;
+    for (let round = 0; round < 9; round++) {
+      countMs = Math.min(countMs, best(1, () => count(d.text)));
+      views.forEach(([, o], i) => (times[i] = Math.min(times[i]!, best(1, () => d.fitter(o(d.query))))));
+    }
+    const got = views.map(([, o]) => d.fitter(o(d.query)).meta().view);
+    lines.push(
+      `| ${d.kind} | ${(d.text.length / 1024).toFixed(0)} | ${countMs.toFixed(1)} | ` +
+        times.map((t, i) => `${(t / countMs).toFixed(2)}x (${got[i]})`).join(" | ") +
+        " |",
+    );
+  }
+  return lines.join("\n");
+}
+
+async function main(): Promise<void> {
+  const sample = fixtures();
+  const corpus = await heldOutCorpus();
+  if (process.argv.includes("--fit-only")) {
+    console.log(fittingTable(corpus.length > 0 ? corpus : sample));
+    return;
+  }
+  const sections: string[] = [
+    "## Token estimate (count) against cl100k",
+    "",
+    `Node ${process.version}. Mean absolute relative error per piece; bias is the mean signed error (positive: count says more). ` +
+      "Speed-up: CPU time of cl100k encode timed cold (merge cache cleared before each piece; least of 3 runs of the class) over CPU time of count (least of 5 runs of the class).",
+    "",
+    accuracyTable(`Checked-in sample (test/fixtures/tokens, ${sample.length} pieces)`, accuracyAndSpeed(sample)),
+  ];
+  if (corpus.length > 0) sections.push("", accuracyTable(`Held-out corpus pieces (bench/out/fit-corpus.json, ${corpus.length} pieces)`, accuracyAndSpeed(corpus)));
+  sections.push(
+    "",
+    "## Fitting a 1 MiB document, against one count over all of it",
+    "",
+    "CPU time of each fit (splitting, sizing every part, building the answer) divided by the CPU time of count over the same text; the view returned in brackets. Least of 9 interleaved runs.",
+    "",
+    fittingTable(corpus.length > 0 ? corpus : sample),
+  );
+  const report = sections.join("\n") + "\n";
+  console.log(report);
+  mkdirSync(dirname(OUT), { recursive: true });
+  writeFileSync(OUT, report);
+  console.log(`written to ${OUT}`);
+}
+
+await main();

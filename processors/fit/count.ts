@@ -1,0 +1,575 @@
+// The platform's token estimate: an approximation of the cl100k tokenizer that never runs it.
+//
+// One pass over the text splits it the way cl100k's pre-tokenizer does (words with an
+// optional leading space or mark, digit groups of up to three, punctuation runs, white
+// space), and prices each piece:
+//   - a piece seen often in real text is looked up in a table of its exact token count;
+//   - any other word costs one token plus, for each pair of neighbouring letters, the
+//     chance that the tokenizer cuts between them (learned per letter pair), plus a cost
+//     per non-ASCII letter by script;
+//   - punctuation runs the same way with punctuation pairs; digit groups one token each;
+//     white space by the length of its runs.
+// The tables come from bench/fit/calibrate.ts. Everything is integer arithmetic in
+// thousandths of a token, so the same text gives the same number on every machine, and
+// the units of two texts cut at the start of a line add up to the units of both (see
+// `units`), which lets the fitting code size a whole from its parts.
+
+import { TABLES } from "./count-tables.ts";
+import { BMP_CLASSES } from "./unicode-classes.ts";
+
+/** Character classes; PAIR_BIT marks a character written as two UTF-16 code units. */
+const LOWER = 0;
+const UPPER = 1;
+const XLETTER = 2;
+const DIGIT = 3;
+const XDIGIT = 4;
+const SPACE = 5;
+const NEWLINE = 6;
+const WS = 7;
+const PUNCT = 8;
+const XPUNCT = 9;
+const HIGH = 10;
+const PAIR_BIT = 16;
+
+/** Chunk kinds reported to a calibration sink. */
+export const CHUNK_WORD = 0;
+export const CHUNK_DIGITS = 1;
+export const CHUNK_PUNCT = 2;
+export const CHUNK_SPACE = 3;
+export const CHUNK_CONTRACTION = 4;
+
+/** Called for every piece the scan prices; used by calibration, never by the library. */
+export type ChunkSink = (kind: number, start: number, end: number, units: number) => void;
+
+/** White-space pieces longer than this many characters are charged by their length in `weigh`. */
+export const LONG_SPACE = 32;
+/** ...at one token for this many characters. */
+export const SPACE_CHARS_PER_TOKEN = 4;
+
+const CLASS = new Uint8Array(65536);
+(function initClasses(): void {
+  for (let c = 0; c < 128; c++) CLASS[c] = PUNCT;
+  for (let c = 97; c <= 122; c++) CLASS[c] = LOWER;
+  for (let c = 65; c <= 90; c++) CLASS[c] = UPPER;
+  for (let c = 48; c <= 57; c++) CLASS[c] = DIGIT;
+  CLASS[32] = SPACE;
+  CLASS[10] = NEWLINE;
+  CLASS[13] = NEWLINE;
+  CLASS[9] = WS;
+  CLASS[11] = WS;
+  CLASS[12] = WS;
+  const byLetter: Record<string, number> = { L: XLETTER, N: XDIGIT, W: WS, P: XPUNCT };
+  const n = BMP_CLASSES.length / 5;
+  for (let r = 0; r < n; r++) {
+    const start = parseInt(BMP_CLASSES.slice(r * 5, r * 5 + 4), 16);
+    const end = r + 1 < n ? parseInt(BMP_CLASSES.slice(r * 5 + 5, r * 5 + 9), 16) : 65536;
+    const k = byLetter[BMP_CLASSES.charAt(r * 5 + 4)] ?? XPUNCT;
+    CLASS.fill(k, start, end);
+  }
+  CLASS.fill(HIGH, 0xd800, 0xdc00);
+  CLASS.fill(XPUNCT, 0xdc00, 0xe000);
+})();
+
+/** Class of an astral character: a rough cut by plane and block (letters of historic
+ * scripts, mathematical letters and the CJK extensions; emoji and the rest as symbols). */
+function astralClass(cp: number): number {
+  if (cp >= 0x20000 && cp < 0x40000) return XLETTER;
+  if (cp >= 0x1d400 && cp < 0x1d800) return XLETTER;
+  if (cp >= 0x10000 && cp < 0x1c000) return XLETTER;
+  return XPUNCT;
+}
+
+/** Class of the character at i (a high surrogate followed by a low one is one character). */
+function classAt(text: string, i: number, to: number): number {
+  const k = CLASS[text.charCodeAt(i)]!;
+  if (k !== HIGH) return k;
+  if (i + 1 < to) {
+    const lo = text.charCodeAt(i + 1);
+    if (lo >= 0xdc00 && lo < 0xe000) {
+      const cp = ((text.charCodeAt(i) - 0xd800) << 10) + (lo - 0xdc00) + 0x10000;
+      return astralClass(cp) | PAIR_BIT;
+    }
+  }
+  return XPUNCT;
+}
+
+/** Script groups of non-ASCII letters, for their per-letter cost. */
+export const SCRIPTS = ["latin", "greek", "cyrillic", "rtl", "indic", "hangul", "kana", "han", "other2", "other3", "astral"] as const;
+function scriptOf(cp: number): number {
+  if (cp < 0x250 || (cp >= 0x1e00 && cp < 0x1f00)) return 0;
+  if ((cp >= 0x370 && cp < 0x400) || (cp >= 0x1f00 && cp < 0x2000)) return 1;
+  if (cp >= 0x400 && cp < 0x530) return 2;
+  if (cp >= 0x590 && cp < 0x900) return 3;
+  if (cp >= 0x900 && cp < 0x1000) return 4;
+  if ((cp >= 0xac00 && cp < 0xd7b0) || (cp >= 0x1100 && cp < 0x1200) || (cp >= 0x3130 && cp < 0x3190)) return 5;
+  if ((cp >= 0x3040 && cp < 0x3100) || (cp >= 0x31f0 && cp < 0x3200) || (cp >= 0xff66 && cp < 0xffa0)) return 6;
+  if ((cp >= 0x3400 && cp < 0x4dc0) || (cp >= 0x4e00 && cp < 0xa000) || (cp >= 0xf900 && cp < 0xfb00) || cp >= 0x20000) return 7;
+  if (cp < 0x800) return 8;
+  if (cp < 0x10000) return 9;
+  return 10;
+}
+
+/** Ranges (multiples of 64) whose characters are priced by their own token count, from tables.cjkBlocks. */
+export const CJK_RANGES: readonly (readonly [number, number])[] = [
+  [0x3040, 0x3100],
+  [0x3400, 0x4dc0],
+  [0x4e00, 0xa000],
+  [0xac00, 0xd7c0],
+];
+
+/** Tokens of each CJK character on its own (0 outside CJK_RANGES). */
+function cjkCosts(singles: string, blocks: string): Uint8Array {
+  const cost = new Uint8Array(65536);
+  let b = 0;
+  for (const [lo, hi] of CJK_RANGES) {
+    for (let c = lo; c < hi; c += 64) cost.fill(Number(blocks.charAt(b++)) || 2, c, c + 64);
+  }
+  for (let i = 0; i < singles.length; i++) cost[singles.charCodeAt(i)] = 1;
+  return cost;
+}
+
+/** Symbol groups of non-ASCII punctuation, for their per-character cost. */
+export const SYMBOLS = ["latin1", "general", "cjk", "other3", "astral"] as const;
+function symbolOf(cp: number): number {
+  if (cp < 0x800) return 0;
+  if (cp >= 0x2000 && cp < 0x2c00) return 1;
+  if ((cp >= 0x3000 && cp < 0x3040) || (cp >= 0xff00 && cp < 0xfff0)) return 2;
+  if (cp < 0x10000) return 3;
+  return 4;
+}
+
+/** Index of an ASCII punctuation character among the 32 printable ones (32 = anything else). */
+const PUNCT_INDEX = new Uint8Array(128).fill(32);
+(function initPunct(): void {
+  let n = 0;
+  for (let c = 33; c < 127; c++) {
+    if ((c >= 48 && c <= 57) || (c >= 65 && c <= 90) || (c >= 97 && c <= 122)) continue;
+    PUNCT_INDEX[c] = n++;
+  }
+})();
+/** Index of a prefix before a word: 0-32 as PUNCT_INDEX, 33 space, 34 other white space, 35 non-ASCII. */
+function prefixIndex(c: number): number {
+  if (c === 32) return 33;
+  if (c < 128) return CLASS[c] === WS ? 34 : PUNCT_INDEX[c]!;
+  return CLASS[c] === WS ? 34 : 35;
+}
+
+/** The tables an estimate is made from (count-tables.ts holds the calibrated ones). */
+export type Tables = {
+  readonly known: readonly (readonly string[])[];
+  readonly wordPair: readonly number[];
+  readonly wordPrefix: readonly number[];
+  /** By prefix (none, space, other) times 4 shapes (lower, Capital, UPPER, miXed) times 32 lengths. */
+  readonly wordLength: readonly number[];
+  readonly scriptLetter: readonly number[];
+  /** By script (SCRIPTS) times 16 lengths: what the letter costs miss for words of that length. */
+  readonly foreignLength: readonly number[];
+  /** Kana, Han and Hangul characters that cl100k holds as one token each. */
+  readonly cjkSingles: string;
+  /** For each block of 64 characters of CJK_RANGES, the tokens (2 or 3) of its other characters. */
+  readonly cjkBlocks: string;
+  readonly punctPair: readonly number[];
+  readonly symbol: readonly number[];
+  readonly constants: {
+    readonly wordBase: number;
+    readonly scriptSwitch: number;
+    readonly punctBase: number;
+    readonly symbolSwitch: number;
+    readonly punctNewline: number;
+    readonly spaceJoin: number;
+    readonly contraction: number;
+    readonly foreignDigit: number;
+  };
+};
+
+/** FNV-1a over UTF-16 code units, never 0 (0 marks an empty slot). */
+export function hashPiece(text: string, from: number, to: number): number {
+  let h = 0x811c9dc5 | 0;
+  for (let i = from; i < to; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193);
+  return h === 0 ? 1 : h;
+}
+
+/** Length of a contraction ('s 't 're 've 'm 'll 'd, any case) at i, or 0. */
+function contraction(text: string, i: number, to: number): number {
+  if (i + 1 >= to) return 0;
+  const a = text.charCodeAt(i + 1) | 32;
+  if (a === 115 || a === 116 || a === 109 || a === 100) return 2; // s t m d
+  if (i + 2 >= to) return 0;
+  const b = text.charCodeAt(i + 2) | 32;
+  if ((a === 114 && b === 101) || (a === 118 && b === 101) || (a === 108 && b === 108)) return 3; // re ve ll
+  return 0;
+}
+
+/** Tokens of a run of one white-space character repeated n times (cl100k has long space tokens). */
+function spaceRun(c: number, n: number): number {
+  if (c === 32) return n <= 80 ? 1000 : 1000 + Math.ceil((n - 80) / 128) * 1000;
+  if (c === 9) return n <= 20 ? 1000 : 1000 + Math.ceil((n - 20) / 16) * 1000;
+  if (c === 10) return n <= 12 ? 1000 : 1000 + Math.ceil((n - 12) / 16) * 1000;
+  return Math.ceil(n / 4) * 1000;
+}
+
+/** The scan function of an estimate made from the given tables. */
+export type Scan = (text: string, from: number, to: number, weigh: boolean, sink?: ChunkSink) => number;
+
+/** Builds the estimate from its tables (the library uses the calibrated ones; calibration tries others). */
+export function createScan(tables: Tables): Scan {
+  // The table of pieces whose token count is known exactly: open addressing (Fibonacci
+  // hashing, linear probes) on a 32-bit FNV-1a hash of the piece. A rare piece that shares a hash
+  // with a known one is priced as that one; the estimate stays deterministic either way.
+  let pieces = 0;
+  for (const group of tables.known) pieces += group.length;
+  let bits = 10;
+  while (1 << bits < pieces * 2) bits++;
+  const KNOWN_BITS = bits;
+  const KNOWN_MASK = (1 << bits) - 1;
+  const KNOWN = new Int32Array(1 << bits);
+  const KNOWN_UNITS = new Int32Array(1 << bits);
+  tables.known.forEach((group, index) => {
+    for (const piece of group) {
+      const h = hashPiece(piece, 0, piece.length);
+      let slot = Math.imul(h, 0x9e3779b1) >>> (32 - KNOWN_BITS);
+      while (KNOWN[slot] !== 0 && KNOWN[slot] !== h) slot = (slot + 1) & KNOWN_MASK;
+      KNOWN[slot] = h;
+      KNOWN_UNITS[slot] = (index + 1) * 1000;
+    }
+  });
+
+  /** Units of the known piece with hash h, or -1. */
+  function known(h: number): number {
+    let slot = Math.imul(h, 0x9e3779b1) >>> (32 - KNOWN_BITS);
+    for (;;) {
+      const k = KNOWN[slot]!;
+      if (k === h) return KNOWN_UNITS[slot]!;
+      if (k === 0) return -1;
+      slot = (slot + 1) & KNOWN_MASK;
+    }
+  }
+
+  const WORD_PAIR = Int32Array.from(tables.wordPair);
+  const WORD_PREFIX = Int32Array.from(tables.wordPrefix);
+  const WORD_LENGTH = Int32Array.from(tables.wordLength);
+  const SCRIPT_LETTER = Int32Array.from(tables.scriptLetter);
+  const FOREIGN_LENGTH = Int32Array.from(tables.foreignLength);
+  const CJK_COST = cjkCosts(tables.cjkSingles, tables.cjkBlocks);
+  const PUNCT_PAIR = Int32Array.from(tables.punctPair);
+  const SYMBOL = Int32Array.from(tables.symbol);
+  const C = tables.constants;
+
+  let lastEnd = 0; // where the piece the last price* function read ends (saves returning pairs)
+
+  /**
+   * Prices the word that starts at `start` and whose letters start at `body` (one prefix
+   * character before them, or none). The first pass only finds the end and hashes; most
+   * words are in the known table, and only the others are priced letter by letter.
+   */
+  function priceWord(text: string, start: number, body: number, to: number): number {
+    let h = 0x811c9dc5 | 0;
+    for (let i = start; i < body; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193);
+    let foreign = false;
+    let i = body;
+    for (; i < to; i++) {
+      const c = text.charCodeAt(i);
+      const k = CLASS[c]!;
+      if (k > UPPER) {
+        if (k === XLETTER) {
+          foreign = true;
+        } else if (k === HIGH && (classAt(text, i, to) & 15) === XLETTER) {
+          foreign = true;
+          h = Math.imul(h ^ c, 0x01000193);
+          i++;
+          h = Math.imul(h ^ text.charCodeAt(i), 0x01000193);
+          continue;
+        } else {
+          break;
+        }
+      }
+      h = Math.imul(h ^ c, 0x01000193);
+    }
+    lastEnd = i;
+    const exact = known(h === 0 ? 1 : h);
+    if (exact >= 0) return exact;
+    let units = C.wordBase;
+    if (body > start) {
+      const first = text.charCodeAt(body);
+      units += WORD_PREFIX[prefixIndex(text.charCodeAt(start)) * 2 + (first >= 65 && first <= 90 ? 1 : 0)]!;
+    }
+    return foreign ? units + priceForeignLetters(text, body, i) : units + priceLetters(text, start, body, i);
+  }
+
+  /** The pair rule over ASCII letters [body, end), plus the miss by length and shape. */
+  function priceLetters(text: string, start: number, body: number, end: number): number {
+    let units = 0;
+    let prev = text.charCodeAt(body);
+    let uppers = prev <= 90 ? 1 : 0;
+    prev = prev >= 97 ? prev - 97 : prev - 39;
+    for (let i = body + 1; i < end; i++) {
+      const c = text.charCodeAt(i);
+      let idx: number;
+      if (c >= 97) {
+        idx = c - 97;
+      } else {
+        idx = c - 39;
+        uppers++;
+      }
+      units += WORD_PAIR[prev * 52 + idx]!;
+      prev = idx;
+    }
+    // The pair rule's average miss for words of this length, shape and prefix.
+    const letters = end - body;
+    const shape = uppers === 0 ? 0 : uppers === letters && letters > 1 ? 2 : uppers === 1 && text.charCodeAt(body) <= 90 ? 1 : 3;
+    const prefix = body === start ? 0 : text.charCodeAt(start) === 32 ? 1 : 2;
+    return units + WORD_LENGTH[(prefix * 4 + shape) * 32 + (letters < 31 ? letters : 31)]!;
+  }
+
+  /** Letters [body, end) of which some are not ASCII: pairs, costs by script, and the miss by length. */
+  function priceForeignLetters(text: string, body: number, end: number): number {
+    let units = 0;
+    let prev = -1; // index 0-51 of the previous ASCII letter, -2 after a non-ASCII letter
+    let letters = 0;
+    let script = -1;
+    let i = body;
+    while (i < end) {
+      const c = text.charCodeAt(i);
+      if (c < 128) {
+        const idx = c >= 97 ? c - 97 : c - 39;
+        if (prev >= 0) units += WORD_PAIR[prev * 52 + idx]!;
+        else if (prev === -2) units += C.scriptSwitch;
+        prev = idx;
+        i++;
+      } else {
+        let cp = c;
+        if (CLASS[c] === HIGH) {
+          cp = ((c - 0xd800) << 10) + (text.charCodeAt(i + 1) - 0xdc00) + 0x10000;
+          i += 2;
+        } else {
+          i++;
+        }
+        const sc = scriptOf(cp);
+        const iso = cp < 65536 ? CJK_COST[cp]! : 0;
+        units += iso > 0 ? iso * SCRIPT_LETTER[sc]! : SCRIPT_LETTER[sc]!;
+        if (script < 0) script = sc;
+        if (prev >= 0) units += C.scriptSwitch;
+        prev = -2;
+      }
+      letters++;
+    }
+    return units + FOREIGN_LENGTH[script * 16 + (letters < 15 ? letters : 15)]!;
+  }
+
+  /** Prices the punctuation run at start: an optional space, marks and symbols, then newlines. */
+  function pricePunct(text: string, start: number, to: number): number {
+    let h = Math.imul((0x811c9dc5 | 0) ^ text.charCodeAt(start), 0x01000193);
+    let foreign = false;
+    let i = start + 1;
+    for (; i < to; i++) {
+      const c = text.charCodeAt(i);
+      const k = CLASS[c]!;
+      if (k !== PUNCT) {
+        if (k === XPUNCT) {
+          foreign = true;
+        } else if (k === HIGH && (classAt(text, i, to) & 15) === XPUNCT) {
+          foreign = true;
+          h = Math.imul(h ^ c, 0x01000193);
+          i++;
+          h = Math.imul(h ^ text.charCodeAt(i), 0x01000193);
+          continue;
+        } else {
+          break;
+        }
+      }
+      h = Math.imul(h ^ c, 0x01000193);
+    }
+    const marks = i;
+    for (; i < to; i++) {
+      const c = text.charCodeAt(i);
+      if (c !== 10 && c !== 13) break;
+      h = Math.imul(h ^ c, 0x01000193);
+    }
+    lastEnd = i;
+    const exact = known(h === 0 ? 1 : h);
+    if (exact >= 0) return exact;
+    let units = C.punctBase + (i > marks ? C.punctNewline : 0);
+    let prev = -1; // PUNCT_INDEX of the previous ASCII mark (33: a leading space), -2 after a symbol
+    for (let j = start; j < marks; j++) {
+      const c = text.charCodeAt(j);
+      if (c < 128) {
+        const idx = c === 32 ? 33 : PUNCT_INDEX[c]!;
+        if (prev >= 0) units += PUNCT_PAIR[prev * 34 + idx]!;
+        else if (prev === -2) units += C.symbolSwitch;
+        prev = idx;
+      } else if (foreign) {
+        let cp = c;
+        if (CLASS[c] === HIGH && j + 1 < marks) {
+          cp = ((c - 0xd800) << 10) + (text.charCodeAt(j + 1) - 0xdc00) + 0x10000;
+          j++;
+        }
+        units += SYMBOL[symbolOf(cp)]!;
+        if (prev >= 0) units += C.symbolSwitch;
+        prev = -2;
+      }
+    }
+    return units;
+  }
+
+  /** Prices the white-space piece [start, end). */
+  function priceSpace(text: string, start: number, end: number, weigh: boolean): number {
+    const first = text.charCodeAt(start);
+    let i = start + 1;
+    while (i < end && text.charCodeAt(i) === first) i++;
+    let units: number;
+    if (i === end) {
+      units = spaceRun(first, end - start);
+    } else {
+      units = known(hashPiece(text, start, end));
+      if (units < 0) {
+        units = spaceRun(first, i - start);
+        while (i < end) {
+          const c = text.charCodeAt(i);
+          let j = i + 1;
+          while (j < end && text.charCodeAt(j) === c) j++;
+          units += spaceRun(c, j - i) - C.spaceJoin;
+          i = j;
+        }
+      }
+    }
+    if (weigh && end - start > LONG_SPACE) {
+      const byLength = Math.ceil((end - start) / SPACE_CHARS_PER_TOKEN) * 1000;
+      if (byLength > units) units = byLength;
+    }
+    return units;
+  }
+
+  /**
+   * Thousandths of a token in text[from, to). `weigh` charges long white space by length.
+   * Units add up: for any cut at the start of a line that holds something besides white
+   * space, units(a) + units(b) === units(a + b).
+   */
+  return function scan(text: string, from: number, to: number, weigh: boolean, sink?: ChunkSink): number {
+    let total = 0;
+    let i = from;
+    while (i < to) {
+      const start = i;
+      const c = text.charCodeAt(i);
+      // Fast path for the commonest piece: ASCII letters, alone or after one space.
+      const body = c === 32 && i + 1 < to ? i + 1 : i;
+      let d = text.charCodeAt(body);
+      if (((d | 32) - 97) >>> 0 < 26) {
+        let h = 0x811c9dc5 | 0;
+        if (body > i) h = Math.imul(h ^ 32, 0x01000193);
+        let j = body;
+        do {
+          h = Math.imul(h ^ d, 0x01000193);
+          if (++j >= to) break;
+          d = text.charCodeAt(j);
+        } while (((d | 32) - 97) >>> 0 < 26); // an ASCII letter
+        if (j >= to || d < 128) {
+          let units = known(h === 0 ? 1 : h);
+          if (units < 0) {
+            units = C.wordBase + priceLetters(text, i, body, j);
+            if (body > i) units += WORD_PREFIX[33 * 2 + (text.charCodeAt(body) <= 90 ? 1 : 0)]!;
+          }
+          total += units;
+          i = j;
+          if (sink !== undefined) sink(CHUNK_WORD, start, i, units);
+          continue;
+        }
+      }
+      const k = c < 128 ? CLASS[c]! : classAt(text, i, to);
+      const kind = k & 15;
+      let units: number;
+      let chunk: number;
+      if (kind <= XLETTER) {
+        units = priceWord(text, i, i, to);
+        chunk = CHUNK_WORD;
+        i = lastEnd;
+      } else if (kind === DIGIT || kind === XDIGIT) {
+        // Up to three digits, one token (others cost a little more).
+        units = 1000;
+        let n = 0;
+        while (i < to && n < 3) {
+          const d = text.charCodeAt(i);
+          if (d >= 48 && d <= 57) {
+            i++;
+          } else {
+            const dk = d < 128 ? CLASS[d]! : classAt(text, i, to);
+            if ((dk & 15) !== XDIGIT) break;
+            units += C.foreignDigit;
+            i += dk & PAIR_BIT ? 2 : 1;
+          }
+          n++;
+        }
+        chunk = CHUNK_DIGITS;
+      } else if (c === 39 && contraction(text, i, to) > 0) {
+        i += contraction(text, i, to);
+        units = C.contraction;
+        chunk = CHUNK_CONTRACTION;
+      } else {
+        const next = i + (k & PAIR_BIT ? 2 : 1);
+        let nk = -1;
+        if (next < to) {
+          const d = text.charCodeAt(next);
+          nk = d < 128 ? CLASS[d]! : classAt(text, next, to) & 15;
+        }
+        if (kind !== NEWLINE && nk >= 0 && nk <= XLETTER) {
+          units = priceWord(text, i, next, to);
+          chunk = CHUNK_WORD;
+          i = lastEnd;
+        } else if (kind === PUNCT || kind === XPUNCT || (c === 32 && (nk === PUNCT || nk === XPUNCT))) {
+          units = pricePunct(text, i, to);
+          chunk = CHUNK_PUNCT;
+          i = lastEnd;
+        } else {
+          // White space: up to its last newline, else all but its last character when more follows.
+          let j = i;
+          let lastNewline = -1;
+          while (j < to) {
+            const wk = CLASS[text.charCodeAt(j)]!;
+            if (wk === NEWLINE) lastNewline = j;
+            else if (wk !== SPACE && wk !== WS) break;
+            j++;
+          }
+          if (lastNewline >= 0) i = lastNewline + 1;
+          else if (j === to) i = j;
+          else if (j - i >= 2) i = j - 1;
+          else i = i + 1;
+          units = priceSpace(text, start, i, weigh);
+          chunk = CHUNK_SPACE;
+        }
+      }
+      total += units;
+      if (sink !== undefined) sink(chunk, start, i, units);
+    }
+    return total;
+  };
+}
+
+/** The calibrated estimate's scan. */
+export const scan: Scan = createScan(TABLES);
+
+/** Thousandths of a token: the unrounded estimate, for adding up parts. */
+export function units(text: string): number {
+  return scan(text, 0, text.length, false);
+}
+
+/** Thousandths of a token by `weigh`'s measure. */
+export function weighUnits(text: string): number {
+  return scan(text, 0, text.length, true);
+}
+
+/** Whole tokens from thousandths. */
+export function tokensOf(units: number): number {
+  return Math.round(units / 1000);
+}
+
+/** The token estimate of text (cl100k-class, within about 3% on average). */
+export function count(text: string): number {
+  return tokensOf(scan(text, 0, text.length, false));
+}
+
+/**
+ * Tokens as the platform measures an answer: the estimate, with each white-space piece
+ * longer than LONG_SPACE characters charged one token per SPACE_CHARS_PER_TOKEN characters.
+ */
+export function weigh(text: string): number {
+  return tokensOf(scan(text, 0, text.length, true));
+}

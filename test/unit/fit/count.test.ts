@@ -1,0 +1,115 @@
+import fc from "fast-check";
+import { encode } from "gpt-tokenizer/encoding/cl100k_base";
+import { describe, expect, it } from "vitest";
+import { TABLES } from "../../../processors/fit/count-tables.ts";
+import { createScan, LONG_SPACE, scan, SPACE_CHARS_PER_TOKEN, units } from "../../../processors/fit/count.ts";
+import { count, weigh } from "../../../processors/fit/index.ts";
+import { samples } from "./samples.ts";
+
+const NO_SPECIAL = { disallowedSpecial: new Set<string>() };
+/** cl100k's own pre-tokenizer (tiktoken's pattern), to compare the estimate's split with. */
+const CL100K_SPLIT = /'(?:[sS]|[dD]|[mM]|[tT]|[lL][lL]|[vV][eE]|[rR][eE])|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+/gu;
+
+describe("count: the token estimate", () => {
+  const pieces = samples();
+
+  it("FIT-11 the estimate is within 3% of cl100k on average over the checked-in sample of real text", () => {
+    const byClass = new Map<string, number[]>();
+    for (const p of pieces) {
+      const truth = encode(p.text, NO_SPECIAL).length;
+      const error = (count(p.text) - truth) / truth;
+      byClass.set(p.class, [...(byClass.get(p.class) ?? []), error]);
+    }
+    const mean = (xs: number[]): number => xs.reduce((s, x) => s + x, 0) / xs.length;
+    const rows = [...byClass].sort().map(([cls, es]) => ({ cls, n: es.length, mare: mean(es.map(Math.abs)), bias: mean(es) }));
+    const all = [...byClass.values()].flat();
+    const mare = mean(all.map(Math.abs));
+    console.log(
+      ["class       pieces  mean abs error  bias", ...rows.map((r) => `${r.cls.padEnd(12)}${String(r.n).padStart(6)}  ${(100 * r.mare).toFixed(2).padStart(13)}%  ${(100 * r.bias).toFixed(2).padStart(5)}%`), `all         ${String(all.length).padStart(6)}  ${(100 * mare).toFixed(2).padStart(13)}%`].join("\n"),
+    );
+    expect(pieces.length).toBeGreaterThanOrEqual(50);
+    expect(byClass.size).toBeGreaterThanOrEqual(12);
+    expect(mare).toBeLessThanOrEqual(0.03);
+    // No class may be far off either (translated text is the hardest).
+    for (const r of rows) expect(r.mare, r.cls).toBeLessThanOrEqual(0.08);
+  });
+
+  it("FIT-11 the estimate splits text where cl100k's pre-tokenizer does, on every piece of the sample", () => {
+    for (const p of pieces) {
+      const ours: string[] = [];
+      scan(p.text, 0, p.text.length, false, (_kind, s, e) => ours.push(p.text.slice(s, e)));
+      const theirs = [...p.text.matchAll(CL100K_SPLIT)].map((m) => m[0]);
+      expect(ours, p.file).toEqual(theirs);
+    }
+  });
+
+  it("FIT-11 the estimate is deterministic: whole thousandths of a token, the same for the same text from any estimator built from the tables", () => {
+    const fresh = createScan(TABLES);
+    for (const p of pieces) {
+      const u = units(p.text);
+      expect(Number.isInteger(u)).toBe(true);
+      expect(fresh(p.text, 0, p.text.length, false)).toBe(u);
+      expect(units(p.text.slice(0))).toBe(u);
+    }
+    fc.assert(
+      fc.property(fc.string({ unit: "binary", maxLength: 400 }), (s) => {
+        const u = units(s);
+        return Number.isInteger(u) && u >= 0 && fresh(s, 0, s.length, false) === u && count(s) === Math.round(u / 1000);
+      }),
+    );
+  });
+
+  it("FIT-11 units add up: two texts cut at the start of a line that holds more than white space have the units of both together", () => {
+    const line = fc.tuple(fc.string({ unit: "grapheme", maxLength: 30 }), fc.string({ unit: fc.constantFrom(" ", "\t", "x", "é", "中", ".", "(", "1", "\r"), maxLength: 6 }));
+    const text = fc.array(line, { maxLength: 8 }).map((ls) => ls.map(([a, b]) => a + b).join("\n"));
+    fc.assert(
+      fc.property(text, fc.string({ unit: fc.constantFrom("a", "Z", "#", "{", "1", " ", "é"), minLength: 1, maxLength: 4 }), text, (a, lead, rest) => {
+        if (lead.trim() === "") return true;
+        const head = a + "\n";
+        const tail = lead + rest;
+        return units(head) + units(tail) === units(head + tail);
+      }),
+    );
+  });
+
+  it("FIT-11 the sample is real text of many kinds, each piece 1-8 KB", () => {
+    for (const p of pieces) {
+      expect(p.text.length, p.file).toBeGreaterThanOrEqual(900);
+      expect(p.text.length, p.file).toBeLessThanOrEqual(8192);
+      expect(p.source, p.file).not.toBe("");
+    }
+  });
+});
+
+describe("weigh: the estimate with long white space charged by length", () => {
+  it("FIT-10 weigh charges a long run of white space by its length, where count takes a page of spaces for a few tokens", () => {
+    const page = "Title\n" + " ".repeat(4000) + "\nend";
+    expect(count(page)).toBeLessThan(60);
+    expect(weigh(page)).toBeGreaterThanOrEqual(4000 / SPACE_CHARS_PER_TOKEN);
+    const newlines = "a" + "\n".repeat(3000) + "b";
+    expect(weigh(newlines)).toBeGreaterThanOrEqual(3000 / SPACE_CHARS_PER_TOKEN);
+  });
+
+  it("FIT-10 weigh is the estimate itself for text without long white space", () => {
+    for (const p of samples()) {
+      if (new RegExp(`\\s{${LONG_SPACE + 1}}`).test(p.text)) continue;
+      expect(weigh(p.text), p.file).toBe(count(p.text));
+    }
+    fc.assert(
+      fc.property(fc.string({ maxLength: 300 }), (s) => {
+        const runs = s.match(/\s+/g) ?? [];
+        if (runs.some((r) => r.length > LONG_SPACE)) return weigh(s) >= count(s);
+        return weigh(s) === count(s);
+      }),
+    );
+  });
+
+  it("FIT-10 weigh never charges less than count", () => {
+    fc.assert(
+      fc.property(fc.array(fc.oneof(fc.string({ maxLength: 20 }), fc.nat(200).map((n) => " ".repeat(n)), fc.nat(200).map((n) => "\n".repeat(n))), { maxLength: 10 }), (xs) => {
+        const s = xs.join("");
+        return weigh(s) >= count(s);
+      }),
+    );
+  });
+});
