@@ -5,6 +5,7 @@
  */
 import { Redis } from "ioredis";
 import { Kafka, type Admin } from "kafkajs";
+import { loopStore, startLoopDeadlines } from "../processors/loops/index.ts";
 import { PIPELINE } from "../processors/pipeline.ts";
 import { ConfigTable } from "../processors/runner/config-table.ts";
 import { kafkaConfig, type Endpoints } from "../processors/runner/endpoints.ts";
@@ -50,6 +51,8 @@ export async function startPipeline(endpoints: Endpoints, log: Logger): Promise<
     running.push(await startProcessor(e.processor, await e.env({ endpoints, redis, config, files }), { transport, serde, log }));
     inputs.set(e.processor.name, e.processor.input);
   }
+  // LOOP-5: deadlines of loop approvals fire by a timer, even when the run sends nothing more.
+  const loopDeadlines = await startLoopDeadlines({ store: loopStore(redis), kafka, serde, log });
   if (running.length === 0) log.warn("the pipeline lists no processors: topics and schemas are ready, nothing consumes them");
 
   return {
@@ -66,6 +69,7 @@ export async function startPipeline(endpoints: Endpoints, log: Logger): Promise<
     },
     stop: async () => {
       await Promise.all(running.map((r) => r.stop()));
+      await loopDeadlines.stop();
       await config.stop();
       await admin.disconnect();
       redis.disconnect();

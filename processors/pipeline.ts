@@ -11,6 +11,7 @@ import type { FileStore } from "../store/files.ts";
 import { Keys } from "../store/redis/keys.ts";
 import { fillInProcessor } from "./fill-in/processor.ts";
 import { fitResultsProcessor } from "./fit-results/processor.ts";
+import { loopApprovalsProcessor, loopCallsProcessor, loopEnv, loopResultsProcessor } from "./loops/index.ts";
 import { limitsEnv, limitsJobsProcessor, limitsModelCallsProcessor, spendShare } from "./limits/index.ts";
 import type { ConfigView } from "./runner/config-table.ts";
 import type { Endpoints } from "./runner/endpoints.ts";
@@ -41,6 +42,9 @@ export function entry<In, Env>(processor: Processor<In, Env>, env: (deps: Pipeli
 export const PIPELINE: PipelineEntry[] = [
   // FIT-16: the tree's spend share from the budget state (LIM-8), else the event's.
   entry(fillInProcessor, ({ config, redis }) => ({ config, spendShare: (tree: string) => spendShare(redis, new Keys(), tree) })),
+  entry(loopCallsProcessor, loopEnv),
+  entry(loopResultsProcessor, loopEnv),
+  entry(loopApprovalsProcessor, loopEnv),
   entry(limitsModelCallsProcessor, ({ redis, config }) => limitsEnv({ redis, config })),
   entry(limitsJobsProcessor, ({ redis, config }) => limitsEnv({ redis, config })),
   entry(fitResultsProcessor, ({ config, files }) => ({

@@ -77,6 +77,15 @@ export const TOPICS = [
     doc: "Whether each tool call goes ahead, waits for a person, or stops the job.",
   },
   {
+    name: "oz0.loop-approvals",
+    schema: "Decision",
+    key: "run_id",
+    partitions: 8,
+    retentionMs: 30 * DAY,
+    compacted: false,
+    doc: "Answers to loop approvals (LOOP-5): a person's approve (verdict allow) or deny (stop), or a passed deadline (stop), subject the approval ID.",
+  },
+  {
     name: "oz0.admissions",
     schema: "Decision",
     key: "tree_id",

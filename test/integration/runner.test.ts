@@ -51,7 +51,7 @@ describe("processor runner on the real broker, registry and Redis", () => {
     await send([toolCall({ run_id: run }), toolCall({ run_id: run })]);
 
     const first = await start();
-    const decided = await collect<Decision>("oz0.call-decisions", "Decision", s, (d) => d.run_id === run, 5, 60_000);
+    const decided = await collect<Decision>("oz0.call-decisions", "Decision", s, (d) => d.run_id === run && d.processor === "tally", 5, 60_000);
     expect(decided.map((d) => d.numbers.calls)).toEqual([1, 2, 3, 4, 5]);
     expect(decided.every((d) => d.verdict === "allow" && d.processor === "tally")).toBe(true);
 
@@ -65,7 +65,7 @@ describe("processor runner on the real broker, registry and Redis", () => {
 
     await send([toolCall({ run_id: run }), toolCall({ run_id: run })]);
     const second = await start();
-    const all = await collect<Decision>("oz0.call-decisions", "Decision", s, (d) => d.run_id === run, 7, 60_000, 2_000);
+    const all = await collect<Decision>("oz0.call-decisions", "Decision", s, (d) => d.run_id === run && d.processor === "tally", 7, 60_000, 2_000);
     await second.stop();
     expect(all.map((d) => d.numbers.calls)).toEqual([1, 2, 3, 4, 5, 6, 7]);
     expect(new Set(all.map((d) => d.id)).size).toBe(7);

@@ -1,0 +1,156 @@
+/**
+ * `loop-calls` (LOOP-2, LOOP-3, LOOP-5..LOOP-8): decides each tool call before it is made.
+ * Allows it; or, when it completes a repeat or a cycle, acts on the agent's on_loop: waits for
+ * a person (an approval of kind loop), stops the job with LoopDetected, or reports a
+ * possible_loop finding and lets it go. Refuses every call but the answer once no progress
+ * has left only the answer (LOOP-7), and stops every call of a stopped job.
+ */
+import type { AgentDefinition } from "../../config/agent.ts";
+import { resolveLoopSettings, type EffectiveLoopSettings } from "../../config/resolve.ts";
+import type { TenantSettings } from "../../config/tenant.ts";
+import type { ToolCall } from "../../schemas/types.ts";
+import type { ConfigView } from "../runner/config-table.ts";
+import { deriveId } from "../runner/ids.ts";
+import { defineProcessor, type Emit, type InputRecord } from "../runner/processor.ts";
+import { EMPTY_CALL_STATE, startAgain, watchCall, type CallState, type LoopFound } from "./call-detector.ts";
+import { callSignature, functionName, parseArguments, splitSignature } from "./digest.ts";
+import { runLane, type LaneSpec, type LaneStep } from "./lane.ts";
+import { decision, finding, loopWords, type Subject } from "./outputs.ts";
+import { deadlineMember, utcDay, type Deadline, type LoopStore, type RunFlags } from "./store.ts";
+import { isAnswer, isWatched } from "./watched.ts";
+
+export const LOOP_CALLS = "loop-calls";
+
+/** When the tenant sets no loop_deadline: a loop's approval waits a day for a person. */
+export const DEFAULT_LOOP_DEADLINE_MS = 24 * 60 * 60 * 1000;
+
+export interface LoopEnv {
+  readonly config: ConfigView;
+  readonly store: LoopStore;
+}
+
+/** A loop waiting for a person (LOOP-5). */
+export interface Hold {
+  readonly approval: string;
+  readonly call_id: string;
+  readonly deadline: number;
+}
+
+export interface CallsLaneState {
+  readonly calls: CallState;
+  readonly hold: Hold | null;
+}
+
+const INITIAL: CallsLaneState = { calls: EMPTY_CALL_STATE, hold: null };
+
+export function loopSettings(config: ConfigView, call: Pick<ToolCall, "agent" | "tenant" | "origin">): EffectiveLoopSettings {
+  const agent = config.get("agent", call.agent) as AgentDefinition | undefined;
+  const tenant = config.get("tenant", call.tenant) as TenantSettings | undefined;
+  return resolveLoopSettings(agent, tenant, { harness: call.origin === "harness" });
+}
+
+function evidence(loop: LoopFound, call: ToolCall, threshold: number, approval?: { id: string; deadline: number }): unknown {
+  return {
+    detector: loop.detector,
+    calls: loop.calls.map(splitSignature),
+    arguments: parseArguments(call.arguments),
+    count: loop.count,
+    threshold,
+    ...(approval ? { approval: { id: approval.id, kind: "loop", deadline: new Date(approval.deadline).toISOString() } } : {}),
+  };
+}
+
+function act(config: ConfigView, state: CallsLaneState, flags: RunFlags, call: ToolCall): LaneStep<CallsLaneState> {
+  const s: Subject = call;
+  const settings = loopSettings(config, call);
+  const { state: calls, loop } = watchCall(state.calls, { signature: callSignature(call), harness: call.origin === "harness" }, settings);
+  if (!loop) return { state: { ...state, calls }, emits: [decision(LOOP_CALLS, s, { verdict: "allow" })], remember: false };
+
+  const limit = loop.detector === "cycles" ? "loops.cycles" : "loops.repeats";
+  const threshold = loop.detector === "cycles" ? settings.cycles : settings.repeats;
+  const fn = functionName(call);
+  const words = loopWords(loop.detector, fn, loop.count);
+  const count = { id: deriveId(LOOP_CALLS, s.id), day: utcDay(call.ts), tenant: call.tenant, plugin: call.plugin, tool: call.tool };
+  const numbers = { count: loop.count, threshold };
+  const facts = { detector: loop.detector, function: fn, on_loop: settings.on_loop };
+
+  if (settings.on_loop === "report") {
+    return {
+      state: { ...state, calls: startAgain() },
+      emits: [
+        decision(LOOP_CALLS, s, { verdict: "report", reason_code: "possible_loop", limit, numbers, message: words, evidence: evidence(loop, call, threshold) }),
+        finding(LOOP_CALLS, s, { finding: "possible_loop", ...facts }, numbers),
+      ],
+      remember: true,
+      counts: [count],
+    };
+  }
+  if (settings.on_loop === "stop") {
+    const message = `${words} The job stopped with LoopDetected.`;
+    return {
+      state: { ...state, calls },
+      emits: [decision(LOOP_CALLS, s, { verdict: "stop", reason_code: "LoopDetected", limit, numbers, message, evidence: evidence(loop, call, threshold) }), finding(LOOP_CALLS, s, { finding: "loop_stopped", ...facts }, numbers)],
+      remember: true,
+      flags: [["stopped", message]],
+      counts: [count],
+    };
+  }
+  const approval = deriveId(LOOP_CALLS, "approval", s.id);
+  const deadline = call.ts + (settings.loop_deadline ?? DEFAULT_LOOP_DEADLINE_MS);
+  const message = `${words} It waits for a person to approve it (approval ${approval}, kind loop); a denial, or no decision by ${new Date(deadline).toISOString()}, stops the job with LoopDetected.`;
+  const wait = decision(LOOP_CALLS, s, { verdict: "wait", reason_code: "LoopDetected", limit, numbers: { ...numbers, deadline }, message, evidence: evidence(loop, call, threshold, { id: approval, deadline }) });
+  const hold: Deadline = { approval, at: deadline, tenant: call.tenant, tree_id: call.tree_id, job_id: call.job_id, run_id: call.run_id, call_id: call.call_id };
+  return {
+    state: { calls, hold: { approval, call_id: call.call_id, deadline } },
+    emits: [wait, finding(LOOP_CALLS, s, { finding: "loop_waits", approval, ...facts }, numbers)],
+    remember: true,
+    flags: [[`hold:${approval}`, deadlineMember(hold)]],
+    deadlines: [hold],
+    counts: [count],
+  };
+}
+
+export function stepCall(config: ConfigView, state: CallsLaneState, flags: RunFlags, call: ToolCall): LaneStep<CallsLaneState> {
+  const s: Subject = call;
+  if (flags.stopped !== null) {
+    return { state, emits: [decision(LOOP_CALLS, s, { verdict: "stop", reason_code: "LoopDetected", message: flags.stopped })], remember: true };
+  }
+  if (isAnswer(call)) return { state, emits: [decision(LOOP_CALLS, s, { verdict: "allow" })], remember: false };
+  if (flags.finishOnly !== null) {
+    return { state, emits: [decision(LOOP_CALLS, s, { verdict: "refuse", reason_code: "NoProgress", limit: "loops.no_progress", message: flags.finishOnly })], remember: true };
+  }
+  if (!isWatched(call)) return { state, emits: [decision(LOOP_CALLS, s, { verdict: "allow" })], remember: false };
+  if (state.hold !== null) {
+    // Approved: the counters start again and the call is made.
+    if (flags.approved.has(state.hold.approval)) return act(config, { calls: startAgain(), hold: null }, flags, call);
+    const message = `A loop of this run waits for a person (approval ${state.hold.approval}, kind loop): no call goes ahead until it is decided.`;
+    return { state, emits: [decision(LOOP_CALLS, s, { verdict: "wait", reason_code: "LoopDetected", message, evidence: { approval: { id: state.hold.approval, kind: "loop" } } })], remember: true };
+  }
+  return act(config, state, flags, call);
+}
+
+function callsLane(config: ConfigView): LaneSpec<ToolCall, CallsLaneState> {
+  return {
+    lane: "calls",
+    runOf: (call) => call.run_id,
+    initial: INITIAL,
+    step: (state, flags, r: InputRecord<ToolCall>) => stepCall(config, state, flags, r.value),
+    plain: (r): Emit[] => [decision(LOOP_CALLS, r.value, { verdict: "allow" })],
+  };
+}
+
+export const loopCallsProcessor = defineProcessor<ToolCall, LoopEnv>({
+  name: LOOP_CALLS,
+  input: "oz0.tool-calls",
+  outputs: ["oz0.call-decisions", "oz0.trace"],
+  validate(call) {
+    const reasons: string[] = [];
+    for (const field of ["id", "tenant", "tree_id", "job_id", "run_id", "call_id", "plugin", "tool", "function"] as const) {
+      if (!call[field]) reasons.push(`${field} is empty`);
+    }
+    const args = parseArguments(call.arguments);
+    if (typeof args === "string") reasons.push(args);
+    return reasons;
+  },
+  process: (records, env) => runLane(callsLane(env.config), env.store, records),
+});

@@ -1,0 +1,66 @@
+/**
+ * The loop detector (LOOP-1..LOOP-9): three processors sharing a run's loop state in Redis,
+ * and a timer that turns passed deadlines into answers. `loopsPipelineEntries` says what
+ * `processors/pipeline.ts` runs; `startLoopDeadlines` is started beside the processors.
+ */
+import type { Redis } from "ioredis";
+import type { Kafka } from "kafkajs";
+import type { Serde } from "../../schemas/serde.ts";
+import { Keys } from "../../store/redis/keys.ts";
+import type { ConfigView } from "../runner/config-table.ts";
+import type { Logger } from "../runner/log.ts";
+import { loopApprovalsProcessor } from "./approvals-processor.ts";
+import { loopCallsProcessor, type LoopEnv } from "./calls-processor.ts";
+import { kafkaAnswers, startDeadlineTimer, type DeadlineTimer } from "./deadlines.ts";
+import { RedisLoopStore } from "./redis-store.ts";
+import type { LoopStore } from "./store.ts";
+import { loopResultsProcessor } from "./results-processor.ts";
+
+export { loopApprovalsProcessor } from "./approvals-processor.ts";
+export { loopCallsProcessor, type LoopEnv } from "./calls-processor.ts";
+export { loopResultsProcessor } from "./results-processor.ts";
+export { loopReport, type LoopingTool } from "./report.ts";
+export { MemoryLoopStore } from "./memory-store.ts";
+export { RedisLoopStore } from "./redis-store.ts";
+
+const stores = new WeakMap<Redis, RedisLoopStore>();
+
+/** One loop store per Redis connection, shared by the three processors. */
+export function loopStore(redis: Redis, keys = new Keys()): RedisLoopStore {
+  let store = stores.get(redis);
+  if (!store) stores.set(redis, (store = new RedisLoopStore(redis, keys)));
+  return store;
+}
+
+export interface LoopDeps {
+  readonly redis: Redis;
+  readonly config: ConfigView;
+}
+
+/** The environment of every loop processor, from the pipeline's shared connections. */
+export function loopEnv({ redis, config }: LoopDeps): LoopEnv {
+  return { config, store: loopStore(redis) };
+}
+
+/**
+ * What to run: each processor under its own group, with the same environment. Wire each with
+ * `entry(e.processor, e.env)` (one line each: their input types differ).
+ */
+export const loopsPipelineEntries = [
+  { processor: loopCallsProcessor, env: loopEnv },
+  { processor: loopResultsProcessor, env: loopEnv },
+  { processor: loopApprovalsProcessor, env: loopEnv },
+] as const;
+
+/** Starts the deadline timer (LOOP-5) beside the processors, with a producer of its own; `stop` stops both. */
+export async function startLoopDeadlines(deps: { store: LoopStore; kafka: Kafka; serde: Serde; log: Logger; intervalMs?: number }): Promise<DeadlineTimer> {
+  const producer = deps.kafka.producer({ allowAutoTopicCreation: false });
+  await producer.connect();
+  const timer = startDeadlineTimer({ store: deps.store, publish: kafkaAnswers(producer, deps.serde), log: deps.log.child({ component: "loop-deadlines" }), intervalMs: deps.intervalMs });
+  return {
+    stop: async () => {
+      await timer.stop();
+      await producer.disconnect();
+    },
+  };
+}

@@ -1,0 +1,101 @@
+/**
+ * Runs one lane of a batch: reads every run's state in one round trip, steps each input in
+ * order, writes every run's state in one round trip. An input whose offset was applied before
+ * (the batch is handled again after a failed commit) changes nothing and emits what it emitted
+ * the first time: its remembered outputs, or the plain ones.
+ */
+import type { Emit, InputRecord, Outcome } from "../runner/processor.ts";
+import type { Deadline, FlagField, Lane, LaneWrite, LoopCount, LoopStore, RunFlags } from "./store.ts";
+
+export interface LaneStep<S> {
+  readonly state: S;
+  readonly emits: readonly Emit[];
+  /** The outputs depend on this moment's state (a loop acted on): kept, so a replay emits the same. */
+  readonly remember: boolean;
+  readonly flags?: ReadonlyArray<readonly [FlagField, string]>;
+  readonly deadlines?: readonly Deadline[];
+  readonly settled?: readonly Deadline[];
+  readonly counts?: readonly LoopCount[];
+}
+
+export interface LaneSpec<In, S> {
+  readonly lane: Lane;
+  runOf(value: In): string;
+  readonly initial: S;
+  /** Steps one input; `invalid` sends it to the dead letters (remembered, so a replay does the same). */
+  step(state: S, flags: RunFlags, record: InputRecord<In>): LaneStep<S> | { readonly invalid: string };
+  /** What an input that changed nothing worth remembering emits; a pure function of the input. */
+  plain(record: InputRecord<In>): Emit[];
+}
+
+function raise(flags: RunFlags, field: FlagField, value: string): RunFlags {
+  if (field === "stopped") return flags.stopped === null ? { ...flags, stopped: value } : flags;
+  if (field === "finish_only") return flags.finishOnly === null ? { ...flags, finishOnly: value } : flags;
+  const [kind, approval] = [field.slice(0, field.indexOf(":")), field.slice(field.indexOf(":") + 1)];
+  if (kind === "approved") return { ...flags, approved: new Set([...flags.approved, approval]) };
+  if (kind === "denied") return { ...flags, denied: new Set([...flags.denied, approval]) };
+  return flags.holds.has(approval) ? flags : { ...flags, holds: new Map([...flags.holds, [approval, JSON.parse(value) as Deadline]]) };
+}
+
+function sourceOf(r: InputRecord<unknown>): string {
+  return `${r.topic}:${r.partition}`;
+}
+
+export async function runLane<In, S>(spec: LaneSpec<In, S>, store: LoopStore, records: ReadonlyArray<InputRecord<In>>): Promise<Outcome[]> {
+  const groups = new Map<string, number[]>();
+  records.forEach((r, i) => {
+    const key = `${spec.runOf(r.value)}\u0000${sourceOf(r)}`;
+    const list = groups.get(key) ?? [];
+    list.push(i);
+    groups.set(key, list);
+  });
+  const reads = [...groups.values()].map((indexes) => {
+    const first = records[indexes[0] as number] as InputRecord<In>;
+    return { run: spec.runOf(first.value), source: sourceOf(first), offsets: indexes.map((i) => (records[i] as InputRecord<In>).offset) };
+  });
+  const snapshots = await store.read(spec.lane, reads);
+
+  const outcomes: Outcome[] = new Array<Outcome>(records.length);
+  const writes: LaneWrite[] = [];
+  [...groups.values()].forEach((indexes, g) => {
+    const read = reads[g] as (typeof reads)[number];
+    const snap = snapshots[g];
+    if (!snap) throw new Error(`the loop store answered ${snapshots.length} reads for ${reads.length} runs`);
+    let state = snap.state === null ? spec.initial : (JSON.parse(snap.state) as S);
+    let flags = snap.flags;
+    const memos: Array<readonly [string, string]> = [];
+    const raised: Array<readonly [FlagField, string]> = [];
+    const deadlines: Deadline[] = [];
+    const settled: Deadline[] = [];
+    const counts: LoopCount[] = [];
+    let newest: string | null = null;
+    for (const i of indexes) {
+      const r = records[i] as InputRecord<In>;
+      if (snap.at !== null && BigInt(r.offset) <= BigInt(snap.at)) {
+        const memo = snap.memos.get(r.offset);
+        outcomes[i] = memo === undefined ? { emits: spec.plain(r) } : (JSON.parse(memo) as Outcome);
+        continue;
+      }
+      newest = r.offset;
+      const step = spec.step(state, flags, r);
+      if ("invalid" in step) {
+        memos.push([r.offset, JSON.stringify(step)]);
+        outcomes[i] = step;
+        continue;
+      }
+      state = step.state;
+      for (const [field, value] of step.flags ?? []) {
+        flags = raise(flags, field, value);
+        raised.push([field, value]);
+      }
+      deadlines.push(...(step.deadlines ?? []));
+      settled.push(...(step.settled ?? []));
+      counts.push(...(step.counts ?? []));
+      outcomes[i] = { emits: step.emits };
+      if (step.remember) memos.push([r.offset, JSON.stringify(outcomes[i])]);
+    }
+    if (newest !== null) writes.push({ run: read.run, source: read.source, at: newest, state: JSON.stringify(state), memos, flags: raised, deadlines, settled, counts });
+  });
+  await store.write(spec.lane, writes);
+  return outcomes;
+}

@@ -1,0 +1,64 @@
+/** The loop state in memory, for the test driver: the same semantics as the Redis store. */
+import { deadlineMember, flagsFromHash, type Deadline, type Lane, type LaneRead, type LaneSnapshot, type LaneWrite, type LoopStore } from "./store.ts";
+
+export class MemoryLoopStore implements LoopStore {
+  readonly lanes = new Map<string, Map<string, string>>();
+  readonly flags = new Map<string, Map<string, string>>();
+  readonly deadlines = new Map<string, Deadline>();
+  /** LOOP-9 counts by `<day>|<tenant>|<plugin>|<tool>`. */
+  readonly counts = new Map<string, number>();
+  private readonly counted = new Set<string>();
+
+  private hash(map: Map<string, Map<string, string>>, key: string): Map<string, string> {
+    let h = map.get(key);
+    if (!h) map.set(key, (h = new Map<string, string>()));
+    return h;
+  }
+
+  read(lane: Lane, reads: readonly LaneRead[]): Promise<LaneSnapshot[]> {
+    return Promise.resolve(
+      reads.map((r) => {
+        const h = this.lanes.get(`${lane}|${r.run}`) ?? new Map<string, string>();
+        const memos = new Map<string, string>();
+        for (const o of r.offsets) {
+          const m = h.get(`memo:${r.source}:${o}`);
+          if (m !== undefined) memos.set(o, m);
+        }
+        return { state: h.get("state") ?? null, at: h.get(`at:${r.source}`) ?? null, memos, flags: flagsFromHash(Object.fromEntries(this.flags.get(r.run) ?? [])) };
+      }),
+    );
+  }
+
+  write(lane: Lane, writes: readonly LaneWrite[]): Promise<void> {
+    for (const w of writes) {
+      const h = this.hash(this.lanes, `${lane}|${w.run}`);
+      const seen = h.get(`at:${w.source}`);
+      if (seen === undefined || Number(seen) < Number(w.at)) {
+        h.set("state", w.state);
+        h.set(`at:${w.source}`, w.at);
+        for (const [offset, outcome] of w.memos) h.set(`memo:${w.source}:${offset}`, outcome);
+        const flags = this.hash(this.flags, w.run);
+        for (const [field, value] of w.flags) if (!flags.has(field)) flags.set(field, value);
+      }
+      for (const d of w.deadlines) if (!this.deadlines.has(deadlineMember(d))) this.deadlines.set(deadlineMember(d), d);
+      for (const d of w.settled) this.deadlines.delete(deadlineMember(d));
+      for (const c of w.counts) {
+        if (this.counted.has(`${c.day}|${c.id}`)) continue;
+        this.counted.add(`${c.day}|${c.id}`);
+        const key = `${c.day}|${c.tenant}|${c.plugin}|${c.tool}`;
+        this.counts.set(key, (this.counts.get(key) ?? 0) + 1);
+      }
+    }
+    return Promise.resolve();
+  }
+
+  dueDeadlines(now: number, limit: number): Promise<Deadline[]> {
+    const due = [...this.deadlines.values()].filter((d) => d.at <= now).sort((a, b) => a.at - b.at);
+    return Promise.resolve(due.slice(0, limit));
+  }
+
+  dropDeadlines(deadlines: readonly Deadline[]): Promise<void> {
+    for (const d of deadlines) this.deadlines.delete(deadlineMember(d));
+    return Promise.resolve();
+  }
+}

@@ -1,0 +1,115 @@
+/**
+ * The loop state in Redis: one pipeline to read a batch's runs, one to write them, each
+ * write through the idempotent `loopCommit` script. A Redis failure is a TransientError, so
+ * the runner tries the batch again and nothing is committed meanwhile.
+ */
+import type { Redis } from "ioredis";
+import type { Keys } from "../../store/redis/keys.ts";
+import { defineScripts, scripts } from "../../store/redis/scripts.ts";
+import { TransientError, messageOf } from "../runner/errors.ts";
+import { deadlineMember, flagsFromHash, type Deadline, type Lane, type LaneRead, type LaneSnapshot, type LaneWrite, type LoopStore } from "./store.ts";
+
+export interface RedisLoopStoreOptions {
+  /** Seconds a run's loop state outlives its newest input, or the deadline of a loop waiting for a person. @default 86400 (a day) */
+  readonly runTtlSeconds?: number;
+  /** Seconds a day's loop counts are kept (LOOP-9 reads a week). @default 3456000 (40 days) */
+  readonly statsTtlSeconds?: number;
+}
+
+type Reply = [Error | null, unknown];
+
+function replies(result: Reply[] | null, what: string): unknown[] {
+  if (!result) throw new TransientError(`Redis returned nothing for ${what}; the batch is tried again`);
+  return result.map(([err, value]) => {
+    if (err) throw new TransientError(`Redis failed ${what}: ${err.message}; the batch is tried again`, { cause: err });
+    return value;
+  });
+}
+
+export class RedisLoopStore implements LoopStore {
+  private readonly redis: Redis;
+  private readonly keys: Keys;
+  private readonly runTtl: number;
+  private readonly statsTtl: number;
+
+  constructor(redis: Redis, keys: Keys, options: RedisLoopStoreOptions = {}) {
+    this.redis = redis;
+    this.keys = keys;
+    this.runTtl = options.runTtlSeconds ?? 86_400;
+    this.statsTtl = options.statsTtlSeconds ?? 40 * 86_400;
+    defineScripts(redis);
+  }
+
+  async read(lane: Lane, reads: readonly LaneRead[]): Promise<LaneSnapshot[]> {
+    if (reads.length === 0) return [];
+    const pipe = this.redis.pipeline();
+    for (const r of reads) {
+      pipe.hmget(this.keys.loopLane(r.run, lane), "state", `at:${r.source}`, ...r.offsets.map((o) => `memo:${r.source}:${o}`));
+      pipe.hgetall(this.keys.loopFlags(r.run));
+    }
+    let values: unknown[];
+    try {
+      values = replies(await pipe.exec(), `reading the ${lane} loop state of ${reads.length} runs`);
+    } catch (err) {
+      throw err instanceof TransientError ? err : new TransientError(`Redis failed reading loop state: ${messageOf(err)}`, { cause: err });
+    }
+    return reads.map((r, i) => {
+      const [state, at, ...memoValues] = values[2 * i] as Array<string | null>;
+      const memos = new Map<string, string>();
+      r.offsets.forEach((o, j) => {
+        const m = memoValues[j];
+        if (m !== null && m !== undefined) memos.set(o, m);
+      });
+      return { state: state ?? null, at: at ?? null, memos, flags: flagsFromHash(values[2 * i + 1] as Record<string, string>) };
+    });
+  }
+
+  async write(lane: Lane, writes: readonly LaneWrite[]): Promise<void> {
+    if (writes.length === 0) return;
+    const commit = scripts().get("loopCommit")?.command;
+    const count = scripts().get("countLoop")?.command;
+    if (!commit || !count) throw new Error("the loopCommit and countLoop scripts are missing from store/redis/lua");
+    const pipe = this.redis.pipeline();
+    // ioredis adds a method per defined script to a pipeline; its type does not know them.
+    const scripted = pipe as unknown as Record<string, (...args: Array<string | number>) => unknown>;
+    for (const w of writes) {
+      const waitsUntil = Math.max(0, ...w.deadlines.map((d) => d.at));
+      const ttl = Math.max(this.runTtl, Math.ceil((waitsUntil - Date.now()) / 1000) + this.runTtl);
+      const args: Array<string | number> = [w.source, w.at, w.state, ttl, w.memos.length];
+      for (const [offset, outcome] of w.memos) args.push(offset, outcome);
+      for (const [field, value] of w.flags) args.push(field, value);
+      // Deadlines and counts live under other hash tags than the run, so they cannot join the
+      // run's script. Both are idempotent and go first: once the script has stored the lane, a
+      // retry replays its inputs and would not send them again.
+      for (const d of w.deadlines) pipe.zadd(this.keys.loopDeadlines(), "NX", d.at, deadlineMember(d));
+      for (const c of w.counts) {
+        scripted[count]?.(this.keys.loopStats(c.day, "counts"), this.keys.loopStats(c.day, "counted"), c.id, c.tenant, c.plugin, c.tool, this.statsTtl);
+      }
+      scripted[commit]?.(this.keys.loopLane(w.run, lane), this.keys.loopFlags(w.run), ...args);
+      for (const d of w.settled) pipe.zrem(this.keys.loopDeadlines(), deadlineMember(d));
+    }
+    try {
+      replies(await pipe.exec(), `writing the ${lane} loop state of ${writes.length} runs`);
+    } catch (err) {
+      throw err instanceof TransientError ? err : new TransientError(`Redis failed writing loop state: ${messageOf(err)}`, { cause: err });
+    }
+  }
+
+  async dueDeadlines(now: number, limit: number): Promise<Deadline[]> {
+    try {
+      const members = await this.redis.zrangebyscore(this.keys.loopDeadlines(), "-inf", now, "LIMIT", 0, limit);
+      return members.map((m) => JSON.parse(m) as Deadline);
+    } catch (err) {
+      throw new TransientError(`Redis failed reading loop deadlines: ${messageOf(err)}`, { cause: err });
+    }
+  }
+
+  async dropDeadlines(deadlines: readonly Deadline[]): Promise<void> {
+    if (deadlines.length === 0) return;
+    try {
+      await this.redis.zrem(this.keys.loopDeadlines(), ...deadlines.map(deadlineMember));
+    } catch (err) {
+      throw new TransientError(`Redis failed dropping loop deadlines: ${messageOf(err)}`, { cause: err });
+    }
+  }
+}

@@ -1,0 +1,65 @@
+/**
+ * LOOP-9: the tools that looped in three or more tenants within a week, for the cluster's
+ * admins, from the daily counts `countLoop` keeps (per day, tenant, plugin and tool; never
+ * what was said).
+ */
+import type { Redis } from "ioredis";
+import type { PluginManifest } from "../../config/plugin.ts";
+import type { Keys } from "../../store/redis/keys.ts";
+import type { ConfigView } from "../runner/config-table.ts";
+import { utcDay } from "./store.ts";
+
+export interface LoopingTool {
+  readonly plugin: string;
+  readonly tool: string;
+  /** The tenants it looped in, sorted. */
+  readonly tenants: readonly string[];
+  /** Loops acted on in those days, in all tenants. */
+  readonly loops: number;
+  /** The tool's risk class, when its manifest declares one. */
+  readonly risk: string | null;
+}
+
+const DAY_MS = 86_400_000;
+
+/** Groups days of `<tenant>|<plugin>|<tool>` counts into the tools with loops in at least `minTenants` tenants. */
+export function toolsLoopingAcrossTenants(days: ReadonlyArray<Record<string, string | number>>, minTenants: number, risk: (plugin: string, tool: string) => string | null = () => null): LoopingTool[] {
+  const tools = new Map<string, { tenants: Set<string>; loops: number }>();
+  for (const counts of days) {
+    for (const [field, n] of Object.entries(counts)) {
+      const [tenant, plugin, tool] = field.split("|");
+      if (tenant === undefined || plugin === undefined || tool === undefined) continue;
+      const key = `${plugin}|${tool}`;
+      const t = tools.get(key) ?? { tenants: new Set<string>(), loops: 0 };
+      t.tenants.add(tenant);
+      t.loops += Number(n);
+      tools.set(key, t);
+    }
+  }
+  return [...tools.entries()]
+    .filter(([, t]) => t.tenants.size >= minTenants)
+    .map(([key, t]) => {
+      const [plugin = "", tool = ""] = key.split("|");
+      return { plugin, tool, tenants: [...t.tenants].sort(), loops: t.loops, risk: risk(plugin, tool) };
+    })
+    .sort((a, b) => b.tenants.length - a.tenants.length || b.loops - a.loops || a.plugin.localeCompare(b.plugin) || a.tool.localeCompare(b.tool));
+}
+
+/** The tools that looped in `minTenants` (3) or more tenants in the `days` (7) UTC days up to `until`. */
+export async function loopReport(redis: Redis, keys: Keys, options: { until?: number; days?: number; minTenants?: number; config?: ConfigView } = {}): Promise<LoopingTool[]> {
+  const until = options.until ?? Date.now();
+  const days = Array.from({ length: options.days ?? 7 }, (_, i) => utcDay(until - i * DAY_MS));
+  const pipe = redis.pipeline();
+  for (const day of days) pipe.hgetall(keys.loopStats(day, "counts"));
+  const replies = (await pipe.exec()) ?? [];
+  const counts = replies.map(([err, value]) => {
+    if (err) throw err;
+    return value as Record<string, string>;
+  });
+  const risk = (plugin: string, tool: string): string | null => {
+    const manifest = options.config?.get("plugin", plugin) as PluginManifest | undefined;
+    const declared = (manifest?.tools.find((t) => t.id === tool) as { risk?: unknown } | undefined)?.risk;
+    return typeof declared === "string" ? declared : null;
+  };
+  return toolsLoopingAcrossTenants(counts, options.minTenants ?? 3, risk);
+}

@@ -1,0 +1,32 @@
+import { describe, expect, it } from "vitest";
+import { Redis } from "ioredis";
+import { loopsPipelineEntries, RedisLoopStore } from "../../../processors/loops/index.ts";
+import { staticConfig } from "../../../processors/runner/config-table.ts";
+import { Keys } from "../../../store/redis/keys.ts";
+import { topic } from "../../../topology/topics.ts";
+
+describe("loop detector wiring", () => {
+  it("LOOP-1 three processors, one per input, each writing decisions and trace entries, sharing one store per Redis connection", () => {
+    expect(loopsPipelineEntries.map((e) => [e.processor.name, e.processor.input])).toEqual([
+      ["loop-calls", "oz0.tool-calls"],
+      ["loop-results", "oz0.tool-results"],
+      ["loop-approvals", "oz0.loop-approvals"],
+    ]);
+    for (const e of loopsPipelineEntries) expect(e.processor.outputs).toEqual(["oz0.call-decisions", "oz0.trace"]);
+    expect(topic("oz0.loop-approvals")).toMatchObject({ schema: "Decision", key: "run_id" });
+
+    const redis = new Redis({ lazyConnect: true });
+    const config = staticConfig([]);
+    const envs = loopsPipelineEntries.map((e) => e.env({ redis, config }));
+    expect(envs[0]?.store).toBeInstanceOf(RedisLoopStore);
+    expect(new Set(envs.map((e) => e.store)).size).toBe(1);
+    redis.disconnect();
+  });
+
+  it("LOOP-1 a run's loop keys share the run's hash tag, so one script may touch them on Redis Cluster", () => {
+    const k = new Keys("oz0");
+    expect([k.loopLane("r-1", "calls"), k.loopLane("r-1", "results"), k.loopFlags("r-1")]).toEqual(["oz0:{run:r-1}:loop:calls", "oz0:{run:r-1}:loop:results", "oz0:{run:r-1}:loop:flags"]);
+    expect(k.loopStats("2026-11-30", "counts")).toBe("oz0:{loopstats}:2026-11-30:counts");
+    expect(() => k.loopStats("30/11/2026", "counts")).toThrow(/YYYY-MM-DD/);
+  });
+});
