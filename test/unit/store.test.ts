@@ -33,3 +33,12 @@ describe("content-addressed refs", () => {
     expect(() => parseRef("oz0-file:sha256:xyz")).toThrow(/not a file ref/);
   });
 });
+
+describe("Lua includes", () => {
+  it("takes in a shared include where a script asks for it, and leaves no directive behind", () => {
+    const files = scriptFiles();
+    const admit = files.find((f) => f.name === "limitsAdmitCall");
+    expect(admit?.lua).toContain("local function decoded(text)");
+    for (const f of files) expect(f.lua).not.toMatch(/^--@include/m);
+  });
+});

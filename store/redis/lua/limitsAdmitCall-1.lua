@@ -16,22 +16,10 @@
   CALL_CODES in processors/limits/codes.ts (0 allow, 1 allow_last_call, 2 tree_model_calls,
   3 tree_tokens, 4 budget, 5 run_steps, 6 run_tokens); { -1 } when the tree has no settings.
 ]]
-local h = KEYS[1]
+--@include limitsCommon
 if redis.call("HEXISTS", h, "s:auth") == 0 then return { -1 } end
 local prior = redis.call("HGET", h, "ask:" .. ARGV[1])
-if prior then
-  local out = {}
-  for v in string.gmatch(prior, "[^,]+") do out[#out + 1] = tonumber(v) end
-  return out
-end
--- string.format("%d") keeps whole numbers whole; Lua's own tostring switches to exponents at 1e14.
-local function encoded(list)
-  local out = {}
-  for i, v in ipairs(list) do out[i] = string.format("%d", v) end
-  return out
-end
-local function num(f) return tonumber(redis.call("HGET", h, f) or "0") end
-local function within(limit, v) return limit == -1 or v <= limit end
+if prior then return decoded(prior) end
 local runSteps, runTokens = "run:" .. ARGV[2] .. ":steps", "run:" .. ARGV[2] .. ":tokens"
 local input, worst = tonumber(ARGV[3]), tonumber(ARGV[4])
 local maxSteps, maxTokens = tonumber(ARGV[5]), tonumber(ARGV[6])

@@ -21,24 +21,12 @@
   CHILD_CODES in processors/limits/codes.ts (0 allow, 1 depth, 2 children, 3 fan_out,
   4 budget, 5 delegation_depth, 6 delegation_children); { -1 } when the tree has no settings.
 ]]
-local h = KEYS[1]
+--@include limitsCommon
 if redis.call("HEXISTS", h, "s:auth") == 0 then return { -1 } end
 local phase, job, parent = ARGV[1], ARGV[2], ARGV[3]
-local function decoded(text)
-  local out = {}
-  for v in string.gmatch(text, "[^,]+") do out[#out + 1] = tonumber(v) end
-  return out
-end
-local function encoded(list)
-  local out = {}
-  for i, v in ipairs(list) do out[i] = string.format("%d", v) end
-  return out
-end
 local prior = redis.call("HGET", h, "child:" .. phase .. ":" .. job)
 if prior then return decoded(prior) end
 
-local function num(f) return tonumber(redis.call("HGET", h, f) or "0") end
-local function within(limit, v) return limit == -1 or v <= limit end
 local pj, cj = "job:" .. parent .. ":", "job:" .. job .. ":"
 local depth, delegating = tonumber(ARGV[7]), ARGV[8] == "1"
 local maxDepth, maxChildren = tonumber(ARGV[9]), tonumber(ARGV[10])

@@ -14,9 +14,8 @@
   add up past the tree's wait), the same again for the same event; { -1 } when the tree has
   no settings.
 ]]
-local h = KEYS[1]
+--@include limitsCommon
 if redis.call("HEXISTS", h, "s:auth") == 0 then return { -1 } end
-local function num(f) return tonumber(redis.call("HGET", h, f) or "0") end
 local j = "job:" .. ARGV[3] .. ":"
 local out
 if ARGV[1] == "ended" then

@@ -15,22 +15,11 @@
   Returns { spent, reserved, model_calls, tokens, spent_before }: the same again for the same
   request; { -1 } when the tree has no settings.
 ]]
-local h = KEYS[1]
+--@include limitsCommon
 if redis.call("HEXISTS", h, "s:auth") == 0 then return { -1 } end
 local done = ARGV[1] .. ":" .. ARGV[2]
 local prior = redis.call("HGET", h, done)
-if prior then
-  local out = {}
-  for v in string.gmatch(prior, "[^,]+") do out[#out + 1] = tonumber(v) end
-  return out
-end
--- string.format("%d") keeps whole numbers whole; Lua's own tostring switches to exponents at 1e14.
-local function encoded(list)
-  local out = {}
-  for i, v in ipairs(list) do out[i] = string.format("%d", v) end
-  return out
-end
-local function num(f) return tonumber(redis.call("HGET", h, f) or "0") end
+if prior then return decoded(prior) end
 local spentBefore = num("spent")
 local input, output, cost = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
 if ARGV[1] == "usage" then
