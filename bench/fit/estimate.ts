@@ -42,14 +42,13 @@ function cpu(f: () => unknown): number {
   return (used.user + used.system) / 1000;
 }
 
-/** The least CPU time of `runs` runs of f. */
-function best(runs: number, f: () => unknown): number {
-  let min = Number.POSITIVE_INFINITY;
-  for (let i = 0; i < runs; i++) min = Math.min(min, cpu(f));
-  return min;
-}
+type ClassRow = { cls: string; n: number; chars: number; mare: number; bias: number; countMs: number; encodeMs: number; speedup: number };
 
-type ClassRow = { cls: string; n: number; chars: number; mare: number; bias: number; countMs: number; encodeMs: number };
+function median(xs: readonly number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 === 1 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+}
 
 function accuracyAndSpeed(pieces: Piece[]): ClassRow[] {
   // Warm up both over every piece, three times, so that neither pays for compiling (V8
@@ -74,26 +73,39 @@ function accuracyAndSpeed(pieces: Piece[]): ClassRow[] {
       bias += e;
       chars += p.text.length;
     }
-    // CPU time of the whole class in one batch (count repeated to last long enough to measure).
+    // CPU time of the whole class in one batch (count repeated to last long enough to
+    // measure), count and cl100k one right after the other, five times: the speed-up is the
+    // median of the five ratios, so that a busy moment of the machine hits both sides.
     const repeat = Math.max(1, Math.ceil(2_000_000 / chars));
-    const countMs =
-      best(5, () => {
-        for (let r = 0; r < repeat; r++) for (const p of list) count(p.text);
-      }) / repeat;
-    const encodeMs = best(3, () => {
-      for (const p of list) {
-        clearMergeCache();
-        encode(p.text, NO_SPECIAL);
-      }
-    });
-    out.push({ cls, n: list.length, chars, mare: mare / list.length, bias: bias / list.length, countMs, encodeMs });
+    const ratios: number[] = [];
+    const counts: number[] = [];
+    const encodes: number[] = [];
+    for (let k = 0; k < 5; k++) {
+      const c =
+        cpu(() => {
+          for (let r = 0; r < repeat; r++) for (const p of list) count(p.text);
+        }) / repeat;
+      const e = cpu(() => {
+        for (const p of list) {
+          clearMergeCache();
+          encode(p.text, NO_SPECIAL);
+        }
+      });
+      counts.push(c);
+      encodes.push(e);
+      ratios.push(e / c);
+    }
+    const countMs = median(counts);
+    const encodeMs = median(encodes);
+    const speedup = median(ratios);
+    out.push({ cls, n: list.length, chars, mare: mare / list.length, bias: bias / list.length, countMs, encodeMs, speedup });
   }
   clearMergeCache();
   const all = out.reduce(
     (a, r) => ({ ...a, n: a.n + r.n, chars: a.chars + r.chars, mare: a.mare + r.mare * r.n, bias: a.bias + r.bias * r.n, countMs: a.countMs + r.countMs, encodeMs: a.encodeMs + r.encodeMs }),
-    { cls: "all", n: 0, chars: 0, mare: 0, bias: 0, countMs: 0, encodeMs: 0 },
+    { cls: "all", n: 0, chars: 0, mare: 0, bias: 0, countMs: 0, encodeMs: 0, speedup: 0 },
   );
-  out.push({ ...all, mare: all.mare / all.n, bias: all.bias / all.n });
+  out.push({ ...all, mare: all.mare / all.n, bias: all.bias / all.n, speedup: all.encodeMs / all.countMs });
   return out;
 }
 
@@ -107,7 +119,7 @@ function accuracyTable(title: string, rows: ClassRow[]): string {
   for (const r of rows) {
     const name = r.cls === "all" ? "**all**" : r.cls;
     lines.push(
-      `| ${name} | ${r.n} | ${(r.chars / 1024).toFixed(0)} | ${(100 * r.mare).toFixed(2)}% | ${(100 * r.bias).toFixed(2)}% | ${r.countMs.toFixed(1)} | ${r.encodeMs.toFixed(1)} | ${(r.encodeMs / r.countMs).toFixed(1)}x |`,
+      `| ${name} | ${r.n} | ${(r.chars / 1024).toFixed(0)} | ${(100 * r.mare).toFixed(2)}% | ${(100 * r.bias).toFixed(2)}% | ${r.countMs.toFixed(1)} | ${r.encodeMs.toFixed(1)} | ${r.speedup.toFixed(1)}x |`,
     );
   }
   return lines.join("\n");
@@ -157,13 +169,17 @@ function fittingTable(pieces: Piece[]): string {
     "| --- | ---: | ---: | " + views.map(() => "---:").join(" | ") + " |",
   ];
   for (const d of bigDocuments(pieces)) {
-    // Interleave count and each fit several times; keep the least CPU time of each.
-    const times = new Array<number>(views.length).fill(Number.POSITIVE_INFINITY);
-    let countMs = Number.POSITIVE_INFINITY;
+    // Each round measures count and then every fit, one right after the other; a fit's
+    // ratio is the median of its rounds' ratios, so that a busy moment hits both sides.
+    const ratios: number[][] = views.map(() => []);
+    const counts: number[] = [];
     for (let round = 0; round < 9; round++) {
-      countMs = Math.min(countMs, best(1, () => count(d.text)));
-      views.forEach(([, o], i) => (times[i] = Math.min(times[i]!, best(1, () => d.fitter(o(d.query))))));
+      const c = cpu(() => count(d.text));
+      counts.push(c);
+      views.forEach(([, o], i) => ratios[i]!.push(cpu(() => d.fitter(o(d.query))) / c));
     }
+    const countMs = median(counts);
+    const times = ratios.map((r) => median(r) * countMs);
     const got = views.map(([, o]) => d.fitter(o(d.query)).meta().view);
     lines.push(
       `| ${d.kind} | ${(d.text.length / 1024).toFixed(0)} | ${countMs.toFixed(1)} | ` +
@@ -185,7 +201,7 @@ async function main(): Promise<void> {
     "## Token estimate (count) against cl100k",
     "",
     `Node ${process.version}. Mean absolute relative error per piece; bias is the mean signed error (positive: count says more). ` +
-      "Speed-up: CPU time of cl100k encode timed cold (merge cache cleared before each piece; least of 3 runs of the class) over CPU time of count (least of 5 runs of the class).",
+      "Speed-up: CPU time of cl100k encode timed cold (merge cache cleared before each piece) over CPU time of count, each over the whole class, measured one after the other five times; the median of the five ratios (for all: total over total of the medians).",
     "",
     accuracyTable(`Checked-in sample (test/fixtures/tokens, ${sample.length} pieces)`, accuracyAndSpeed(sample)),
   ];
@@ -194,7 +210,7 @@ async function main(): Promise<void> {
     "",
     "## Fitting a 1 MiB document, against one count over all of it",
     "",
-    "CPU time of each fit (splitting, sizing every part, building the answer) divided by the CPU time of count over the same text; the view returned in brackets. Least of 9 interleaved runs.",
+    "CPU time of each fit (splitting, sizing every part, building the answer) divided by the CPU time of a count over the same text measured just before it; the median of 9 rounds; the view returned in brackets.",
     "",
     fittingTable(corpus.length > 0 ? corpus : sample),
   );

@@ -95,11 +95,13 @@ export function definitionName(trimmed: string, indent: number, nextOpens: boole
     if (!word || local) return null;
     for (const re of DEFINITIONS) {
       const m = re.exec(trimmed);
-      if (m !== null && !NOT_NAMES.has(m[1]!)) return m[1]!.trim();
+      // A name ends before a trailing colon (Python's "class Store:"), not inside "A::B".
+      if (m !== null && !NOT_NAMES.has(m[1]!)) return m[1]!.trim().replace(/(?<!:):$/, "");
     }
     if (indent === 0) {
       const b = BINDING.exec(trimmed);
-      if (b !== null) return b[1]!;
+      // static binds a name only when a type or value follows it (Rust); "static int f(" is C.
+      if (b !== null && (first !== "static" || /^\s*[:=]/.test(trimmed.slice(b.index + b[0].length)))) return b[1]!;
     }
   }
   // Otherwise only a method, a C-like function or a shell function: each opens a block.

@@ -50,27 +50,13 @@ function partLines(doc: Doc, from: number, to: number): [number, number] {
   return [first, Math.max(first, last)];
 }
 
-/** 0-based line of an offset. */
-function lineIndex(doc: Doc, offset: number): number {
-  const s = doc.starts;
-  let lo = 0;
-  let hi = Math.max(0, doc.lines - 1);
-  while (lo < hi) {
-    const mid = (lo + hi + 1) >> 1;
-    if (s[mid]! <= offset) lo = mid;
-    else hi = mid - 1;
-  }
-  return lo;
-}
-
 function sentenceOf(doc: Doc, i: number): string {
   const part = doc.parts[i]!;
   if (part.sentence !== undefined) return part.sentence;
   if (part.sentenceOf !== undefined) return part.sentenceOf();
-  const first = lineIndex(doc, part.start);
-  const endLine = i + 1 < doc.parts.length ? lineIndex(doc, doc.parts[i + 1]!.start) : doc.lines;
+  const endLine = i + 1 < doc.parts.length ? doc.parts[i + 1]!.line : doc.lines;
   // A heading is not prose; a run of plain lines, or the text before the first heading, starts with it.
-  return proseSentence(doc.text, doc.starts, first, Math.max(endLine, first + 1), part.label !== "lines" && part.label !== "top", part.label === "lines");
+  return proseSentence(doc.text, doc.starts, part.line, Math.max(endLine, part.line + 1), part.label !== "lines" && part.label !== "top", part.label === "lines");
 }
 
 /** One outline line for part i: its title, where it is, and (in a summary) its first sentence. */
@@ -280,7 +266,7 @@ export function fitDoc(doc: Doc, opts: FitOptions): Fitted {
   const match: Match | null = query === null ? null : matchQuery(doc, query);
   const section = match === null ? null : sectionOf(doc, layout, match, bounds, query!);
   const scope: Scope = section?.scope ?? { from: 0, to: doc.parts.length, of: null, lines: [1, Math.max(1, doc.lines)], tokens: size };
-  const unknown = match !== null && match.kind === "none" ? match.why : null;
+  const unknown = match !== null && match.kind === "none" ? match.why : asked === "section" && query === null ? "view section needs a query naming the part" : null;
 
   // The views to try, biggest first (FIT-5), from the one asked for down (FIT-6).
   const all: readonly View[] = ["full", "section", "summary", "stub"];

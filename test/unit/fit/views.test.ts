@@ -98,6 +98,22 @@ describe("the views", () => {
     expect(fitDocument(CODE, { query: "Widget.render", name: "widget.ts" }).text).toBe("  render(): string {\n    return `<${this.name}>`;\n  }\n}\n\n");
   });
 
+  it("FIT-4 definitions are named the same way in Python, Go, Rust and C, with what documents them", () => {
+    const py = ["import os", "", "class Store:", '    """Keeps things. Forever."""', "", "    def put(self, k, v):", "        self.d[k] = v", "", "    @property", "    def size(self):", "        return len(self.d)", "", "def main():", "    Store().put(1, 2)", ""].join("\n");
+    expect(fitDocument(py, { query: "Store.size", name: "s.py" }).text).toBe("    @property\n    def size(self):\n        return len(self.d)\n\n");
+    expect(fitDocument(py, { query: "main", name: "s.py" }).text).toBe("def main():\n    Store().put(1, 2)\n");
+    expect(fitDocument(py, { view: "summary", name: "s.py" }).text).toContain("class Store: (lines 3-12): Keeps things.");
+    const go = ["package main", "", "// Server serves.", "type Server struct {", "\taddr string", "}", "", "func (s *Server) Start() error {", "\treturn nil", "}", ""].join("\n");
+    expect(fitDocument(go, { query: "Server", name: "s.go" }).text).toBe("// Server serves.\ntype Server struct {\n\taddr string\n}\n\n");
+    expect(fitDocument(go, { query: "Start", name: "s.go" }).text).toBe("func (s *Server) Start() error {\n\treturn nil\n}\n");
+    const rs = ["pub struct Point { x: i32 }", "", "impl fmt::Display for Point {", "    fn fmt(&self) -> String {", "        String::new()", "    }", "}", "", "pub(crate) fn origin() -> Point {", "    Point { x: 0 }", "}", ""].join("\n");
+    expect(fitDocument(rs, { query: "fmt::Display for Point", name: "p.rs" }).text.startsWith("impl fmt::Display for Point {\n")).toBe(true);
+    expect(fitDocument(rs, { query: "origin", name: "p.rs" }).text).toBe("pub(crate) fn origin() -> Point {\n    Point { x: 0 }\n}\n");
+    const c = ["#include <stdio.h>", "", "#define MAX 10", "", "static int add(int a, int b)", "{", "    return a + b;", "}", ""].join("\n");
+    expect(fitDocument(c, { query: "add", name: "a.c" }).text).toBe("static int add(int a, int b)\n{\n    return a + b;\n}\n");
+    expect(fitDocument(c, { query: "MAX", name: "a.c" }).text).toBe("#define MAX 10\n\n");
+  });
+
   it("FIT-4 a section is a path of a diff, or <path>#<n> for its n-th hunk with the file's header", () => {
     const file = fitDiff(DIFF, { query: "src/app.ts" }).text;
     expect(file.startsWith("diff --git a/src/app.ts")).toBe(true);
@@ -124,6 +140,12 @@ describe("the views", () => {
     expect(n.omitted).toMatch(/^Nothing in the document matches 'Nothing like this'/);
     expect(f.truncated).toBe(false);
     expect(f.text).toBe(fitDocument(BIG, { view: "summary" }).text);
+  });
+
+  it("FIT-4 view section with no query falls to the summary and says a query is needed", () => {
+    const f = fitDocument(BIG, { view: "section" });
+    expect(note(f).view).toBe("summary");
+    expect(note(f).omitted).toMatch(/^View section needs a query naming the part/);
   });
 
   it("FIT-5 with no view the answer is the biggest view that fits: full, then summary, then stub", () => {
