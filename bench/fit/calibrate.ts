@@ -17,7 +17,7 @@ import { writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { decode, encode } from "gpt-tokenizer/encoding/cl100k_base";
-import { CHUNK_DIGITS, CHUNK_PUNCT, CHUNK_SPACE, CHUNK_WORD, CJK_RANGES, createScan, scan, SCRIPTS, SYMBOLS, type Tables as CountTables } from "../../processors/fit/count.ts";
+import { CHUNK_DIGITS, CHUNK_PUNCT, CHUNK_SPACE, CHUNK_WORD, CJK_RANGES, createScan, scan, scriptOf, SCRIPTS, symbolOf, SYMBOLS, type Tables as CountTables } from "../../processors/fit/count.ts";
 import { heldOut, loadCorpus, type Piece } from "./corpus.ts";
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
@@ -83,27 +83,6 @@ function cuts(piece: string): Set<number> {
   }
   return out;
 }
-function scriptOf(cp: number): number {
-  if (cp < 0x250 || (cp >= 0x1e00 && cp < 0x1f00)) return 0;
-  if ((cp >= 0x370 && cp < 0x400) || (cp >= 0x1f00 && cp < 0x2000)) return 1;
-  if (cp >= 0x400 && cp < 0x530) return 2;
-  if (cp >= 0x590 && cp < 0x900) return 3;
-  if (cp >= 0x900 && cp < 0x1000) return 4;
-  if ((cp >= 0xac00 && cp < 0xd7b0) || (cp >= 0x1100 && cp < 0x1200) || (cp >= 0x3130 && cp < 0x3190)) return 5;
-  if ((cp >= 0x3040 && cp < 0x3100) || (cp >= 0x31f0 && cp < 0x3200) || (cp >= 0xff66 && cp < 0xffa0)) return 6;
-  if ((cp >= 0x3400 && cp < 0x4dc0) || (cp >= 0x4e00 && cp < 0xa000) || (cp >= 0xf900 && cp < 0xfb00) || cp >= 0x20000) return 7;
-  if (cp < 0x800) return 8;
-  if (cp < 0x10000) return 9;
-  return 10;
-}
-function symbolOf(cp: number): number {
-  if (cp < 0x800) return 0;
-  if (cp >= 0x2000 && cp < 0x2c00) return 1;
-  if ((cp >= 0x3000 && cp < 0x3040) || (cp >= 0xff00 && cp < 0xfff0)) return 2;
-  if (cp < 0x10000) return 3;
-  return 4;
-}
-
 /** Least squares with a little ridge toward `prior`. */
 function solve(rows: number[][], ys: number[], prior: number[], ridge: number): number[] {
   const k = prior.length;

@@ -95,7 +95,8 @@ function classAt(text: string, i: number, to: number): number {
 
 /** Script groups of non-ASCII letters, for their per-letter cost. */
 export const SCRIPTS = ["latin", "greek", "cyrillic", "rtl", "indic", "hangul", "kana", "han", "other2", "other3", "astral"] as const;
-function scriptOf(cp: number): number {
+/** The script group of a non-ASCII letter (an index into SCRIPTS); calibration prices them alike. */
+export function scriptOf(cp: number): number {
   if (cp < 0x250 || (cp >= 0x1e00 && cp < 0x1f00)) return 0;
   if ((cp >= 0x370 && cp < 0x400) || (cp >= 0x1f00 && cp < 0x2000)) return 1;
   if (cp >= 0x400 && cp < 0x530) return 2;
@@ -130,7 +131,8 @@ function cjkCosts(singles: string, blocks: string): Uint8Array {
 
 /** Symbol groups of non-ASCII punctuation, for their per-character cost. */
 export const SYMBOLS = ["latin1", "general", "cjk", "other3", "astral"] as const;
-function symbolOf(cp: number): number {
+/** The group of a non-ASCII symbol (an index into SYMBOLS). */
+export function symbolOf(cp: number): number {
   if (cp < 0x800) return 0;
   if (cp >= 0x2000 && cp < 0x2c00) return 1;
   if ((cp >= 0x3000 && cp < 0x3040) || (cp >= 0xff00 && cp < 0xfff0)) return 2;
