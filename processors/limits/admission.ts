@@ -43,6 +43,8 @@ export interface TreeState {
   children: number;
   running: number;
   lastCallUsed: boolean;
+  /** LIM-8: an ask did not fit the budget (refused for it, or let through as the last call). */
+  budgetHit: boolean;
   runs: Map<string, RunCounters>;
   /** Outstanding reservations by model request ID. */
   reservations: Map<string, { worst: number; input: number }>;
@@ -66,6 +68,7 @@ export function newTreeState(settings: TreeSettings): TreeState {
     children: 0,
     running: 0,
     lastCallUsed: false,
+    budgetHit: false,
     runs: new Map(),
     reservations: new Map(),
     asks: new Map(),
@@ -149,6 +152,7 @@ export function admitCall(t: TreeState, ask: CallAsk): CallAnswer {
     if (code === "allow_last_call") t.lastCallUsed = true;
     t.reservations.set(ask.requestId, { worst: ask.worst, input: ask.inputTokens });
   }
+  if (code === "allow_last_call" || code === "budget") t.budgetHit = true;
   const answer: CallAnswer = { code, ...use(t), runSteps: r.steps, runTokens: r.tokens };
   t.asks.set(ask.requestId, answer);
   return answer;

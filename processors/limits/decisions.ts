@@ -68,3 +68,30 @@ export function waitJudgement(s: TreeSettings, waited: number): Judgement {
     message: `The job has waited for people ${Math.round(waited / 1000)}s in all, past the tree's ${Math.round(s.wait / 1000)}s (limits.tree.wait): it fails with TreeLimitExceeded. Raise limits.tree.wait of the root agent, or the tenant's.`,
   };
 }
+
+const usd = (micros: number) => `$${microsToUsd(micros).toFixed(2)}`;
+
+/** LIM-10: the tenant's monthly budget is spent: every model call of the tenant fails with 402 BudgetExceeded. */
+export function tenantBudgetJudgement(tenant: string, month: string, budget: number, a: { spent: number; reserved: number }, worst: number): Judgement {
+  return {
+    verdict: "refuse",
+    reason_code: "BudgetExceeded",
+    limit: "tenant.monthly_budget_usd",
+    message:
+      `402 BudgetExceeded: tenant ${tenant} has spent ${usd(a.spent)} (and holds ${usd(a.reserved)} for calls under way) of its monthly budget of ${usd(budget)} for ${month} (UTC); ` +
+      `this call's worst case of ${usd(worst)} does not fit, so the tenant's model calls fail until the month ends. To allow more, raise monthly_budget_usd in the tenant's settings (tenants/${tenant}.yaml).`,
+  };
+}
+
+/** LIM-8: the tree will likely need more than its budget: the job waits for a budget request before it reaches the wall. */
+export function forecastJudgement(s: TreeSettings, chance: number, threshold: number): Judgement {
+  const pct = (x: number) => `${Math.round(x * 100)}%`;
+  return {
+    verdict: "wait",
+    reason_code: "budget_forecast",
+    limit: "spend.forecast.chance",
+    message:
+      `The job tree will likely need more than its budget of ${usd(s.budget)}: ${pct(chance)} of agent ${s.rootAgent}'s finished trees that spent as much went on to hit their budget (spend.forecast.chance is ${pct(threshold)}). ` +
+      `The job waits for a person to raise the budget before it reaches the wall: raise limits.max_cost_usd of agent ${s.rootAgent}, or give the job a larger --budget.`,
+  };
+}

@@ -3,7 +3,8 @@
  * its tree is held to; a child is admitted at its ask (its slots taken before anything waits)
  * and checked again at its start; a job's end frees its fan-out slot; waits for people add up
  * per job against the tree's `wait`; an outcome that cannot be known waits for a person or
- * fails, per `on_unknown`.
+ * fails, per `on_unknown`. A root job's end records its tree for its agent's spend forecast
+ * (LIM-8).
  */
 import { resolveDelegation, resolveOnUnknown } from "../../config/resolve.ts";
 import type { Decision, JobEvent } from "../../schemas/types.ts";
@@ -12,6 +13,7 @@ import { defineProcessor, type Emit, type Outcome } from "../runner/processor.ts
 import type { ChildAnswer } from "./admission.ts";
 import { childJudgement, waitJudgement, type Judgement } from "./decisions.ts";
 import { agentOf, settingsFor, treeSettings, type LimitsEnv } from "./env.ts";
+import { recordFinishedTree } from "./forecast-calls.ts";
 import { microsToUsd } from "./money.ts";
 import { NO_LIMIT, type TreeSettings } from "./tree-settings.ts";
 
@@ -103,6 +105,7 @@ export const limitsJobsProcessor = defineProcessor<JobEvent, LimitsEnv>({
       } else if (e.kind === "ended") {
         const { settings } = await treeSettings(env, e.tree_id, e.tenant, e.job_id, parent === null ? e.agent : "");
         await env.store.endJob(e.tree_id, e.job_id, parent === null);
+        if (parent === null) await recordFinishedTree(env, e.tree_id, settings);
         out.push({ emits: e.outcome === UNKNOWN_OUTCOME ? [unknownOutcome(e, env, settings)] : [] });
       } else {
         const { settings } = await treeSettings(env, e.tree_id, e.tenant, e.job_id, parent === null ? e.agent : "");

@@ -2,18 +2,22 @@
  * The gateway's half of the limits (LIM-1, LIM-2, LIM-7, LIM-8, LIM-9): every ask before a
  * model call is admitted or refused with its worst case reserved against the tree's budget;
  * every usage report settles the reservation; a prompt-cache re-warm only spends. Crossing the
- * warning share or the soft wall of the budget is reported once per tree.
+ * warning share or the soft wall of the budget is reported once per tree. An ask is checked
+ * against the tenant's monthly budget first (LIM-10), then may get the tree's one spend
+ * forecast (LIM-8); every usage and re-warm is spent in the tenant's month too.
  */
 import { resolveJobLimits } from "../../config/resolve.ts";
 import type { Decision, ModelCall } from "../../schemas/types.ts";
 import { deriveId } from "../runner/ids.ts";
 import { defineProcessor, type Emit, type Outcome } from "../runner/processor.ts";
 import type { SettleAnswer } from "./admission.ts";
-import { callJudgement, type Judgement } from "./decisions.ts";
+import { callJudgement, forecastJudgement, tenantBudgetJudgement, type Judgement } from "./decisions.ts";
 import { agentOf, treeSettings, type LimitsEnv } from "./env.ts";
+import { forecastAt } from "./forecast-calls.ts";
 import { costMicros, microsToUsd } from "./money.ts";
 import { priceOf } from "./prices.ts";
 import { spendCrossings } from "./spend.ts";
+import { tenantAsk, tenantGiveBack, tenantSpend } from "./tenant-calls.ts";
 import { NO_LIMIT, type TreeSettings } from "./tree-settings.ts";
 
 export const LIMITS_MODEL_CALLS = "limits-model-calls";
@@ -51,9 +55,25 @@ async function ask(call: ModelCall, env: LimitsEnv, settings: TreeSettings, jobA
   const { price, listed } = priceOf(env.prices, call.model);
   const maxOutput = call.max_output_tokens ?? limits.max_output_tokens ?? price.max_output_tokens;
   const worst = costMicros(price, { input: call.input_tokens, output: maxOutput, cacheRead: call.cache_read_tokens, cacheWrite: call.cache_write_tokens });
+  const priced = { worst_usd: microsToUsd(worst), ...(listed ? {} : { unpriced_model: 1 }) };
+  // LIM-10: the tenant's month first; a call it refuses never reaches the tree.
+  const tenant = await tenantAsk(env, call, worst);
+  if (tenant && tenant.answer.code === "budget") {
+    const { spent, reserved } = tenant.answer;
+    const numbers = { tenant_spent_usd: microsToUsd(spent), tenant_reserved_usd: microsToUsd(reserved), tenant_budget_usd: microsToUsd(tenant.budget), ...priced };
+    return [decision(call, "tenant", tenantBudgetJudgement(call.tenant, tenant.month, tenant.budget, tenant.answer, worst), numbers)];
+  }
+  // LIM-8: the tree's one forecast holds the call (nothing reserved) while a person raises the budget.
+  const forecast = await forecastAt(env, call.tree_id, call.request_id, settings);
+  if (forecast) {
+    await tenantGiveBack(env, call, tenant);
+    const numbers = { spent_usd: microsToUsd(forecast.spent), budget_usd: microsToUsd(settings.budget), chance: forecast.chance, forecast_chance: forecast.threshold, ...priced };
+    return [decision(call, "forecast", forecastJudgement(settings, forecast.chance, forecast.threshold), numbers)];
+  }
   const run = { maxSteps: limits.max_steps, maxTokens: limits.max_tokens ?? NO_LIMIT };
   const answer = await env.store.admitCall(call.tree_id, { requestId: call.request_id, runId: call.run_id, inputTokens: call.input_tokens, worst, ...run });
-  const numbers = { ...spendNumbers(settings, answer), worst_usd: microsToUsd(worst), run_steps: answer.runSteps, run_tokens: answer.runTokens, ...(listed ? {} : { unpriced_model: 1 }) };
+  if (answer.code !== "allow" && answer.code !== "allow_last_call") await tenantGiveBack(env, call, tenant);
+  const numbers = { ...spendNumbers(settings, answer), ...priced, run_steps: answer.runSteps, run_tokens: answer.runTokens };
   return [decision(call, "ask", callJudgement(settings, answer, run), numbers)];
 }
 
@@ -86,10 +106,14 @@ export const limitsModelCallsProcessor = defineProcessor<ModelCall, LimitsEnv>({
       if (call.kind === "ask") {
         out.push({ emits: await ask(call, env, settings, jobAgent) });
       } else if (call.kind === "usage") {
-        const answer = await env.store.settleCall(call.tree_id, { requestId: call.request_id, runId: call.run_id, inputTokens: tokens.input, outputTokens: tokens.output, cost: costMicros(price, tokens) });
+        const cost = costMicros(price, tokens);
+        const answer = await env.store.settleCall(call.tree_id, { requestId: call.request_id, runId: call.run_id, inputTokens: tokens.input, outputTokens: tokens.output, cost });
+        await tenantSpend(env, call, cost);
         out.push({ emits: crossings(call, settings, answer) });
       } else {
-        const answer = await env.store.rewarm(call.tree_id, call.request_id, costMicros(price, tokens));
+        const cost = costMicros(price, tokens);
+        const answer = await env.store.rewarm(call.tree_id, call.request_id, cost);
+        await tenantSpend(env, call, cost);
         out.push({ emits: crossings(call, settings, answer) });
       }
     }

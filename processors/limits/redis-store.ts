@@ -10,10 +10,11 @@ import { runScript } from "../../store/redis/scripts.ts";
 import { TransientError, messageOf } from "../runner/errors.ts";
 import type { CallAnswer, ChildAnswer, SettleAnswer, WaitAnswer } from "./admission.ts";
 import { callCode, childCode } from "./codes.ts";
+import { redisBudgetStore, type RedisBudgetOptions } from "./redis-budget-store.ts";
 import type { LimitsStore } from "./store.ts";
 import type { TreeSettings } from "./tree-settings.ts";
 
-export interface RedisLimitsOptions {
+export interface RedisLimitsOptions extends RedisBudgetOptions {
   /** Seconds a tree's state lives after its last event. @default 7 days */
   readonly ttlSeconds?: number;
   /** Seconds it lives once its root job ended (replays still answer the same). @default 1 day */
@@ -97,6 +98,7 @@ export function redisLimitsStore(redis: Redis, keys: Keys, options: RedisLimitsO
   }
 
   return {
+    ...redisBudgetStore(redis, keys, options),
     read: (treeId, jobId) =>
       guarded(`reading tree ${treeId}`, async () => {
         const values = await redis.hmget(keys.limits(treeId), ...SETTING_FIELDS, `job:${jobId}:agent`);

@@ -6,11 +6,23 @@
  */
 import type { CallAnswer, CallAsk, CallUsage, ChildAnswer, ChildAsk, SettleAnswer, WaitAnswer } from "./admission.ts";
 import type { TreeSettings } from "./tree-settings.ts";
+import type { ForecastStats } from "./forecast.ts";
+import type { TenantAnswer } from "./tenant-budget.ts";
 
 export interface RootJob {
   readonly jobId: string;
   readonly agent: string;
   readonly runId: string;
+}
+
+/** Who holds a tree's one forecast (LIM-8), and the tree's settled spend (-1 without state). */
+export interface ForecastHolder {
+  /** The forecast belongs to this request (also on a replay), given at `chance`. */
+  readonly given: boolean;
+  /** Another request of the tree has it. */
+  readonly taken: boolean;
+  readonly chance: number;
+  readonly spent: number;
 }
 
 export interface LimitsStore {
@@ -30,4 +42,22 @@ export interface LimitsStore {
   wait(treeId: string, eventId: string, jobId: string, kind: "started" | "ended", ts: number): Promise<WaitAnswer>;
   /** Settled spend, or null when the store keeps no state for the tree. */
   spent(treeId: string): Promise<number | null>;
+
+  /** LIM-10: an ask against the tenant's month (`YYYY-MM`, UTC); it holds its worst case when admitted. */
+  tenantAsk(tenant: string, month: string, ask: { requestId: string; worst: number; budget: number; now: number }): Promise<TenantAnswer>;
+  /** LIM-10: a call the tenant admitted and the tree did not: its worst case is no longer held. */
+  tenantRelease(tenant: string, month: string, requestId: string): Promise<void>;
+  /** LIM-10: a usage or re-warm spent in the tenant's month, once. */
+  tenantSettle(tenant: string, month: string, spend: { kind: "usage" | "rewarm"; requestId: string; cost: number; now: number }): Promise<TenantAnswer>;
+
+  /** LIM-8: what a tree ended with, for its agent's forecast; null without state. */
+  treeOutcome(treeId: string): Promise<{ spent: number; budget: number; hit: boolean } | null>;
+  /** LIM-8: records a finished tree in its agent's window (HIT or its bucket), once. */
+  recordFinished(tenant: string, agent: string, treeId: string, bucket: number): Promise<boolean>;
+  forecastStats(tenant: string, agent: string): Promise<ForecastStats>;
+  /**
+   * LIM-8: the tree's one forecast. `claim` takes it for this request, at that chance (0..1), when
+   * nobody has; null only asks.
+   */
+  forecastOnce(treeId: string, requestId: string, claim: { chance: number } | null): Promise<ForecastHolder>;
 }

@@ -10,7 +10,7 @@ export class Keys {
     this.prefix = prefix;
   }
 
-  private tagged(kind: "run" | "tree", id: string): string {
+  private tagged(kind: "run" | "tree" | "tenant" | "agent", id: string): string {
     if (id.length === 0) throw new Error(`an empty ${kind} ID cannot name Redis state`);
     // Braces inside the ID would change the hash tag; they are escaped away.
     return `${this.prefix}:{${kind}:${id.replace(/[{}]/g, "_")}}`;
@@ -27,6 +27,21 @@ export class Keys {
    */
   limits(treeId: string): string {
     return `${this.tagged("tree", treeId)}:limits`;
+  }
+
+  /** LIM-10: a tenant's spend in one calendar month (UTC, `YYYY-MM`): spent, held worst cases and the answers given. */
+  tenantMonth(tenant: string, month: string): string {
+    return `${this.tagged("tenant", tenant)}:spend:${monthPart(month)}`;
+  }
+
+  /** LIM-10: when the tenant month's held worst cases are dropped and its answers forgotten (a sorted set by time; same slot). */
+  tenantMonthTimers(tenant: string, month: string): string {
+    return `${this.tagged("tenant", tenant)}:spend:${monthPart(month)}:timers`;
+  }
+
+  /** LIM-8: the finished trees of a tenant's agent, as the spend forecast reads them. */
+  forecast(tenant: string, agent: string): string {
+    return `${this.tagged("agent", `${tenant}/${agent}`)}:forecast`;
   }
 
   /** LOOP-1..LOOP-8: one lane of a run's loop state (its calls, its results, or the answers to its loop approvals), with the input offsets applied and the outcomes of loops. */
@@ -49,4 +64,9 @@ export class Keys {
     if (!/^\d{4}-\d{2}-\d{2}$/.test(day)) throw new Error(`loop stats are kept per UTC day as YYYY-MM-DD; got ${JSON.stringify(day)}`);
     return `${this.prefix}:{loopstats}:${day}:${part}`;
   }
+}
+
+function monthPart(month: string): string {
+  if (!/^\d{4}-\d{2}$/.test(month)) throw new Error(`a tenant's spend is kept per UTC month as YYYY-MM; got ${JSON.stringify(month)}`);
+  return month;
 }

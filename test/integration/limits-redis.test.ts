@@ -1,10 +1,17 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import fc from "fast-check";
 import { Redis } from "ioredis";
+import { newForecastState, recordTree, statsOf } from "../../processors/limits/forecast.ts";
+import { limitsEnv } from "../../processors/limits/index.ts";
 import { memoryLimitsStore } from "../../processors/limits/memory-store.ts";
+import { limitsModelCallsProcessor } from "../../processors/limits/model-calls-processor.ts";
+import { staticConfig } from "../../processors/runner/config-table.ts";
+import { TestDriver } from "../../processors/runner/test-driver.ts";
+import type { Decision, ModelCall } from "../../schemas/types.ts";
 import { redisLimitsStore } from "../../processors/limits/redis-store.ts";
 import { spendShare } from "../../processors/limits/spend.ts";
 import type { LimitsStore } from "../../processors/limits/store.ts";
+import { newTenantMonth, tenantAsk, tenantRelease, tenantSettle } from "../../processors/limits/tenant-budget.ts";
 import { NO_LIMIT, type TreeSettings } from "../../processors/limits/tree-settings.ts";
 import { Keys } from "../../store/redis/keys.ts";
 import { uid } from "../support/events.ts";
@@ -147,5 +154,147 @@ describe("limits state in real Redis", () => {
     await red.init(none, settings(), true, null);
     expect(await spendShare(redis, keys, none)).toBeNull();
     expect(await redis.ttl(keys.limits(tree))).toBeGreaterThan(0);
+  });
+});
+
+describe("LIM-10 and LIM-8 state in real Redis", () => {
+  let redis: Redis;
+  let keys: Keys;
+  beforeAll(() => {
+    redis = new Redis(endpoints().redisUrl);
+    keys = new Keys(uid("lim").replace(/-/g, "_"));
+  });
+  afterAll(() => redis?.disconnect());
+
+  type TenantOp = { op: "ask"; req: number; worst: number } | { op: "release"; req: number } | { op: "usage" | "rewarm"; req: number; cost: number };
+  const tenantOpArb: fc.Arbitrary<{ o: TenantOp; dt: number }> = fc.record({
+    o: fc.oneof(
+      fc.record({ op: fc.constant("ask" as const), req: fc.nat(10), worst: fc.nat(400) }),
+      fc.record({ op: fc.constant("release" as const), req: fc.nat(10) }),
+      fc.record({ op: fc.constantFrom("usage" as const, "rewarm" as const), req: fc.nat(10), cost: fc.nat(400) }),
+    ),
+    dt: fc.nat(40),
+  });
+
+  it("LIM-10 the tenant script answers exactly as the pure logic, for random asks, releases, usages, re-warms, replays and expiries", async () => {
+    const hold = { holdMs: 100, keepMs: 300 };
+    const red = redisLimitsStore(redis, keys, { tenantHoldMs: hold.holdMs, tenantKeepMs: hold.keepMs, tenantTtlSeconds: 120 });
+    await fc.assert(
+      fc.asyncProperty(fc.integer({ min: 0, max: 1_500 }), fc.array(tenantOpArb, { minLength: 1, maxLength: 50 }), async (budget, ops) => {
+        const tenant = uid("tenant");
+        const m = newTenantMonth();
+        let now = 1_000;
+        for (const { o, dt } of ops) {
+          now += dt;
+          const req = `r${o.req}`;
+          if (o.op === "ask") {
+            expect(await red.tenantAsk(tenant, "2026-03", { requestId: req, worst: o.worst, budget, now }), JSON.stringify(o)).toEqual(tenantAsk(m, { requestId: req, worst: o.worst, budget, now, ...hold }));
+          } else if (o.op === "release") {
+            await red.tenantRelease(tenant, "2026-03", req);
+            tenantRelease(m, req);
+          } else {
+            expect(await red.tenantSettle(tenant, "2026-03", { kind: o.op, requestId: req, cost: o.cost, now }), JSON.stringify(o)).toEqual(tenantSettle(m, { kind: o.op, requestId: req, cost: o.cost, now, ...hold }));
+          }
+        }
+        const [spent, reserved] = await redis.hmget(keys.tenantMonth(tenant, "2026-03"), "spent", "reserved");
+        expect([Number(spent ?? 0), Number(reserved ?? 0)]).toEqual([m.spent, m.reserved]);
+      }),
+      { numRuns: 60 },
+    );
+  });
+
+  it("LIM-10 concurrent asks of many trees, replays and usages never spend past the tenant's monthly budget", async () => {
+    const red = redisLimitsStore(redis, keys, { tenantTtlSeconds: 120 });
+    await fc.assert(
+      fc.asyncProperty(
+        fc.integer({ min: 0, max: 3_000 }),
+        fc.array(fc.record({ worst: fc.integer({ min: 1, max: 600 }), actualShare: fc.double({ min: 0, max: 1, noNaN: true }), replays: fc.nat(2), treeRefuses: fc.boolean() }), { minLength: 1, maxLength: 40 }),
+        async (budget, calls) => {
+          const tenant = uid("tenant");
+          const month = "2026-03";
+          const callers = calls.map(async (c, i) => {
+            const ask = { requestId: `r${i}`, worst: c.worst, budget, now: 1_000 };
+            const answers = await Promise.all(Array.from({ length: 1 + c.replays }, () => red.tenantAsk(tenant, month, ask)));
+            expect(new Set(answers.map((a) => a.code)).size).toBe(1);
+            if (answers[0]?.code !== "allow") return 0;
+            if (c.treeRefuses) {
+              await Promise.all(Array.from({ length: 1 + c.replays }, () => red.tenantRelease(tenant, month, ask.requestId)));
+              return 0;
+            }
+            const cost = Math.floor(c.worst * c.actualShare);
+            await Promise.all(Array.from({ length: 1 + c.replays }, () => red.tenantSettle(tenant, month, { kind: "usage", requestId: ask.requestId, cost, now: 1_000 })));
+            return cost;
+          });
+          const spent = (await Promise.all(callers)).reduce((a, b) => a + b, 0);
+          const state = (await redis.hmget(keys.tenantMonth(tenant, month), "spent", "reserved")).map((v) => Number(v ?? 0));
+          expect(state).toEqual([spent, 0]);
+          expect(spent).toBeLessThanOrEqual(budget);
+          expect(await redis.ttl(keys.tenantMonthTimers(tenant, month))).toBeGreaterThan(0);
+        },
+      ),
+      { numRuns: 40 },
+    );
+  });
+
+  it("LIM-7 LIM-10 a call whose worst case is 0 settles in the tree and the tenant (Lua's -0 is no integer to Redis)", async () => {
+    const red = redisLimitsStore(redis, keys, { ttlSeconds: 60, tenantTtlSeconds: 60 });
+    const tree = uid("tree");
+    const tenant = uid("tenant");
+    await red.init(tree, settings({ budget: 100 }), true, null);
+    await red.admitCall(tree, { requestId: "r", runId: "run", inputTokens: 0, worst: 0, maxSteps: NO_LIMIT, maxTokens: NO_LIMIT });
+    await red.tenantAsk(tenant, "2026-03", { requestId: "r", worst: 0, budget: 100, now: 1 });
+    expect((await red.settleCall(tree, { requestId: "r", runId: "run", inputTokens: 0, outputTokens: 0, cost: 0 })).reserved).toBe(0);
+    expect((await red.tenantSettle(tenant, "2026-03", { kind: "usage", requestId: "r", cost: 0, now: 1 })).reserved).toBe(0);
+  });
+
+  it("LIM-10 trees of one tenant asking at once through the processor never spend past its monthly budget; past it, every call is refused 402", async () => {
+    const tenant = uid("tenant");
+    const config = staticConfig([
+      { kind: "tenant", id: tenant, value: { id: tenant, limits: { tree: {} }, loops: {}, spend: {}, offload: {}, monthly_budget_usd: 0.1 } },
+      { kind: "agent", id: "boss", value: { name: "boss", tools: [], limits: { tree: {}, max_cost_usd: 1 }, delegation: { allow: [] }, loops: {}, spend: {} } },
+    ]);
+    const env = limitsEnv({ redis, config, keys });
+    const ts = Date.UTC(2026, 2, 15);
+    const call = (tree: string): ModelCall => ({ id: uid("evt"), tenant, tree_id: tree, job_id: tree, run_id: "run", request_id: uid("req"), kind: "ask", model: "claude-sonnet-4", input_tokens: 1_000, max_output_tokens: 1_000, output_tokens: null, cache_read_tokens: 0, cache_write_tokens: 0, agent: "boss", ts });
+    // 8 trees x 3 calls at $0.018 worst and $0.018 spent: the $0.10 admits 5 in all.
+    const trees = Array.from({ length: 8 }, () => uid("tree"));
+    const decided = await Promise.all(
+      trees.map(async (tree) => {
+        const driver = new TestDriver(limitsModelCallsProcessor, env);
+        for (let i = 0; i < 3; i++) {
+          const ask = call(tree);
+          await Promise.all([driver.pipe(ask, { key: tree }), driver.pipe(ask, { key: tree })]);
+          const d = driver.read<Decision>("oz0.admissions").at(-1);
+          if (d?.verdict === "allow") await driver.pipe({ ...ask, id: uid("evt"), kind: "usage", output_tokens: 1_000 }, { key: tree });
+        }
+        return driver.read<Decision>("oz0.admissions").filter((d) => d.processor === "limits-model-calls" && d.verdict !== "report");
+      }),
+    );
+    const all = decided.flat();
+    const bySubject = new Map(all.map((d) => [d.subject, d.verdict]));
+    expect([...bySubject.values()].filter((v) => v === "allow")).toHaveLength(5);
+    expect(all.filter((d) => d.verdict === "refuse").every((d) => d.reason_code === "BudgetExceeded" && d.limit === "tenant.monthly_budget_usd")).toBe(true);
+    const [spent, reserved] = await redis.hmget(keys.tenantMonth(tenant, "2026-03"), "spent", "reserved");
+    expect([Number(spent), Number(reserved)]).toEqual([90_000, 0]);
+  });
+
+  it("LIM-8 the forecast keeps the same window as the pure logic, and concurrent asks give a tree's forecast to one request", async () => {
+    const red = redisLimitsStore(redis, keys, { forecastWindow: 4, forecastTtlSeconds: 120 });
+    await fc.assert(
+      fc.asyncProperty(fc.array(fc.record({ tree: fc.nat(8), bucket: fc.integer({ min: -1, max: 19 }) }), { maxLength: 30 }), async (trees) => {
+        const agentName = uid("agent");
+        const f = newForecastState(4);
+        for (const t of trees) expect(await red.recordFinished("acme", agentName, `t${t.tree}`, t.bucket)).toBe(recordTree(f, `t${t.tree}`, t.bucket));
+        expect(await red.forecastStats("acme", agentName)).toEqual(statsOf(f));
+      }),
+      { numRuns: 40 },
+    );
+    const tree = uid("tree");
+    expect(await red.forecastOnce(tree, "r0", { chance: 0.9 })).toMatchObject({ given: false, spent: -1 });
+    await red.init(tree, settings({ budget: 1_000 }), true, null);
+    const answers = await Promise.all(Array.from({ length: 12 }, (_, i) => red.forecastOnce(tree, `r${i}`, { chance: 0.9 })));
+    expect(answers.filter((a) => a.given)).toHaveLength(1);
+    const holder = answers.findIndex((a) => a.given);
+    expect(await red.forecastOnce(tree, `r${holder}`, null)).toEqual({ given: true, taken: false, chance: 0.9, spent: 0 });
   });
 });

@@ -45,6 +45,8 @@ if code <= 1 then
   if code == 1 then redis.call("HSET", h, "last_call", "1") end
   redis.call("HSET", h, "res:" .. ARGV[1], string.format("%d,%d", worst, input))
 end
+-- LIM-8: the tree hit its budget (an ask did not fit), as its agent's forecast records it.
+if code == 1 or code == 4 then redis.call("HSET", h, "budget_hit", "1") end
 local out = { code, spent, reserved, calls, tokens, steps, rtokens }
 redis.call("HSET", h, "ask:" .. ARGV[1], table.concat(encoded(out), ","))
 redis.call("EXPIRE", h, tonumber(ARGV[7]))

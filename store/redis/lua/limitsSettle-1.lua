@@ -27,7 +27,7 @@ if ARGV[1] == "usage" then
   local held = redis.call("HGET", h, "res:" .. ARGV[2])
   if held then
     local worst, asked = string.match(held, "^(-?%d+),(-?%d+)$")
-    redis.call("HINCRBY", h, "reserved", -tonumber(worst))
+    redis.call("HINCRBY", h, "reserved", 0 - tonumber(worst)) -- never -0, which HINCRBY refuses
     redis.call("HDEL", h, "res:" .. ARGV[2])
     local more = output + (input - tonumber(asked))
     redis.call("HINCRBY", h, "tokens", more)
