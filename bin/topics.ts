@@ -13,6 +13,7 @@ try {
   const report = await ensureTopics(admin, TOPICS);
   for (const t of report.created) console.log(`created  ${t}`);
   for (const t of report.grown) console.log(`grown    ${t}`);
+  for (const t of report.reconfigured) console.log(`configs  ${t}`);
   for (const t of report.existing) console.log(`exists   ${t}`);
   for (const w of report.warnings) console.log(`warning  ${w}`);
 } finally {

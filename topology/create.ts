@@ -3,18 +3,20 @@
  * alone when they match, and a mismatch that Kafka cannot fix in place (fewer partitions than
  * declared can be raised; more cannot be lowered) is reported, not hidden.
  */
-import type { Admin } from "kafkajs";
+import { ConfigResourceTypes, type Admin } from "kafkajs";
 import { topicConfigs, type TopicSpec } from "./topics.ts";
 
 export interface EnsureReport {
   created: string[];
   existing: string[];
+  /** Existing topics whose configs differed from the declared ones and were set to them. */
+  reconfigured: string[];
   grown: string[];
   warnings: string[];
 }
 
 export async function ensureTopics(admin: Admin, specs: readonly TopicSpec[], replicationFactor = 1): Promise<EnsureReport> {
-  const report: EnsureReport = { created: [], existing: [], grown: [], warnings: [] };
+  const report: EnsureReport = { created: [], existing: [], reconfigured: [], grown: [], warnings: [] };
   const present = new Set(await admin.listTopics());
   const missing = specs.filter((s) => !present.has(s.name));
   if (missing.length > 0) {
@@ -44,5 +46,29 @@ export async function ensureTopics(admin: Admin, specs: readonly TopicSpec[], re
       }
     }
   }
+  if (existing.length > 0) report.reconfigured = await reconcileConfigs(admin, existing);
   return report;
+}
+
+/** Sets the declared configs on existing topics whose values differ (idempotent). */
+async function reconcileConfigs(admin: Admin, specs: readonly TopicSpec[]): Promise<string[]> {
+  const described = await admin.describeConfigs({
+    includeSynonyms: false,
+    resources: specs.map((s) => ({ type: ConfigResourceTypes.TOPIC, name: s.name, configNames: Object.keys(topicConfigs(s)) })),
+  });
+  const changed = specs.filter((spec) => {
+    const found = described.resources.find((r) => r.resourceName === spec.name);
+    return Object.entries(topicConfigs(spec)).some(([name, value]) => found?.configEntries.find((e) => e.configName === name)?.configValue !== value);
+  });
+  if (changed.length > 0) {
+    await admin.alterConfigs({
+      validateOnly: false,
+      resources: changed.map((s) => ({
+        type: ConfigResourceTypes.TOPIC,
+        name: s.name,
+        configEntries: Object.entries(topicConfigs(s)).map(([name, value]) => ({ name, value })),
+      })),
+    });
+  }
+  return changed.map((s) => s.name);
 }

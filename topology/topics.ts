@@ -15,11 +15,18 @@ export interface TopicSpec {
   /** Milliseconds, or -1 to keep forever. */
   readonly retentionMs: number;
   readonly compacted: boolean;
+  /**
+   * The largest record the topic takes, when its records can outgrow the broker's 1 MiB
+   * default: what the model reads can be bigger than the result it came from, and a dead
+   * letter carries a whole input besides its reason.
+   */
+  readonly maxMessageBytes?: number;
   readonly doc: string;
 }
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
+const MIB = 1024 * 1024;
 
 export const TOPICS = [
   {
@@ -101,6 +108,7 @@ export const TOPICS = [
     partitions: 8,
     retentionMs: 7 * DAY,
     compacted: false,
+    maxMessageBytes: 8 * MIB,
     doc: "What the model reads back from each tool call: as it was, or fitted to a budget with its fit note.",
   },
   {
@@ -128,6 +136,7 @@ export const TOPICS = [
     partitions: 1,
     retentionMs: 30 * DAY,
     compacted: false,
+    maxMessageBytes: 8 * MIB,
     doc: "Inputs a processor could not use, with the reason and the original bytes.",
   },
 ] as const satisfies readonly TopicSpec[];
@@ -146,5 +155,6 @@ export function topicConfigs(spec: TopicSpec): Record<string, string> {
     "cleanup.policy": spec.compacted ? "compact" : "delete",
     "retention.ms": String(spec.retentionMs),
     ...(spec.compacted ? { "min.cleanable.dirty.ratio": "0.1", "segment.ms": String(HOUR) } : {}),
+    ...(spec.maxMessageBytes ? { "max.message.bytes": String(spec.maxMessageBytes) } : {}),
   };
 }

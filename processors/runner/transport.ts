@@ -38,6 +38,32 @@ export interface Transport {
   stop(): Promise<void>;
 }
 
+/**
+ * Outputs go to the broker in sends of at most this many bytes, so the record batch of a
+ * partition stays under the broker's limit even when outputs outweigh their inputs (a batch
+ * of 1 MiB of results can answer with more). One larger record goes alone.
+ */
+export const MAX_SEND_BYTES = 768 * 1024;
+
+/** Splits messages, in order, into runs whose keys and values add up to at most `cap` bytes. */
+export function chunks(messages: readonly OutMessage[], cap: number): OutMessage[][] {
+  const out: OutMessage[][] = [];
+  let current: OutMessage[] = [];
+  let size = 0;
+  for (const m of messages) {
+    const bytes = (m.value?.length ?? 0) + Buffer.byteLength(m.key ?? "");
+    if (current.length > 0 && size + bytes > cap) {
+      out.push(current);
+      current = [];
+      size = 0;
+    }
+    current.push(m);
+    size += bytes;
+  }
+  if (current.length > 0) out.push(current);
+  return out;
+}
+
 export interface KafkaTransportOptions {
   kafka: Kafka;
   groupId: string;
@@ -100,13 +126,13 @@ export class KafkaTransport implements Transport {
         const last = batch.messages[batch.messages.length - 1]?.offset ?? batch.lastOffset();
         const txn = await this.producer.transaction();
         try {
-          const byTopic = new Map<string, Array<{ key: string | null; value: Buffer | null }>>();
-          for (const m of out) {
-            const list = byTopic.get(m.topic) ?? [];
-            list.push({ key: m.key, value: m.value });
-            byTopic.set(m.topic, list);
-          }
-          if (byTopic.size > 0) {
+          for (const chunk of chunks(out, MAX_SEND_BYTES)) {
+            const byTopic = new Map<string, Array<{ key: string | null; value: Buffer | null }>>();
+            for (const m of chunk) {
+              const list = byTopic.get(m.topic) ?? [];
+              list.push({ key: m.key, value: m.value });
+              byTopic.set(m.topic, list);
+            }
             await txn.sendBatch({ topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })) });
           }
           await txn.sendOffsets({

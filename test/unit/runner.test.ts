@@ -4,6 +4,7 @@ import { runBatch } from "../../processors/runner/batch.ts";
 import { InvalidInput, TransientError } from "../../processors/runner/errors.ts";
 import { defineProcessor, TopologyError, type InputRecord } from "../../processors/runner/processor.ts";
 import { TestDriver } from "../../processors/runner/test-driver.ts";
+import { chunks } from "../../processors/runner/transport.ts";
 import { memoryTally, tallyProcessor } from "../support/tally-processor.ts";
 import { toolCall } from "../support/events.ts";
 
@@ -118,5 +119,16 @@ describe("processor runner core (in memory)", () => {
     expect(() =>
       defineProcessor({ name: "lost", input: "oz0.nowhere" as "oz0.tool-calls", outputs: [], process: () => [] }),
     ).toThrow(TopologyError);
+  });
+});
+
+describe("sending outputs", () => {
+  it("splits a batch's outputs into sends under the byte cap, in order, with an oversized record alone", () => {
+    const m = (n: number, bytes: number) => ({ topic: "t", key: `k${n}`, value: Buffer.alloc(bytes) });
+    const out = [m(1, 400), m(2, 400), m(3, 400), m(4, 2000), m(5, 10)];
+    const split = chunks(out, 1000);
+    expect(split.map((c) => c.map((x) => x.key))).toEqual([["k1", "k2"], ["k3"], ["k4"], ["k5"]]);
+    expect(split.flat()).toEqual(out);
+    expect(chunks([], 1000)).toEqual([]);
   });
 });
