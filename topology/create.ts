@@ -3,7 +3,10 @@
  * alone when they match, and a mismatch that Kafka cannot fix in place (fewer partitions than
  * declared can be raised; more cannot be lowered) is reported, not hidden.
  */
-import { ConfigResourceTypes, type Admin } from "kafkajs";
+import kafkajs, { type Admin } from "kafkajs";
+
+// A value of kafkajs's CommonJS module that Node's ESM loader does not offer as a named export.
+const { ConfigResourceTypes } = kafkajs;
 import { topicConfigs, type TopicSpec } from "./topics.ts";
 
 export interface EnsureReport {

@@ -28,7 +28,7 @@ import { mkdir, writeFile } from "node:fs/promises";
 import { setTimeout as sleep } from "node:timers/promises";
 import { parseArgs } from "node:util";
 import { Redis } from "ioredis";
-import { Kafka, Partitioners, type Admin, type ConfigResourceTypes } from "kafkajs";
+import { Kafka, Partitioners, type Admin } from "kafkajs";
 import { fitResultsProcessor, type FitEnv } from "../../processors/fit-results/processor.ts";
 import { limitsEnv, limitsModelCallsProcessor } from "../../processors/limits/index.ts";
 import { loopCallsProcessor, RedisLoopStore, type LoopEnv } from "../../processors/loops/index.ts";
@@ -74,8 +74,6 @@ process.env.OZ0_LOG_LEVEL ??= "warn";
  * They are counted per subject, as part of what exactly-once costs, and kept out of the log.
  */
 let txnRetries = 0;
-/** kafkajs's ConfigResourceTypes.TOPIC: the enum is not a named export of its CommonJS module under ESM. */
-const TOPIC_RESOURCE = 2 as ConfigResourceTypes;
 const CONCURRENT = /concurrent operation on the same transaction|CONCURRENT_TRANSACTIONS/;
 const log = createLogger({ component: "bench-pipeline" }, (line) => {
   if (CONCURRENT.test(line)) {
@@ -350,11 +348,8 @@ try {
   const specs = plans.flatMap((p) => p.specs);
   say(`bench ${uid}: creating ${specs.length} topics`);
   await ensureTopics(admin, specs);
-  // The fitted results of one 1 MiB input batch can outweigh the broker's 1 MiB record-batch
-  // limit (MESSAGE_TOO_LARGE, and the runner crash-loops on the batch). The bench copies of
-  // the outputs take 16 MiB so the processor can be measured; see docs/benchmarks.md.
-  const big = plans.filter((p) => p.subject === "processor" || p.subject === "runner-identity").flatMap((p) => p.read.map((r) => r.topic));
-  await admin.alterConfigs({ validateOnly: false, resources: big.map((name) => ({ type: TOPIC_RESOURCE, name, configEntries: [{ name: "max.message.bytes", value: String(16 * 1024 * 1024) }] })) });
+  // The copies keep the real topics' configs (maxMessageBytes of results-delivered and
+  // dead-letter included), so the bench meets the limits the pipeline meets.
   await producer.connect();
   const paced = Math.max(1, Math.round(RATE * LATENCY_SECONDS));
   const made = new Map(groups.map((g) => [g, { backlog: g.kind.make(g.count, `${uid}-b`, 1) }]));

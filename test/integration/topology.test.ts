@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ConfigResourceTypes } from "kafkajs";
+import kafkajs from "kafkajs";
 import { ensureTopics } from "../../topology/create.ts";
 import type { TopicSpec } from "../../topology/topics.ts";
 import { kafka } from "../support/kafka.ts";
@@ -19,7 +19,7 @@ describe("topics created from the topology", () => {
       const changed = await ensureTopics(admin, [{ ...spec, retentionMs: 7_200_000, maxMessageBytes: 4 * 1024 * 1024, partitions: 3 }]);
       expect(changed.reconfigured).toEqual([name]);
       expect(changed.grown).toEqual([name]);
-      const described = await admin.describeConfigs({ includeSynonyms: false, resources: [{ type: ConfigResourceTypes.TOPIC, name, configNames: ["retention.ms", "max.message.bytes"] }] });
+      const described = await admin.describeConfigs({ includeSynonyms: false, resources: [{ type: kafkajs.ConfigResourceTypes.TOPIC, name, configNames: ["retention.ms", "max.message.bytes"] }] });
       const values = Object.fromEntries(described.resources[0]?.configEntries.map((e) => [e.configName, e.configValue]) ?? []);
       expect(values).toEqual({ "retention.ms": "7200000", "max.message.bytes": String(4 * 1024 * 1024) });
     } finally {
