@@ -51,7 +51,7 @@ export const EXACTLY_ONCE_PRODUCER = {
   idempotent: true,
   maxInFlightRequests: 1,
   createPartitioner: Partitioners.DefaultPartitioner,
-  retry: { retries: Number.MAX_SAFE_INTEGER, initialRetryTime: 100, maxRetryTime: 5_000 },
+  retry: { retries: Number.MAX_SAFE_INTEGER, initialRetryTime: 20, maxRetryTime: 5_000 },
 } satisfies ProducerConfig;
 
 /**
