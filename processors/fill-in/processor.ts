@@ -12,6 +12,7 @@ import type { TenantSettings } from "../../config/tenant.ts";
 import type { ToolCall } from "../../schemas/types.ts";
 import type { ConfigView } from "../runner/config-table.ts";
 import { defineProcessor, type Outcome } from "../runner/processor.ts";
+import { parseArguments } from "../call-arguments.ts";
 import { defaultBudget } from "./budget.ts";
 
 export interface FillInEnv {
@@ -21,17 +22,6 @@ export interface FillInEnv {
    * none for it; then the share the runtime put on the event is used (FIT-16).
    */
   spendShare(treeId: string): Promise<number | null>;
-}
-
-function parseArguments(text: string): Record<string, unknown> | string {
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch (err) {
-    return `arguments are not JSON (${(err as Error).message}): publish the call's arguments as a JSON object`;
-  }
-  if (value === null || typeof value !== "object" || Array.isArray(value)) return "arguments must be a JSON object";
-  return value as Record<string, unknown>;
 }
 
 /** Whether this call's function takes a filled-in budget, from the tool's manifest. */

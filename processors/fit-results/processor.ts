@@ -18,6 +18,7 @@ import type { OffloadThreshold } from "../../config/resolve.ts";
 import { fit, META_KEY, wanted } from "../fit/index.ts";
 import { offloadResult, type OffloadEnv } from "../offload/index.ts";
 import type { ResultDelivered, ToolResult, TraceEntry } from "../../schemas/types.ts";
+import { parseArguments } from "../call-arguments.ts";
 import { deriveId } from "../runner/ids.ts";
 import { defineProcessor, type Emit, type Outcome } from "../runner/processor.ts";
 import { fittable, readMcpResult, type McpResult } from "./mcp.ts";
@@ -60,14 +61,6 @@ export function fitArguments(args: Record<string, unknown>): FitArgs | { error: 
   return out;
 }
 
-function parseArgs(text: string): Record<string, unknown> | undefined {
-  try {
-    const v: unknown = JSON.parse(text);
-    return v !== null && typeof v === "object" && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;
-  } catch {
-    return undefined;
-  }
-}
 
 function delivered(r: ToolResult, content: string, extra: Partial<ResultDelivered> = {}): ResultDelivered {
   return {
@@ -127,8 +120,8 @@ function traceEntry(r: ToolResult, note: FitNote): TraceEntry {
 
 /** Fits one result; pure given its text. */
 export function fitResult(r: ToolResult, text: string): Outcome {
-  const args = parseArgs(r.arguments);
-  if (!args) return { invalid: "arguments must be a JSON object: the call's arguments as made" };
+  const args = parseArguments(r.arguments);
+  if (typeof args === "string") return { invalid: args };
   const mcp = readMcpResult(text);
   if ("error" in mcp) return { invalid: mcp.error };
   const wantedArgs = fitArguments(args);

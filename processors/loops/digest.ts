@@ -4,6 +4,7 @@
  * value does); a result is a hash of what it said, and whether it said anything.
  */
 import { createHash } from "node:crypto";
+import { parseArguments } from "../call-arguments.ts";
 
 /** JSON with object keys sorted at every depth and no insignificant whitespace. */
 export function canonicalJson(value: unknown): string {
@@ -19,17 +20,6 @@ function sha256(text: string): string {
   return createHash("sha256").update(text).digest("hex");
 }
 
-/** Parses a call's arguments, or says why they cannot be digested. */
-export function parseArguments(text: string): Record<string, unknown> | string {
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch (err) {
-    return `arguments are not JSON (${(err as Error).message}): publish the call's arguments as a JSON object`;
-  }
-  if (value === null || typeof value !== "object" || Array.isArray(value)) return "arguments must be a JSON object";
-  return value as Record<string, unknown>;
-}
 
 /** A short digest of a call's arguments (JSON object text); equal for equal objects. */
 export function argumentsDigest(argumentsJson: string): string {
