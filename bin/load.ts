@@ -14,6 +14,7 @@ import { randomUUID } from "node:crypto";
 import { mkdir, readdir, readFile, writeFile } from "node:fs/promises";
 import { parseArgs } from "node:util";
 import { RuntimeClient } from "../client/runtime-client.ts";
+import { syntheticResult } from "../client/synthetic.ts";
 import { createLogger } from "../processors/runner/log.ts";
 import type { ToolResult } from "../schemas/types.ts";
 import { startPipeline, type Pipeline } from "./pipeline.ts";
@@ -66,30 +67,9 @@ const rnd = random(42);
 const pick = <T>(list: readonly T[]): T => list[Math.floor(rnd() * list.length)] as T;
 const argsMix = [{}, { budget: 500 }, { budget: 2000 }, { view: "summary" }, { view: "stub" }, { query: "1-40" }, { budget: 4000, view: "full" }, { budget: 1000 }];
 const tag = randomUUID().slice(0, 8);
-const results: ToolResult[] = Array.from({ length: total }, (_, i) => {
-  const text = pick(corpus);
-  const content = JSON.stringify({ content: [{ type: "text", text }] });
-  const run = `load-${tag}-run-${i % runs}`;
-  return {
-    id: `load-${tag}-${i}`,
-    tenant: `tenant-${i % 3}`,
-    tree_id: run,
-    job_id: run,
-    run_id: run,
-    call_id: `call-${tag}-${i}`,
-    agent: "acme-reviewer",
-    plugin: "acme_docs",
-    tool: "acme_docs",
-    function: "get_page",
-    arguments: JSON.stringify({ path: `doc-${i}.md`, ...pick(argsMix) }),
-    origin: "model",
-    is_error: false,
-    content,
-    content_ref: null,
-    size_bytes: Buffer.byteLength(content),
-    ts: Date.now(),
-  };
-});
+const results: ToolResult[] = Array.from({ length: total }, (_, index) =>
+  syntheticResult({ prefix: `load-${tag}`, index, runs, text: pick(corpus), args: pick(argsMix), agent: "acme-reviewer" }),
+);
 
 const deadline = Date.now() + seconds * 1000;
 const sentAt = new Map<string, number>();

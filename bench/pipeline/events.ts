@@ -7,6 +7,7 @@ import { readdir, readFile } from "node:fs/promises";
 import type { AgentDefinition } from "../../config/agent.ts";
 import type { SchemaName } from "../../schemas/catalog.ts";
 import type { ModelCall, ToolCall, ToolResult } from "../../schemas/types.ts";
+import { syntheticResult } from "../../client/synthetic.ts";
 
 /** A small deterministic generator (mulberry32), so two runs send the same mix. */
 export function random(seed: number): () => number {
@@ -203,32 +204,9 @@ export function toolResults(corpus: readonly string[]): EventKind<ToolResult> {
       const rnd = random(seed);
       const pick = <T>(list: readonly T[]): T => list[Math.floor(rnd() * list.length)] as T;
       const runs = Math.max(1, Math.ceil(count / 10));
-      return Array.from({ length: count }, (_, i) => {
-        const content = JSON.stringify({ content: [{ type: "text", text: pick(corpus) }] });
-        const run = `bench-${tag}-run-${i % runs}`;
-        return {
-          key: run,
-          answered: true,
-          value: {
-            id: `bench-${tag}-res-${i}`,
-            tenant: `tenant-${i % 3}`,
-            tree_id: run,
-            job_id: run,
-            run_id: run,
-            call_id: `call-${tag}-${i}`,
-            agent: "bench-pager",
-            plugin: "acme_docs",
-            tool: "acme_docs",
-            function: "get_page",
-            arguments: JSON.stringify({ path: `doc-${i}.md`, ...pick(argsMix) }),
-            origin: "model",
-            is_error: false,
-            content,
-            content_ref: null,
-            size_bytes: Buffer.byteLength(content),
-            ts: Date.now(),
-          },
-        };
+      return Array.from({ length: count }, (_, index) => {
+        const value = syntheticResult({ prefix: `bench-${tag}`, index, runs, text: pick(corpus), args: pick(argsMix), agent: "bench-pager" });
+        return { key: value.run_id, answered: true, value };
       });
     },
   };
