@@ -14,7 +14,7 @@ import { randomUUID } from "node:crypto";
 import { mkdir, readdir, readFile, writeFile } from "node:fs/promises";
 import { parseArgs } from "node:util";
 import { RuntimeClient } from "../client/runtime-client.ts";
-import { syntheticResult } from "../client/synthetic.ts";
+import { random, syntheticResult } from "../client/synthetic.ts";
 import { createLogger } from "../processors/runner/log.ts";
 import type { ToolResult } from "../schemas/types.ts";
 import { startPipeline, type Pipeline } from "./pipeline.ts";
@@ -34,18 +34,6 @@ const runs = Number(values.runs);
 if (!(total > 0 && seconds > 0 && runs > 0)) {
   process.stderr.write("usage: npm run load -- [--results N>0] [--seconds S>0] [--runs R>0] [--external]\n");
   process.exit(2);
-}
-
-/** A small deterministic generator, so two runs send the same mix. */
-function random(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 function percentile(sorted: number[], p: number): number {

@@ -4,6 +4,18 @@
  */
 import type { ToolResult } from "../schemas/types.ts";
 
+/** A small deterministic generator (mulberry32), so two runs send the same mix. */
+export function random(seed: number): () => number {
+  let s = seed >>> 0;
+  return () => {
+    s = (s + 0x6d2b79f5) >>> 0;
+    let t = s;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
 export interface SyntheticResult {
   /** Names the events of one load or bench run, such as `load-1a2b3c4d`. */
   readonly prefix: string;

@@ -7,19 +7,7 @@ import { readdir, readFile } from "node:fs/promises";
 import type { AgentDefinition } from "../../config/agent.ts";
 import type { SchemaName } from "../../schemas/catalog.ts";
 import type { ModelCall, ToolCall, ToolResult } from "../../schemas/types.ts";
-import { syntheticResult } from "../../client/synthetic.ts";
-
-/** A small deterministic generator (mulberry32), so two runs send the same mix. */
-export function random(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { random, syntheticResult } from "../../client/synthetic.ts";
 
 /** One input event with its key, and whether the processor must answer it (an output names it by `input_id`). */
 export interface BenchEvent<T> {
