@@ -6,7 +6,7 @@
 import { readdirSync, readFileSync } from "node:fs";
 import avro from "avsc";
 
-export const SCHEMA_NAMES = ["ToolCall", "ToolResult", "ModelCall", "JobEvent", "Decision", "DeadLetter", "ConfigRecord", "ResultDelivered", "TraceEntry"] as const;
+export const SCHEMA_NAMES = ["ToolCall", "ToolResult", "ModelCall", "JobEvent", "Decision", "DeadLetter", "ConfigRecord", "ResultDelivered", "TraceEntry", "AuditEvent"] as const;
 export type SchemaName = (typeof SCHEMA_NAMES)[number];
 
 export interface SchemaEntry {

@@ -79,6 +79,17 @@ export interface JobEvent {
   delegation: ChildKind;
   depth: number;
   outcome: string | null;
+  /** FILE-4, LIM-10: the person or app that started the tree. */
+  principal: string | null;
+  team: string | null;
+  permissions: string[];
+  /** FILE-4: refs handed to the job at start. */
+  files: string[];
+  /** FILE-5: the start names its tree ID itself. */
+  chosen_tree_id: boolean;
+  /** FILE-3: the conversation and the turn this one follows (or forks from). */
+  conversation_id: string | null;
+  previous_turn: string | null;
   ts: number;
 }
 
@@ -161,6 +172,19 @@ export interface TraceEntry {
   run_id: string | null;
   section: string;
   subject: string;
+  facts: Record<string, string>;
+  numbers: Record<string, number>;
+  ts: number;
+}
+
+export interface AuditEvent {
+  id: string;
+  kind: string;
+  tenant: string | null;
+  tree_id: string | null;
+  job_id: string | null;
+  actor: string | null;
+  reason: string | null;
   facts: Record<string, string>;
   numbers: Record<string, number>;
   ts: number;

@@ -10,7 +10,7 @@ export interface TopicSpec {
   /** The schema of its values. */
   readonly schema: SchemaName;
   /** What its key is; records of one key stay in order on one partition. */
-  readonly key: "run_id" | "tree_id" | "kind/id" | "input";
+  readonly key: "run_id" | "tree_id" | "kind/id" | "input" | "tenant";
   readonly partitions: number;
   /** Milliseconds, or -1 to keep forever. */
   readonly retentionMs: number;
@@ -119,6 +119,15 @@ export const TOPICS = [
     retentionMs: 30 * DAY,
     compacted: false,
     doc: "Trace entries of every job (fitted steps, offloads, findings), never content.",
+  },
+  {
+    name: "oz0.audit",
+    schema: "AuditEvent",
+    key: "tenant",
+    partitions: 4,
+    retentionMs: 30 * DAY,
+    compacted: false,
+    doc: "Entries for the audit log (files handed, approvals, refusals, tenant changes, kill switches, loop counts); the audit sink keeps them append-only in MinIO.",
   },
   {
     name: "oz0.config",

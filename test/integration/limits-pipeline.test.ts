@@ -37,7 +37,7 @@ describe("limits processors on real Kafka and Redis", () => {
     redis?.disconnect();
   });
 
-  const jobEvent = (tree: string, over: Partial<JobEvent>): JobEvent => ({ id: uid("evt"), tenant: "acme", tree_id: tree, job_id: tree, parent_job_id: null, run_id: "run-root", agent: "boss", kind: "started", started_by: "app", delegation: "none", depth: 0, outcome: null, ts: Date.now(), ...over });
+  const jobEvent = (tree: string, over: Partial<JobEvent>): JobEvent => ({ id: uid("evt"), tenant: "acme", tree_id: tree, job_id: tree, parent_job_id: null, run_id: "run-root", agent: "boss", kind: "started", started_by: "app", delegation: "none", depth: 0, outcome: null, principal: null, team: null, permissions: [], files: [], chosen_tree_id: false, conversation_id: null, previous_turn: null, ts: Date.now(), ...over });
   const ask = (tree: string): ModelCall => ({ id: uid("evt"), tenant: "acme", tree_id: tree, job_id: tree, run_id: "run-root", request_id: uid("req"), kind: "ask", model: "claude-sonnet-4", input_tokens: 1_000, max_output_tokens: null, output_tokens: null, cache_read_tokens: 0, cache_write_tokens: 0, agent: "boss", ts: Date.now() });
 
   it("LIM-7 LIM-3 asks and children are decided once each across a restart mid-stream, and the budget holds", async () => {

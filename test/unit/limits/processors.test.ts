@@ -24,7 +24,7 @@ function setup(agents: AgentDefinition[]) {
 }
 
 function job(tree: string, over: Partial<JobEvent>): JobEvent {
-  return { id: uid("evt"), tenant: "acme", tree_id: tree, job_id: tree, parent_job_id: null, run_id: "run-root", agent: "boss", kind: "started", started_by: "app", delegation: "none", depth: 0, outcome: null, ts: 1_000, ...over };
+  return { id: uid("evt"), tenant: "acme", tree_id: tree, job_id: tree, parent_job_id: null, run_id: "run-root", agent: "boss", kind: "started", started_by: "app", delegation: "none", depth: 0, outcome: null, principal: null, team: null, permissions: [], files: [], chosen_tree_id: false, conversation_id: null, previous_turn: null, ts: 1_000, ...over };
 }
 
 function call(tree: string, over: Partial<ModelCall>): ModelCall {

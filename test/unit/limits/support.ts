@@ -26,7 +26,7 @@ export function setup(agents: AgentDefinition[], tenant: TenantSettings = tenant
 }
 
 export function jobEvent(tree: string, over: Partial<JobEvent> = {}): JobEvent {
-  return { id: uid("evt"), tenant: "acme", tree_id: tree, job_id: tree, parent_job_id: null, run_id: "run-root", agent: "boss", kind: "started", started_by: "app", delegation: "none", depth: 0, outcome: null, ts: 1_000, ...over };
+  return { id: uid("evt"), tenant: "acme", tree_id: tree, job_id: tree, parent_job_id: null, run_id: "run-root", agent: "boss", kind: "started", started_by: "app", delegation: "none", depth: 0, outcome: null, principal: null, team: null, permissions: [], files: [], chosen_tree_id: false, conversation_id: null, previous_turn: null, ts: 1_000, ...over };
 }
 
 /** An ask of sonnet: 1,000 in and 1,000 out at most, a worst case of $0.018. */
