@@ -53,8 +53,11 @@ export function schemaFilesOnDisk(): string[] {
  * list when it fits.
  */
 export function schemaViolations(name: SchemaName, value: unknown): string[] {
+  const type = schema(name).type;
+  // The common case, a value that fits, without the cost of collecting paths.
+  if (type.isValid(value)) return [];
   const problems: string[] = [];
-  schema(name).type.isValid(value, {
+  type.isValid(value, {
     errorHook: (path: string[], v: unknown) => {
       const shown = typeof v === "string" && v.length > 80 ? `${v.slice(0, 80)}...` : v;
       problems.push(`${path.join(".") || "(root)"}: ${JSON.stringify(shown) ?? String(shown)} does not fit`);

@@ -89,10 +89,18 @@ export class Serde {
 
   /** Encodes a value with this build's schema; a value that does not fit says which fields. */
   encode(name: SchemaName, value: unknown): Buffer {
-    const id = this.ids.get(name);
-    if (id === undefined) throw new Error(`schema ${name} is not registered yet: call registerAll() at start`);
     const problems = schemaViolations(name, value);
     if (problems.length > 0) throw new Error(`${name} does not fit its schema: ${problems.join("; ")}`);
+    return this.encodeChecked(name, value);
+  }
+
+  /**
+   * Encodes a value already known to fit `name` (the runner checks every output against its
+   * schema before it encodes it): the check is not made twice on the hot path.
+   */
+  encodeChecked(name: SchemaName, value: unknown): Buffer {
+    const id = this.ids.get(name);
+    if (id === undefined) throw new Error(`schema ${name} is not registered yet: call registerAll() at start`);
     const body = schema(name).type.toBuffer(value);
     const out = Buffer.allocUnsafe(HEADER + body.length);
     out.writeUInt8(MAGIC, 0);

@@ -1,6 +1,7 @@
 /**
  * What the pipeline benchmark runs, each on topics of its own: bare kafkajs passthroughs (one
  * `send` per batch; and the same in a transaction with `sendOffsets`, as the runner commits),
+ * handling as many partitions at once as the runner does (`OZ0_PARTITIONS_CONCURRENTLY`),
  * the runner with a core that decodes and re-encodes each input unchanged, and a real
  * processor under the runner.
  *
@@ -15,7 +16,7 @@ import { EXACTLY_ONCE_PRODUCER } from "../../processors/runner/endpoints.ts";
 import type { Logger } from "../../processors/runner/log.ts";
 import type { Processor } from "../../processors/runner/processor.ts";
 import { startProcessor } from "../../processors/runner/runner.ts";
-import { KafkaTransport, type BatchHandler, type OutMessage, type Transport } from "../../processors/runner/transport.ts";
+import { concurrencyFromEnv, KafkaTransport, ProducerPool, type BatchHandler, type OutMessage, type Transport } from "../../processors/runner/transport.ts";
 import type { Serde } from "../../schemas/serde.ts";
 import type { TopicName } from "../../topology/topics.ts";
 
@@ -57,6 +58,7 @@ export async function startPassthrough(ctx: SubjectContext): Promise<RunningSubj
   await consumer.connect();
   await consumer.subscribe({ topic: ctx.input, fromBeginning: true });
   await consumer.run({
+    partitionsConsumedConcurrently: concurrencyFromEnv(),
     eachBatch: async ({ batch }) => {
       first ??= Date.now();
       if (batch.messages.length === 0) return;
@@ -79,19 +81,25 @@ export async function startPassthrough(ctx: SubjectContext): Promise<RunningSubj
 export async function startTransactionalPassthrough(ctx: SubjectContext): Promise<RunningSubject> {
   const out = outTopic(ctx);
   const consumer = consumerOf(ctx.kafka, ctx.groupId);
-  const producer = ctx.kafka.producer({ transactionalId: `${ctx.groupId}.${randomUUID().slice(0, 8)}`, ...EXACTLY_ONCE_PRODUCER, allowAutoTopicCreation: false });
+  const concurrency = concurrencyFromEnv();
+  const instance = `${ctx.groupId}.${randomUUID().slice(0, 8)}`;
+  const pool = new ProducerPool(
+    Array.from({ length: concurrency }, (_, i) => ctx.kafka.producer({ transactionalId: `${instance}.${i}`, ...EXACTLY_ONCE_PRODUCER, allowAutoTopicCreation: false })),
+  );
   let first: number | undefined;
-  await producer.connect();
+  await Promise.all(pool.all.map((p) => p.connect()));
   await consumer.connect();
   await consumer.subscribe({ topic: ctx.input, fromBeginning: true });
   await consumer.run({
     autoCommit: false,
     eachBatchAutoResolve: false,
+    partitionsConsumedConcurrently: concurrency,
     eachBatch: async (payload) => {
       const { batch } = payload;
       first ??= Date.now();
       const last = batch.messages[batch.messages.length - 1]?.offset;
       if (last === undefined) return;
+      const producer = await pool.take();
       const txn = await producer.transaction();
       try {
         await txn.send({ topic: out, messages: batch.messages.map((m) => ({ key: m.key, value: m.value })) });
@@ -100,6 +108,8 @@ export async function startTransactionalPassthrough(ctx: SubjectContext): Promis
       } catch (err) {
         await txn.abort().catch(() => undefined);
         throw err;
+      } finally {
+        pool.give(producer);
       }
       payload.resolveOffset(last);
       await payload.heartbeat();
@@ -109,7 +119,7 @@ export async function startTransactionalPassthrough(ctx: SubjectContext): Promis
     firstBatchAt: () => first,
     stop: async () => {
       await consumer.disconnect();
-      await producer.disconnect();
+      await Promise.all(pool.all.map((p) => p.disconnect()));
     },
   };
 }

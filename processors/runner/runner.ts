@@ -99,7 +99,7 @@ export async function startProcessor<In, Env>(p: Processor<In, Env>, env: Env, d
       }
     }
     const result = await runBatch(p, records, env, { onRetry: (err, attempt) => backoff(ctx, err, attempt) });
-    const out: OutMessage[] = result.emits.map((e) => ({ topic: e.to, key: e.key, value: deps.serde.encode(topic(e.to).schema, e.value) }));
+    const out: OutMessage[] = result.emits.map((e) => ({ topic: e.to, key: e.key, value: deps.serde.encodeChecked(topic(e.to).schema, e.value) }));
     for (const r of [...rejected, ...result.rejected]) {
       const raw = byOffset.get(r.offset);
       if (!raw) continue;

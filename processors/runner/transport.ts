@@ -71,6 +71,52 @@ export interface KafkaTransportOptions {
   log: Logger;
   /** Read a new group's input from the start (default) or only what arrives from now on. */
   fromBeginning?: boolean;
+  /**
+   * How many partitions' batches are handled at once, each in its own transaction on its own
+   * transactional producer. Records of one key stay on one partition, so batches handled at
+   * once never share a run or a tree. Default `OZ0_PARTITIONS_CONCURRENTLY`, else 4.
+   */
+  concurrency?: number;
+}
+
+export const DEFAULT_CONCURRENCY = 4;
+
+/** The concurrency from the environment: a whole number from 1 to 64, else the default. */
+export function concurrencyFromEnv(env: Record<string, string | undefined> = process.env): number {
+  const raw = env.OZ0_PARTITIONS_CONCURRENTLY;
+  if (raw === undefined || raw === "") return DEFAULT_CONCURRENCY;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 1 || n > 64) {
+    throw new Error(`OZ0_PARTITIONS_CONCURRENTLY=${raw} is not a whole number from 1 to 64`);
+  }
+  return n;
+}
+
+/**
+ * Transactional producers handed out one per batch in hand: a producer has at most one open
+ * transaction, so batches handled at once each need their own.
+ */
+export class ProducerPool {
+  private readonly idle: Producer[] = [];
+  private readonly waiting: Array<(p: Producer) => void> = [];
+  readonly all: readonly Producer[];
+
+  constructor(producers: Producer[]) {
+    this.all = producers;
+    this.idle.push(...producers);
+  }
+
+  async take(): Promise<Producer> {
+    const p = this.idle.pop();
+    if (p) return p;
+    return new Promise((resolve) => this.waiting.push(resolve));
+  }
+
+  give(p: Producer): void {
+    const next = this.waiting.shift();
+    if (next) next(p);
+    else this.idle.push(p);
+  }
 }
 
 /**
@@ -81,7 +127,8 @@ export interface KafkaTransportOptions {
  */
 export class KafkaTransport implements Transport {
   private readonly consumer: Consumer;
-  private readonly producer: Producer;
+  private readonly producers: ProducerPool;
+  private readonly concurrency: number;
   private readonly opts: KafkaTransportOptions;
 
   constructor(opts: KafkaTransportOptions) {
@@ -94,21 +141,24 @@ export class KafkaTransport implements Transport {
       maxBytesPerPartition: 1_048_576,
       allowAutoTopicCreation: false,
     });
-    // One transactional ID per instance: instances of a group never fence each other.
-    this.producer = opts.kafka.producer({
-      transactionalId: `${opts.groupId}.${hostname()}.${process.pid}.${randomUUID().slice(0, 8)}`,
-      ...EXACTLY_ONCE_PRODUCER,
-      allowAutoTopicCreation: false,
-    });
+    this.concurrency = opts.concurrency ?? concurrencyFromEnv();
+    // Transactional IDs unique per instance: instances of a group never fence each other.
+    const instance = `${opts.groupId}.${hostname()}.${process.pid}.${randomUUID().slice(0, 8)}`;
+    this.producers = new ProducerPool(
+      Array.from({ length: this.concurrency }, (_, i) =>
+        opts.kafka.producer({ transactionalId: `${instance}.${i}`, ...EXACTLY_ONCE_PRODUCER, allowAutoTopicCreation: false }),
+      ),
+    );
   }
 
   async start(handler: BatchHandler): Promise<void> {
-    await this.producer.connect();
+    await Promise.all(this.producers.all.map((p) => p.connect()));
     await this.consumer.connect();
     await this.consumer.subscribe({ topic: this.opts.topic, fromBeginning: this.opts.fromBeginning ?? true });
     await this.consumer.run({
       autoCommit: false,
       eachBatchAutoResolve: false,
+      partitionsConsumedConcurrently: this.concurrency,
       eachBatch: async (payload) => {
         const { batch } = payload;
         const heartbeat = () => payload.heartbeat();
@@ -124,25 +174,11 @@ export class KafkaTransport implements Transport {
         }));
         const out = await handler(records, { heartbeat, isRunning });
         const last = batch.messages[batch.messages.length - 1]?.offset ?? batch.lastOffset();
-        const txn = await this.producer.transaction();
+        const producer = await this.producers.take();
         try {
-          for (const chunk of chunks(out, MAX_SEND_BYTES)) {
-            const byTopic = new Map<string, Array<{ key: string | null; value: Buffer | null }>>();
-            for (const m of chunk) {
-              const list = byTopic.get(m.topic) ?? [];
-              list.push({ key: m.key, value: m.value });
-              byTopic.set(m.topic, list);
-            }
-            await txn.sendBatch({ topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })) });
-          }
-          await txn.sendOffsets({
-            consumerGroupId: this.opts.groupId,
-            topics: [{ topic: batch.topic, partitions: [{ partition: batch.partition, offset: (BigInt(last) + 1n).toString() }] }],
-          });
-          await txn.commit();
-        } catch (err) {
-          await txn.abort().catch((e: unknown) => this.opts.log.warn("transaction abort failed", { error: String(e) }));
-          throw err;
+          await this.commit(producer, batch.topic, batch.partition, out, last);
+        } finally {
+          this.producers.give(producer);
         }
         payload.resolveOffset(last);
         await heartbeat();
@@ -150,8 +186,32 @@ export class KafkaTransport implements Transport {
     });
   }
 
+  /** Outputs and the input offset after `last`, in one transaction. */
+  private async commit(producer: Producer, topic: string, partition: number, out: readonly OutMessage[], last: string): Promise<void> {
+    const txn = await producer.transaction();
+    try {
+      for (const chunk of chunks(out, MAX_SEND_BYTES)) {
+        const byTopic = new Map<string, Array<{ key: string | null; value: Buffer | null }>>();
+        for (const m of chunk) {
+          const list = byTopic.get(m.topic) ?? [];
+          list.push({ key: m.key, value: m.value });
+          byTopic.set(m.topic, list);
+        }
+        await txn.sendBatch({ topicMessages: [...byTopic].map(([name, messages]) => ({ topic: name, messages })) });
+      }
+      await txn.sendOffsets({
+        consumerGroupId: this.opts.groupId,
+        topics: [{ topic, partitions: [{ partition, offset: (BigInt(last) + 1n).toString() }] }],
+      });
+      await txn.commit();
+    } catch (err) {
+      await txn.abort().catch((e: unknown) => this.opts.log.warn("transaction abort failed", { error: String(e) }));
+      throw err;
+    }
+  }
+
   async stop(): Promise<void> {
     await this.consumer.disconnect();
-    await this.producer.disconnect();
+    await Promise.all(this.producers.all.map((p) => p.disconnect()));
   }
 }
