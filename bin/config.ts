@@ -7,6 +7,9 @@
  *                                       validate, then write changed rows to the compacted
  *                                       config topic; a changed tenant row needs --reason (OFF-13);
  *                                       --prune removes rows whose file is gone
+ *   kill-switch <plugin>/<tool> --reason R [--off] [--by name]
+ *                                       throw (or release) a kill switch on a tool, cluster-wide
+ *                                       (LOOP-9), with an audit entry
  *
  * `dir` defaults to $OZ0_CONFIG_DIR, else config/examples. Exit status: 0 fine (warnings
  * allowed), 1 errors, 2 usage.
@@ -24,17 +27,18 @@ import { createLogger } from "../processors/runner/log.ts";
 import { Serde } from "../schemas/serde.ts";
 import { ensureTopics } from "../topology/create.ts";
 import { topic } from "../topology/topics.ts";
+import { describeKillSwitch, setKillSwitch } from "./kill-switch.ts";
 import { servicesForCommand } from "./services.ts";
 
 const { positionals, values } = parseArgs({
   allowPositionals: true,
-  options: { reason: { type: "string" }, prune: { type: "boolean", default: false } },
+  options: { reason: { type: "string" }, prune: { type: "boolean", default: false }, off: { type: "boolean", default: false }, by: { type: "string" } },
 });
 const [command, ...rest] = positionals;
 const defaultDir = process.env.OZ0_CONFIG_DIR ?? "config/examples";
 
 function usage(): never {
-  process.stderr.write("usage: npm run config -- validate [dir] | lint <oz0-plugin.yaml>... | publish [dir] [--reason R] [--prune]\n");
+  process.stderr.write("usage: npm run config -- validate [dir] | lint <oz0-plugin.yaml>... | publish [dir] [--reason R] [--prune] | kill-switch <plugin>/<tool> --reason R [--off] [--by name]\n");
   process.exit(2);
 }
 
@@ -126,6 +130,19 @@ switch (command) {
   case "publish":
     code = await publish(rest[0] ?? defaultDir);
     break;
+  case "kill-switch": {
+    if (rest.length !== 1) usage();
+    const endpoints = await servicesForCommand();
+    const log = createLogger({ component: "config" });
+    const kafka = new Kafka(kafkaConfig("oz0-config", endpoints, process.env, log));
+    const outcome = await setKillSwitch(
+      { kafka, serde: new Serde({ registryUrl: endpoints.registryUrl }), log },
+      { tool: rest[0] ?? "", reason: values.reason, by: values.by ?? process.env.USER ?? "an admin", off: values.off, at: Date.now() },
+    );
+    console.log(describeKillSwitch(outcome));
+    code = "error" in outcome ? 1 : 0;
+    break;
+  }
   default:
     usage();
 }

@@ -16,6 +16,7 @@ import { parseArgs } from "node:util";
 import { RuntimeClient } from "../client/runtime-client.ts";
 import { random, syntheticResult } from "../client/synthetic.ts";
 import { createLogger } from "../processors/runner/log.ts";
+import { opsAddressFromEnv } from "../processors/runner/ops-server.ts";
 import type { ToolResult } from "../schemas/types.ts";
 import { startPipeline, type Pipeline } from "./pipeline.ts";
 import { servicesForCommand } from "./services.ts";
@@ -48,8 +49,9 @@ const corpus = await Promise.all((await readdir(corpusDir)).filter((f) => f.ends
 if (corpus.length === 0) throw new Error("no corpus in test/fixtures/tokens");
 
 let pipeline: Pipeline | undefined;
-if (!values.external) pipeline = await startPipeline(endpoints, createLogger({ component: "pipeline" }, () => {}));
-const client = await RuntimeClient.connect(endpoints, log);
+// Its health and metrics on any free port unless OZ0_METRICS_PORT says, so a running `npm start` keeps 9464.
+if (!values.external) pipeline = await startPipeline(endpoints, createLogger({ component: "pipeline" }, () => {}), { ops: opsAddressFromEnv({ OZ0_METRICS_PORT: "0", ...process.env }) });
+const client = await RuntimeClient.connect(endpoints, { log, listen: ["delivered"] });
 
 const rnd = random(42);
 const pick = <T>(list: readonly T[]): T => list[Math.floor(rnd() * list.length)] as T;

@@ -7,9 +7,13 @@ import { Redis } from "ioredis";
 import { Kafka, type Admin } from "kafkajs";
 import { loopStore, startLoopDeadlines } from "../processors/loops/index.ts";
 import { PIPELINE } from "../processors/pipeline.ts";
+import { ensureSinkBuckets } from "../processors/sinks.ts";
 import { ConfigTable } from "../processors/runner/config-table.ts";
-import { kafkaConfig, type Endpoints } from "../processors/runner/endpoints.ts";
+import { kafkaConfig, PIPELINE_REDIS, type Endpoints } from "../processors/runner/endpoints.ts";
 import type { Logger } from "../processors/runner/log.ts";
+import { consumerLag } from "../processors/runner/monitor.ts";
+import { startOps, type Ops } from "../processors/runner/ops.ts";
+import { opsAddressFromEnv, type OpsAddress } from "../processors/runner/ops-server.ts";
 import { startProcessor, type RunningProcessor } from "../processors/runner/runner.ts";
 import { KafkaTransport } from "../processors/runner/transport.ts";
 import { Serde } from "../schemas/serde.ts";
@@ -24,53 +28,70 @@ export interface Pipeline {
   readonly kafka: Kafka;
   readonly admin: Admin;
   readonly serde: Serde;
+  /** Health, lag and metrics, served over HTTP (docs/operations.md). */
+  readonly ops: Ops;
   /** Messages not yet consumed by a processor's group, summed over its input's partitions. */
   lag(processor: RunningProcessor): Promise<number>;
   stop(): Promise<void>;
 }
 
-export async function startPipeline(endpoints: Endpoints, log: Logger): Promise<Pipeline> {
+export interface PipelineOptions {
+  /** Where `/health/*` and `/metrics` listen. @default `OZ0_METRICS_HOST`:`OZ0_METRICS_PORT`, else 127.0.0.1:9464 */
+  ops?: OpsAddress;
+}
+
+export async function startPipeline(endpoints: Endpoints, log: Logger, options: PipelineOptions = {}): Promise<Pipeline> {
   const kafka = new Kafka(kafkaConfig("oz0-pipeline", endpoints, process.env, log));
   const admin = kafka.admin();
   await admin.connect();
+  // Served from the start: live at once, ready once every processor's group shows.
+  const ops = await startOps({ address: options.ops ?? opsAddressFromEnv(), log: log.child({ component: "ops" }), admin });
   const topics = await ensureTopics(admin, TOPICS);
   log.info("topics ready", { created: topics.created.length, existing: topics.existing.length, warnings: topics.warnings });
   const serde = new Serde({ registryUrl: endpoints.registryUrl });
   await serde.registerAll();
   log.info("schemas registered");
-  const redis = new Redis(endpoints.redisUrl, { maxRetriesPerRequest: 3 });
+  const redis = new Redis(endpoints.redisUrl, PIPELINE_REDIS);
   const keys = PayloadKeys.fromEnv();
   if (keys.development) log.warn("OZ0_PAYLOAD_KEY is not set: files are sealed with the public development key; set it for any real data");
   const files = new FileStore({ client: minioClient(endpoints), bucket: process.env.OZ0_BUCKET ?? "oz0-files", keys });
   await files.ensureBucket();
+  // SYS-5: the traces' bucket and the audit log's, created with object locking.
+  await ensureSinkBuckets(endpoints);
   const config = await ConfigTable.start(kafka, serde, log);
   const running: RunningProcessor[] = [];
   const inputs = new Map<string, string>();
   for (const e of PIPELINE) {
-    const transport = new KafkaTransport({ kafka, groupId: `oz0.${e.processor.name}`, topic: e.processor.input, log });
-    running.push(await startProcessor(e.processor, await e.env({ endpoints, redis, config, files }), { transport, serde, log }));
+    const groupId = `oz0.${e.processor.name}`;
+    ops.starting(e.processor.name, groupId);
+    const transport = new KafkaTransport({ kafka, groupId, topic: e.processor.input, log });
+    const started = await startProcessor(e.processor, await e.env({ endpoints, redis, config, files }), { transport, serde, log });
+    running.push(started);
+    ops.started(started, groupId);
     inputs.set(e.processor.name, e.processor.input);
   }
   // LOOP-5: deadlines of loop approvals fire by a timer, even when the run sends nothing more.
   const loopDeadlines = await startLoopDeadlines({ store: loopStore(redis), kafka, serde, log });
   if (running.length === 0) log.warn("the pipeline lists no processors: topics and schemas are ready, nothing consumes them");
+  ops.running();
 
   return {
     running,
     kafka,
     admin,
     serde,
+    ops,
     lag: async (r) => {
       const input = inputs.get(r.name);
       if (!input) return NaN;
-      const [committed, ends] = await Promise.all([admin.fetchOffsets({ groupId: `oz0.${r.name}`, topics: [input] }), admin.fetchTopicOffsets(input)]);
-      const done = new Map((committed[0]?.partitions ?? []).map((p) => [p.partition, BigInt(p.offset === "-1" ? "0" : p.offset)]));
-      return ends.reduce((sum, p) => sum + Number(BigInt(p.high) - (done.get(p.partition) ?? 0n)), 0);
+      return consumerLag(admin, `oz0.${r.name}`, input);
     },
     stop: async () => {
+      ops.health.stopping();
       await Promise.all(running.map((r) => r.stop()));
       await loopDeadlines.stop();
       await config.stop();
+      await ops.stop();
       await admin.disconnect();
       redis.disconnect();
     },

@@ -4,6 +4,7 @@
  * processor with its offsets committed and prints a summary.
  */
 import { createLogger } from "../processors/runner/log.ts";
+import { progressReport, snapshot, summaryReport, type Snapshot } from "../processors/runner/progress.ts";
 import { startPipeline } from "./pipeline.ts";
 import { servicesForCommand } from "./services.ts";
 
@@ -11,19 +12,25 @@ const log = createLogger({ component: "start" });
 const pipeline = await startPipeline(await servicesForCommand(), log);
 const started = Date.now();
 const PERIOD_S = 5;
-let last = new Map(pipeline.running.map((r) => [r.name, r.stats.in]));
+process.stderr.write(`health and metrics at ${pipeline.ops.server.url}/health/ready and ${pipeline.ops.server.url}/metrics\n`);
+let last = { at: Date.now(), snapshots: new Map<string, Snapshot>(pipeline.running.map((r) => [r.name, snapshot(r)])) };
 
 const progress = setInterval(() => {
   void (async () => {
-    const lines = await Promise.all(
-      pipeline.running.map(async (r) => {
-        const lag = await pipeline.lag(r).catch(() => NaN);
-        const rate = (r.stats.in - (last.get(r.name) ?? 0)) / PERIOD_S;
-        return `${r.name}: ${rate.toFixed(0)}/s, ${r.stats.in} in, ${r.stats.out} out, ${r.stats.deadLetters} dead, lag ${lag}`;
-      }),
-    );
-    last = new Map(pipeline.running.map((r) => [r.name, r.stats.in]));
-    process.stderr.write(`[${Math.round((Date.now() - started) / 1000)}s] ${lines.join(" | ") || "no processors"}\n`);
+    // The lag as the broker shows it now, not as of the monitor's last round.
+    await pipeline.ops.monitor.refresh();
+    const now = pipeline.running.map(snapshot);
+    const at = Date.now();
+    const report = progressReport({
+      before: last.snapshots,
+      now,
+      seconds: (at - last.at) / 1000,
+      elapsedS: (at - started) / 1000,
+      lag: (name) => pipeline.ops.monitor.lag(name),
+      ready: pipeline.ops.health.ready().ready,
+    });
+    last = { at, snapshots: new Map(now.map((s) => [s.name, s])) };
+    process.stderr.write(`${report}\n`);
   })();
 }, PERIOD_S * 1000);
 
@@ -34,11 +41,7 @@ async function stop(signal: string): Promise<void> {
   clearInterval(progress);
   log.info("stopping", { signal });
   await pipeline.stop();
-  const secs = (Date.now() - started) / 1000;
-  process.stderr.write(`\nsummary after ${secs.toFixed(0)} s:\n`);
-  for (const r of pipeline.running) {
-    process.stderr.write(`  ${r.name}: ${r.stats.in} in, ${r.stats.out} out, ${r.stats.deadLetters} dead letters, ${r.stats.retries} retries\n`);
-  }
+  process.stderr.write(`\n${summaryReport(pipeline.running, (Date.now() - started) / 1000)}\n`);
   process.exit(0);
 }
 process.on("SIGINT", () => void stop("SIGINT"));

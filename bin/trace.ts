@@ -1,80 +1,41 @@
 /**
- * `npm run trace -- <job-id> [--json]`: a job's trace, read from the trace and decision topics
- * (oz0.trace, oz0.call-decisions, oz0.admissions), committed records only. It reads each topic
- * from the start up to where it ended when the command started, and stops by itself.
+ * `npm run trace -- <job-id> [--json] [--scan]`: a job's trace as the trace sink keeps it
+ * (MinIO, `OZ0_TRACE_BUCKET`), read without scanning a topic. `--scan` reads the topics
+ * instead (oz0.trace, oz0.call-decisions, oz0.admissions, oz0.jobs), for a pipeline that runs
+ * without the sink.
  */
-import { randomUUID } from "node:crypto";
 import { parseArgs } from "node:util";
-import { Kafka } from "kafkajs";
-import { formatTrace } from "../client/trace-format.ts";
+import kafkajs from "kafkajs";
+import { formatTrace, type JobTrace } from "../client/trace-format.ts";
+import { scanTrace } from "../client/trace-scan.ts";
 import { kafkaConfig } from "../processors/runner/endpoints.ts";
 import { createLogger } from "../processors/runner/log.ts";
+import { sinkStores } from "../processors/sinks.ts";
 import { Serde } from "../schemas/serde.ts";
-import type { Decision, TraceEntry } from "../schemas/types.ts";
-import type { SchemaName } from "../schemas/catalog.ts";
 import { servicesForCommand } from "./services.ts";
 
-const { positionals, values } = parseArgs({ allowPositionals: true, options: { json: { type: "boolean", default: false } } });
+const { positionals, values } = parseArgs({
+  allowPositionals: true,
+  options: { json: { type: "boolean", default: false }, scan: { type: "boolean", default: false } },
+});
 const jobId = positionals[0];
-if (!jobId) {
-  process.stderr.write("usage: npm run trace -- <job-id> [--json]\n");
+if (!jobId || positionals.length > 1) {
+  process.stderr.write("usage: npm run trace -- <job-id> [--json] [--scan]\n");
   process.exit(2);
 }
 
-const TOPICS: Record<string, SchemaName> = { "oz0.trace": "TraceEntry", "oz0.call-decisions": "Decision", "oz0.admissions": "Decision" };
-/** With no record for this long after the last one, the topics are read: transaction markers end a partition without a record. */
-const IDLE_MS = 2_000;
-
 const endpoints = await servicesForCommand();
-const log = createLogger({ component: "trace" });
-const kafka = new Kafka(kafkaConfig("oz0-trace", endpoints, process.env, log));
-const serde = new Serde({ registryUrl: endpoints.registryUrl });
-const admin = kafka.admin();
-await admin.connect();
-const pending = new Map<string, bigint>();
-for (const topic of Object.keys(TOPICS)) {
-  for (const p of await admin.fetchTopicOffsets(topic)) {
-    if (BigInt(p.high) > BigInt(p.low)) pending.set(`${topic}/${p.partition}`, BigInt(p.high) - 1n);
+let trace: JobTrace;
+if (values.scan) {
+  const log = createLogger({ component: "trace" });
+  trace = await scanTrace(new kafkajs.Kafka(kafkaConfig("oz0-trace", endpoints, process.env, log)), new Serde({ registryUrl: endpoints.registryUrl }), jobId);
+} else {
+  const { traces } = sinkStores(endpoints);
+  if (!(await traces.client.bucketExists(traces.bucket))) {
+    process.stderr.write(`bucket ${traces.bucket} does not exist: the trace sink has not run here (npm start runs it); --scan reads the topics instead\n`);
+    process.exit(1);
   }
+  trace = await traces.read(jobId);
 }
-await admin.disconnect();
-
-const entries: TraceEntry[] = [];
-const decisions: Decision[] = [];
-const consumer = kafka.consumer({ groupId: `oz0.trace-reader.${randomUUID()}`, readUncommitted: false });
-await consumer.connect();
-for (const topic of Object.keys(TOPICS)) await consumer.subscribe({ topic, fromBeginning: true });
-const started = Date.now();
-let lastRecord = Date.now();
-let joined = false;
-consumer.on(consumer.events.GROUP_JOIN, () => {
-  joined = true;
-  lastRecord = Date.now();
-});
-await new Promise<void>((resolve) => {
-  const check = setInterval(() => {
-    const idle = joined && Date.now() - lastRecord > IDLE_MS;
-    if (pending.size === 0 || idle || Date.now() - started > 60_000) {
-      clearInterval(check);
-      resolve();
-    }
-  }, 200);
-  void consumer.run({
-    eachMessage: async ({ topic, partition, message }) => {
-      lastRecord = Date.now();
-      const until = pending.get(`${topic}/${partition}`);
-      if (until !== undefined && BigInt(message.offset) >= until) pending.delete(`${topic}/${partition}`);
-      const schema = TOPICS[topic];
-      if (!schema) return;
-      const value = await serde.decode<TraceEntry | Decision>(schema, message.value).catch(() => undefined);
-      if (!value || value.job_id !== jobId) return;
-      if (schema === "TraceEntry") entries.push(value as TraceEntry);
-      else decisions.push(value as Decision);
-    },
-  });
-});
-await consumer.disconnect();
-
-const trace = { jobId, entries, decisions };
 process.stdout.write(values.json ? `${JSON.stringify(trace, null, 2)}\n` : formatTrace(trace));
 process.exit(0);

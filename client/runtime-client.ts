@@ -1,51 +1,163 @@
 /**
- * The client an agent runtime embeds: publish what its agents do, and await the pipeline's
- * answer to each event, correlated by the event's ID, with a timeout that says what to check
- * when none comes.
+ * The client an agent runtime embeds: publish what its agents do (tool calls and results,
+ * model-call asks and usage, child asks and the job and wait lifecycle, oz.read_result calls),
+ * and await the pipeline's answer to each event, correlated by the event's ID (the answer's
+ * `input_id`), with a timeout that says what was awaited and what to check when none comes.
+ *
+ * | published to | awaited on | answer |
+ * | --- | --- | --- |
+ * | oz0.tool-calls.requested (ToolCall) | oz0.call-decisions | Decision: allow, wait, stop, refuse, report |
+ * | oz0.tool-results (ToolResult) | oz0.results-delivered | ResultDelivered: what the model reads |
+ * | oz0.model-calls (ModelCall ask) | oz0.admissions | Decision: allow, refuse, stop, wait |
+ * | oz0.jobs (JobEvent child_ask) | oz0.admissions | Decision |
+ * | oz0.tool-calls.requested (oz.read_result) | oz0.results-delivered | ResultDelivered |
+ *
+ * Usage reports, re-warms and the job and wait lifecycle are published without an answer to
+ * await: their decisions (a crossed spend share, a wait too long) come on oz0.admissions
+ * addressed to the job, for a runtime that listens (`onAdmission`).
  */
 import { randomUUID } from "node:crypto";
-import { Kafka, type Consumer, type Producer } from "kafkajs";
+import kafkajs, { type Consumer, type Kafka, type Producer } from "kafkajs";
 import { EXACTLY_ONCE_PRODUCER, kafkaConfig, type Endpoints } from "../processors/runner/endpoints.ts";
 import { createLogger, type Logger } from "../processors/runner/log.ts";
+import type { SchemaName } from "../schemas/catalog.ts";
 import { Serde } from "../schemas/serde.ts";
-import type { ResultDelivered, ToolCall, ToolResult } from "../schemas/types.ts";
+import type { CallOrigin, Decision, JobEvent, ModelCall, ResultDelivered, ToolCall, ToolResult } from "../schemas/types.ts";
+import type { TopicName } from "../topology/topics.ts";
+import { Correlator } from "./correlator.ts";
+import { READ_RESULT } from "./read-result.ts";
 
+/** The answers a client can await, each on its topic, correlated by `input_id`. */
+export const ANSWERS = {
+  admission: { topic: "oz0.admissions", schema: "Decision", processors: "limits-model-calls and limits-jobs" },
+  callDecision: { topic: "oz0.call-decisions", schema: "Decision", processors: "loop-calls (after budget-fill-in)" },
+  delivered: { topic: "oz0.results-delivered", schema: "ResultDelivered", processors: "fit-results (tool results) and read-result (oz.read_result calls)" },
+} as const satisfies Record<string, { topic: TopicName; schema: SchemaName; processors: string }>;
+
+export type AnswerKind = keyof typeof ANSWERS;
+
+interface AnswerOf {
+  admission: Decision;
+  callDecision: Decision;
+  delivered: ResultDelivered;
+}
+
+/** No answer came in time, or the client closed first. Retriable: the pipeline may be behind. */
 export class NoAnswer extends Error {
   readonly retriable = true;
-  constructor(message: string) {
+  readonly awaited: AnswerKind;
+  readonly topic: string;
+  readonly inputId: string;
+  readonly timeoutMs: number;
+
+  constructor(awaited: AnswerKind, inputId: string, timeoutMs: number, message = noAnswerMessage(awaited, inputId, timeoutMs)) {
     super(message);
     this.name = "NoAnswer";
+    this.awaited = awaited;
+    this.topic = ANSWERS[awaited].topic;
+    this.inputId = inputId;
+    this.timeoutMs = timeoutMs;
   }
 }
 
-interface Waiter<T> {
-  resolve(value: T): void;
-  reject(err: Error): void;
-  timer: NodeJS.Timeout;
+const WHAT: Record<AnswerKind, string> = {
+  admission: "an admission or refusal",
+  callDecision: "a call decision",
+  delivered: "a delivered result",
+};
+
+export function noAnswerMessage(awaited: AnswerKind, inputId: string, timeoutMs: number): string {
+  const a = ANSWERS[awaited];
+  return (
+    `no answer: ${WHAT[awaited]} for event ${inputId} did not come on ${a.topic} within ${timeoutMs} ms. ` +
+    `Check that the pipeline runs (npm start; GET /health/ready), that the event was published to the topic its kind goes to, ` +
+    `and the consumer lag of ${a.processors} (GET /metrics, oz0_processor_consumer_lag); a dead letter on oz0.dead-letter names an event the pipeline could not use`
+  );
 }
 
-const DELIVERED = "oz0.results-delivered";
+export interface RuntimeClientOptions {
+  log?: Logger;
+  /** The answers to listen for; each costs reading every record of its topic. @default all three */
+  listen?: readonly AnswerKind[];
+  /** How long an await lasts unless told. @default 30000 */
+  timeoutMs?: number;
+  /** How long an answer that came before its await is kept. @default 120000 */
+  keepMs?: number;
+}
+
+/** Where and who of a call, the same on every call of a run. */
+export interface CallContext {
+  readonly tenant: string;
+  readonly tree_id: string;
+  readonly job_id: string;
+  readonly run_id: string;
+  readonly agent: string;
+  readonly origin?: CallOrigin;
+  readonly context_used?: number | null;
+  readonly spend_share?: number | null;
+}
+
+/** The arguments of oz.read_result (OFF-6). */
+export interface ReadResultArgs {
+  readonly ref: string;
+  readonly view?: "stub" | "summary" | "section" | "full";
+  readonly section?: string;
+  readonly range?: string;
+  readonly query?: string;
+  readonly budget?: number;
+}
+
+/** A call of oz.read_result as a ToolCall, with a fresh event ID and call ID unless given. */
+export function readResultCall(ctx: CallContext, args: ReadResultArgs, ids: { id?: string; call_id?: string } = {}): ToolCall {
+  return {
+    id: ids.id ?? randomUUID(),
+    tenant: ctx.tenant,
+    tree_id: ctx.tree_id,
+    job_id: ctx.job_id,
+    run_id: ctx.run_id,
+    call_id: ids.call_id ?? randomUUID(),
+    agent: ctx.agent,
+    ...READ_RESULT,
+    arguments: JSON.stringify(args),
+    origin: ctx.origin ?? "model",
+    context_used: ctx.context_used ?? null,
+    spend_share: ctx.spend_share ?? null,
+    ts: Date.now(),
+  };
+}
+
+/** The key each topic is partitioned by (topology/topics.ts), so a run's or a tree's events stay in order. */
+const byRun = (e: { run_id: string }): string => e.run_id;
+const byTree = (e: { tree_id: string }): string => e.tree_id;
 
 export class RuntimeClient {
   private readonly kafka: Kafka;
   private readonly producer: Producer;
   private readonly replies: Consumer;
   private readonly serde: Serde;
+  private readonly log: Logger;
   private readonly group = `oz0.runtime.${randomUUID()}`;
-  private readonly waiting = new Map<string, Waiter<ResultDelivered>>();
-  /** Answers that came before anyone awaited them, kept briefly. */
-  private readonly early = new Map<string, ResultDelivered>();
+  private readonly listening: readonly AnswerKind[];
+  private readonly timeoutMs: number;
+  private readonly answers: { [K in AnswerKind]: Correlator<AnswerOf[K]> };
+  private readonly admissionListeners = new Set<(d: Decision) => void>();
 
-  private constructor(endpoints: Endpoints, log: Logger) {
-    this.kafka = new Kafka(kafkaConfig(`oz0-runtime-${randomUUID().slice(0, 8)}`, endpoints, process.env, log));
+  private constructor(endpoints: Endpoints, opts: RuntimeClientOptions) {
+    this.log = opts.log ?? createLogger({ component: "runtime-client" });
+    this.kafka = new kafkajs.Kafka(kafkaConfig(`oz0-runtime-${randomUUID().slice(0, 8)}`, endpoints, process.env, this.log));
     this.producer = this.kafka.producer(EXACTLY_ONCE_PRODUCER);
     this.replies = this.kafka.consumer({ groupId: this.group, readUncommitted: false });
     this.serde = new Serde({ registryUrl: endpoints.registryUrl });
+    this.listening = [...new Set(opts.listen ?? (Object.keys(ANSWERS) as AnswerKind[]))];
+    this.timeoutMs = opts.timeoutMs ?? 30_000;
+    const keep = { keepMs: opts.keepMs };
+    this.answers = { admission: new Correlator(keep), callDecision: new Correlator(keep), delivered: new Correlator(keep) };
   }
 
-  /** Connects, registers the schemas and starts listening for answers from now on. */
-  static async connect(endpoints: Endpoints, log: Logger = createLogger({ component: "runtime-client" })): Promise<RuntimeClient> {
-    const client = new RuntimeClient(endpoints, log);
+  /** Connects, registers the schemas and listens for answers from now on. */
+  static async connect(endpoints: Endpoints, opts: RuntimeClientOptions | Logger = {}): Promise<RuntimeClient> {
+    const options: RuntimeClientOptions = "info" in opts ? { log: opts } : opts;
+    const client = new RuntimeClient(endpoints, options);
     await client.serde.registerAll();
     await client.producer.connect();
     await client.listen();
@@ -53,67 +165,158 @@ export class RuntimeClient {
   }
 
   private async listen(): Promise<void> {
+    if (this.listening.length === 0) return;
+    const topics = this.listening.map((k) => ANSWERS[k].topic);
+    const kindOf = new Map<string, AnswerKind>(this.listening.map((k) => [ANSWERS[k].topic, k]));
     const admin = this.kafka.admin();
     await admin.connect();
     try {
-      // A fresh group starts at the topic's end: only answers to what this client sends next.
-      const ends = await admin.fetchTopicOffsets(DELIVERED);
-      await admin.setOffsets({ groupId: this.group, topic: DELIVERED, partitions: ends.map((p) => ({ partition: p.partition, offset: p.high })) });
+      // A fresh group starts at each topic's end: only answers to what this client sends next.
+      for (const t of topics) {
+        const ends = await admin.fetchTopicOffsets(t);
+        await admin.setOffsets({ groupId: this.group, topic: t, partitions: ends.map((p) => ({ partition: p.partition, offset: p.high })) });
+      }
     } finally {
       await admin.disconnect();
     }
     await this.replies.connect();
-    await this.replies.subscribe({ topic: DELIVERED });
+    await this.replies.subscribe({ topics });
     let joined: () => void = () => {};
     const ready = new Promise<void>((resolve) => (joined = resolve));
     this.replies.on(this.replies.events.GROUP_JOIN, () => joined());
     await this.replies.run({
       eachBatch: async ({ batch }) => {
+        const kind = kindOf.get(batch.topic);
+        if (!kind) return;
         for (const m of batch.messages) {
-          const d = await this.serde.decode<ResultDelivered>("ResultDelivered", m.value).catch(() => undefined);
-          if (!d) continue;
-          const w = this.waiting.get(d.input_id);
-          if (w) {
-            clearTimeout(w.timer);
-            this.waiting.delete(d.input_id);
-            w.resolve(d);
-          } else if (this.early.size < 100_000) this.early.set(d.input_id, d);
+          const answer = await this.serde.decode<{ input_id: string }>(ANSWERS[kind].schema, m.value).catch((err: unknown) => {
+            this.log.debug("an answer did not decode; skipped", { topic: batch.topic, partition: batch.partition, offset: m.offset, error: err });
+            return undefined;
+          });
+          if (!answer) continue;
+          this.take(kind, answer);
         }
       },
     });
     await ready;
   }
 
-  async publishToolCalls(calls: readonly ToolCall[]): Promise<void> {
-    await this.producer.send({ topic: "oz0.tool-calls.requested", messages: calls.map((c) => ({ key: c.run_id, value: this.serde.encode("ToolCall", c) })) });
+  private take(kind: AnswerKind, answer: { input_id: string }): void {
+    if (kind === "admission") {
+      const d = answer as Decision;
+      for (const f of this.admissionListeners) f(d);
+      this.answers.admission.deliver(d.input_id, d);
+    } else if (kind === "callDecision") this.answers.callDecision.deliver(answer.input_id, answer as Decision);
+    else this.answers.delivered.deliver(answer.input_id, answer as ResultDelivered);
   }
 
-  async publishToolResults(results: readonly ToolResult[]): Promise<void> {
-    await this.producer.send({ topic: "oz0.tool-results", messages: results.map((r) => ({ key: r.run_id, value: this.serde.encode("ToolResult", r) })) });
+  private async publish<T>(topic: TopicName, schema: SchemaName, key: (e: T) => string, events: readonly T[]): Promise<void> {
+    if (events.length === 0) return;
+    await this.producer.send({ topic, messages: events.map((e) => ({ key: key(e), value: this.serde.encode(schema, e) })) });
   }
 
-  /** What the model reads for a published tool result. */
-  awaitDelivered(resultId: string, timeoutMs = 30_000): Promise<ResultDelivered> {
-    const ready = this.early.get(resultId);
-    if (ready) {
-      this.early.delete(resultId);
-      return Promise.resolve(ready);
+  private await<K extends AnswerKind>(kind: K, inputId: string, timeoutMs = this.timeoutMs): Promise<AnswerOf[K]> {
+    if (!this.listening.includes(kind)) {
+      return Promise.reject(new Error(`this client does not listen for ${ANSWERS[kind].topic}: connect with listen including "${kind}"`));
     }
-    return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => {
-        this.waiting.delete(resultId);
-        reject(new NoAnswer(`no answer to tool result ${resultId} on ${DELIVERED} within ${timeoutMs} ms: is the pipeline running (npm start), and is its fit-results group lagging?`));
-      }, timeoutMs);
-      this.waiting.set(resultId, { resolve, reject, timer });
-    });
+    const c = this.answers[kind] as Correlator<AnswerOf[K]>;
+    return c.wait(inputId, timeoutMs, () => new NoAnswer(kind, inputId, timeoutMs));
   }
 
+  // Publishing, each to its topic under its key.
+
+  /** Tool calls before they are made; the fill-in, the loop detector and oz.read_result read them. */
+  publishToolCalls(calls: readonly ToolCall[]): Promise<void> {
+    return this.publish("oz0.tool-calls.requested", "ToolCall", byRun, calls);
+  }
+
+  publishToolResults(results: readonly ToolResult[]): Promise<void> {
+    return this.publish("oz0.tool-results", "ToolResult", byRun, results);
+  }
+
+  /** Asks before model calls, usage after them, prompt-cache re-warms. */
+  publishModelCalls(calls: readonly ModelCall[]): Promise<void> {
+    return this.publish("oz0.model-calls", "ModelCall", byTree, calls);
+  }
+
+  /** Child asks and the job and wait lifecycle (started, ended, wait_started, wait_ended). */
+  publishJobEvents(events: readonly JobEvent[]): Promise<void> {
+    return this.publish("oz0.jobs", "JobEvent", byTree, events);
+  }
+
+  // Awaiting the answer to one event, by its ID.
+
+  /** The admission or refusal of a model-call ask or a child ask, on oz0.admissions. */
+  awaitAdmission(eventId: string, timeoutMs?: number): Promise<Decision> {
+    return this.await("admission", eventId, timeoutMs);
+  }
+
+  /** Whether a tool call goes ahead, on oz0.call-decisions. */
+  awaitCallDecision(eventId: string, timeoutMs?: number): Promise<Decision> {
+    return this.await("callDecision", eventId, timeoutMs);
+  }
+
+  /** What the model reads for a tool result or an oz.read_result call, on oz0.results-delivered. */
+  awaitDelivered(eventId: string, timeoutMs?: number): Promise<ResultDelivered> {
+    return this.await("delivered", eventId, timeoutMs);
+  }
+
+  // Publish and await in one step; the await is set before the publish, so no answer is missed.
+
+  /** A model-call ask: may the call start? */
+  async askModelCall(ask: ModelCall, timeoutMs?: number): Promise<Decision> {
+    if (ask.kind !== "ask") throw new Error(`askModelCall takes a model call of kind ask; ${ask.id} is a ${ask.kind}: publish it with publishModelCalls`);
+    return this.exchange("admission", ask.id, timeoutMs, () => this.publishModelCalls([ask]));
+  }
+
+  /** A child ask: may the child start? */
+  async askChild(ask: JobEvent, timeoutMs?: number): Promise<Decision> {
+    if (ask.kind !== "child_ask") throw new Error(`askChild takes a job event of kind child_ask; ${ask.id} is a ${ask.kind}: publish it with publishJobEvents`);
+    return this.exchange("admission", ask.id, timeoutMs, () => this.publishJobEvents([ask]));
+  }
+
+  /** A tool call: may it go ahead? */
+  async requestToolCall(call: ToolCall, timeoutMs?: number): Promise<Decision> {
+    return this.exchange("callDecision", call.id, timeoutMs, () => this.publishToolCalls([call]));
+  }
+
+  /** A tool result: what does the model read? */
+  async deliverToolResult(result: ToolResult, timeoutMs?: number): Promise<ResultDelivered> {
+    return this.exchange("delivered", result.id, timeoutMs, () => this.publishToolResults([result]));
+  }
+
+  /** An oz.read_result call (`readResultCall` builds one): what does the model read back? */
+  async readResult(call: ToolCall, timeoutMs?: number): Promise<ResultDelivered> {
+    if (call.plugin !== READ_RESULT.plugin || call.tool !== READ_RESULT.tool || call.function !== READ_RESULT.function) {
+      throw new Error(`readResult takes a call of oz.read_result; ${call.id} calls ${call.plugin}/${call.tool}.${call.function}: use requestToolCall`);
+    }
+    return this.exchange("delivered", call.id, timeoutMs, () => this.publishToolCalls([call]));
+  }
+
+  /** Every decision on oz0.admissions as it comes, such as reports addressed to a runtime's jobs. Returns a function that stops it. */
+  onAdmission(listener: (d: Decision) => void): () => void {
+    this.admissionListeners.add(listener);
+    return () => this.admissionListeners.delete(listener);
+  }
+
+  private async exchange<K extends AnswerKind>(kind: K, eventId: string, timeoutMs: number | undefined, publish: () => Promise<void>): Promise<AnswerOf[K]> {
+    const answer = this.await(kind, eventId, timeoutMs);
+    try {
+      await publish();
+    } catch (err) {
+      // Nothing was published: the await goes too, so the same event can be tried again.
+      answer.catch(() => undefined);
+      this.answers[kind].cancel(eventId, err instanceof Error ? err : new Error(String(err)));
+      throw err;
+    }
+    return answer;
+  }
+
+  /** Rejects what is still awaited with NoAnswer and disconnects. */
   async close(): Promise<void> {
-    for (const [id, w] of this.waiting) {
-      clearTimeout(w.timer);
-      w.reject(new NoAnswer(`the client closed before tool result ${id} was answered`));
+    for (const kind of Object.keys(ANSWERS) as AnswerKind[]) {
+      this.answers[kind].rejectAll((id) => new NoAnswer(kind, id, 0, `the client closed before ${WHAT[kind]} for event ${id} came on ${ANSWERS[kind].topic}`));
     }
-    this.waiting.clear();
     await this.replies.disconnect();
     await this.producer.disconnect();
   }

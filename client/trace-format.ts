@@ -3,12 +3,30 @@
  * sections, and the decisions about its calls, model calls and children. Entries carry numbers
  * and words, never content (FIT-14, OFF-11).
  */
-import type { Decision, TraceEntry } from "../schemas/types.ts";
+import type { Decision, JobEvent, TraceEntry } from "../schemas/types.ts";
 
 export interface JobTrace {
   readonly jobId: string;
   readonly entries: readonly TraceEntry[];
   readonly decisions: readonly Decision[];
+  /** The job's start and end (`started`, `ended`), when known. */
+  readonly jobs?: readonly JobEvent[];
+}
+
+export const JOB_END_SECTION = "How the job ended";
+
+function iso(ts: number): string {
+  return new Date(ts).toISOString();
+}
+
+/** How the job ended, or that it has not yet; nothing when no start or end was recorded. */
+function jobEnd(jobs: readonly JobEvent[]): string[] {
+  const ended = jobs.filter((j) => j.kind === "ended").sort((a, b) => a.ts - b.ts);
+  const started = jobs.find((j) => j.kind === "started");
+  const end = ended[ended.length - 1];
+  if (end) return [`  ${end.outcome ?? "ended, no outcome given"} at ${iso(end.ts)}${started ? ` (started by ${started.started_by} at ${iso(started.ts)})` : ""}`];
+  if (started) return [`  not ended yet (started by ${started.started_by} at ${iso(started.ts)})`];
+  return [];
 }
 
 function words(record: Readonly<Record<string, string | number>>): string {
@@ -18,7 +36,7 @@ function words(record: Readonly<Record<string, string | number>>): string {
     .join(", ");
 }
 
-/** The trace as text: one block per section in the order sections first appear, then decisions. */
+/** The trace as text: one block per section in the order sections first appear, then decisions, then how the job ended. */
 export function formatTrace(trace: JobTrace): string {
   const lines: string[] = [`Trace of job ${trace.jobId}`];
   const sections = new Map<string, TraceEntry[]>();
@@ -39,6 +57,8 @@ export function formatTrace(trace: JobTrace): string {
       lines.push(`  ${d.processor} ${d.verdict} ${d.subject}${why ? ` (${why})` : ""}${d.message ? `: ${d.message}` : ""}`);
     }
   }
-  if (sections.size === 0 && decisions.length === 0) lines.push("", "nothing recorded for this job");
+  const end = jobEnd(trace.jobs ?? []);
+  if (end.length > 0) lines.push("", JOB_END_SECTION, ...end);
+  if (sections.size === 0 && decisions.length === 0 && end.length === 0) lines.push("", "nothing recorded for this job");
   return `${lines.join("\n")}\n`;
 }

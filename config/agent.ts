@@ -80,9 +80,14 @@ export interface AgentDefinition {
   readonly spend: SpendSettings;
   /** Offload threshold in tokens, or `"off"` (OFF-13). @default the tenant's default */
   readonly offload?: number | "off";
+  /**
+   * OFF-9: the labels of stored results the agent may read back; a result with any other label
+   * is withheld. @default every label (left out, nothing is withheld)
+   */
+  readonly clearance?: readonly string[];
 }
 
-const AGENT_KEYS = ["name", "tools", "limits", "delegation", "loops", "on_loop", "on_budget", "on_unknown", "spend", "offload"] as const;
+const AGENT_KEYS = ["name", "tools", "limits", "delegation", "loops", "on_loop", "on_budget", "on_unknown", "spend", "offload", "clearance"] as const;
 const LIMIT_KEYS = ["max_steps", "max_tokens", "timeout", "max_cost_usd", "max_output_tokens", "reserve", "tree"] as const;
 const DELEGATION_KEYS = ["allow", "max_depth", "max_children"] as const;
 
@@ -131,6 +136,7 @@ export function parseAgent(yamlText: string, path: string): Parsed<AgentDefiniti
     on_unknown: readChoice(fields.get("on_unknown"), ON_UNKNOWN),
     spend: readSpend(fields.get("spend")) ?? {},
     offload: readAgentOffload(fields.get("offload")),
+    clearance: readClearance(fields.get("clearance")),
   });
   return file.finish(agent);
 }
@@ -168,6 +174,11 @@ function readDelegation(v: Value): DelegationSettings {
         ? "none"
         : readWhole(maxChildren, { min: 0, what: "the delegations per run, or none" }),
   });
+}
+
+/** `clearance` (OFF-9): labels the agent may read back; left out (every label) stays undefined, unlike an empty list. */
+function readClearance(v: Value): string[] | undefined {
+  return v.absent ? undefined : readIdList(v, "labels");
 }
 
 /** `offload`: tokens above 0 (`12000`, `12k`) or `off`. */

@@ -103,11 +103,12 @@ export function readDuration(v: Value, rule: WholeRule): number | undefined {
   return parsed.value;
 }
 
-/** An amount of US dollars above 0, written as a number (`2.0`). */
+/** An amount of US dollars above 0, written as a number (`2.0`) or with its sign (`"$2.0"`). */
 export function readMoney(v: Value, what: string): number | undefined {
   if (v.absent) return undefined;
-  const n = v.scalar;
-  if (typeof n !== "number" || !Number.isFinite(n)) return v.fail(`expected ${what} as a number, such as 2.0; got ${v.describe()}`);
+  const raw = v.scalar;
+  const n = typeof raw === "string" && /^\s*\$\s*\d+(\.\d+)?\s*$/.test(raw) ? Number(raw.replace(/[\s$]/g, "")) : raw;
+  if (typeof n !== "number" || !Number.isFinite(n)) return v.fail(`expected ${what} as a number, such as 2.0 or "$2.0"; got ${v.describe()}`);
   if (n <= 0) return v.fail(`expected ${what} above 0; got ${n}`);
   return n;
 }

@@ -29,6 +29,8 @@ export interface PluginTool {
   readonly results: { readonly fit: boolean };
   /** The functions, as the server lists them. @default [] (nothing to check) */
   readonly functions: readonly PluginFunction[];
+  /** The tool's risk class, as the cluster's admins name them (`read_only`, `writes`, `destructive`), shown in the loop report (LOOP-9). @default none */
+  readonly risk?: string;
 }
 
 export interface PluginManifest {
@@ -41,7 +43,7 @@ export const VIEWS = ["stub", "summary", "section", "full"] as const;
 export type View = (typeof VIEWS)[number];
 
 const MANIFEST_KEYS = ["name", "tools"] as const;
-const TOOL_KEYS = ["id", "mcp", "results", "functions"] as const;
+const TOOL_KEYS = ["id", "mcp", "results", "functions", "risk"] as const;
 const FUNCTION_KEYS = ["name", "description", "input_schema", "requires_approval"] as const;
 
 /** Parses `plugins/<name>/oz0-plugin.yaml` or `plugins/<name>.yaml`, with the manifest lint's warnings. */
@@ -84,8 +86,9 @@ function readTool(v: Value): PluginTool | undefined {
     if (functions.some((g) => g.name === fn.name)) f.fail(`the function name "${fn.name}" is used twice`);
     else functions.push(fn);
   }
+  const risk = readId(fields.get("risk"), "the tool's risk class, such as read_only, writes or destructive");
   if (id === undefined || mcp === undefined) return undefined;
-  return { id, mcp, results: { fit: fit ?? false }, functions };
+  return withoutUndefined({ id, mcp, results: { fit: fit ?? false }, functions, risk });
 }
 
 function readMcp(v: Value): readonly string[] | string | undefined {

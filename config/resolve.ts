@@ -7,6 +7,7 @@
  * all do; in hand-built objects 0 still means "inherit" and -1 "no limit", as in the files.
  */
 import type { AgentDefinition, OnBudget, OnUnknown, Reserve } from "./agent.ts";
+import type { EscalationStep, TenantApprovals } from "./approvals.ts";
 import {
   DEFAULT_DELEGATION_MAX_DEPTH,
   DEFAULT_LOOPS,
@@ -54,6 +55,8 @@ export interface EffectiveLoopSettings extends EffectiveLoops {
   readonly on_loop: OnLoop;
   /** Milliseconds a loop's approval waits for a decision; null leaves it to the approval's own default. */
   readonly loop_deadline: number | null;
+  /** LOOP-5: the tenant's escalation ladder of an approval, in order; the caller drops steps at or past the deadline. */
+  readonly escalation: readonly EscalationStep[];
 }
 
 /**
@@ -63,7 +66,7 @@ export interface EffectiveLoopSettings extends EffectiveLoops {
  */
 export function resolveLoopSettings(
   agent: HasLoops | undefined,
-  tenant: (HasLoops & { readonly loop_deadline?: number }) | undefined,
+  tenant: (HasLoops & { readonly loop_deadline?: number; readonly approvals?: TenantApprovals }) | undefined,
   options: { readonly harness?: boolean } = {},
 ): EffectiveLoopSettings {
   const loops: Partial<Record<(typeof LOOP_KEYS)[number], number>> = {};
@@ -71,7 +74,8 @@ export function resolveLoopSettings(
   return {
     ...(loops as EffectiveLoops),
     on_loop: agent?.on_loop ?? tenant?.on_loop ?? (options.harness === true ? HARNESS_ON_LOOP : DEFAULT_ON_LOOP),
-    loop_deadline: tenant?.loop_deadline ?? null,
+    loop_deadline: tenant?.approvals?.deadline ?? tenant?.loop_deadline ?? null,
+    escalation: tenant?.approvals?.escalation ?? [],
   };
 }
 

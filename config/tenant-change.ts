@@ -113,6 +113,7 @@ function loosens(field: string, from: unknown, to: unknown): boolean {
   if (field === "spend.warn_share") return numberOr(to, DEFAULT_SPEND.warn_share) > numberOr(from, DEFAULT_SPEND.warn_share);
   if (field === "spend.soft_wall") return numberOr(to, DEFAULT_SPEND.soft_wall) > numberOr(from, DEFAULT_SPEND.soft_wall);
   if (field === "monthly_budget_usd") return numberOr(to, Infinity) > numberOr(from, Infinity);
+  if (field.startsWith("quotas.")) return numberOr(to, Infinity) > numberOr(from, Infinity);
   return false;
 }
 

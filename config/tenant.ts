@@ -3,10 +3,12 @@
  * loops and spend (the agent's win), its offload default and ceiling (OFF-13), the deadline of
  * a loop's approval and its monthly budget.
  */
+import { readApprovals, type TenantApprovals } from "./approvals.ts";
 import type { Parsed } from "./errors.ts";
 import { readCount, readDuration, readMoney, withoutUndefined } from "./fields.ts";
 import { readLoops, readOnLoop, readSpend, readTreeLimits, type LoopSettings, type OnLoop, type SpendSettings, type TreeLimitSettings } from "./limits.ts";
 import { readName } from "./names.ts";
+import { readQuotas, type TenantQuotas } from "./quotas.ts";
 import { YamlFile, type Value } from "./yaml-file.ts";
 
 /**
@@ -31,11 +33,15 @@ export interface TenantSettings {
   readonly offload: TenantOffload;
   /** Milliseconds a loop's approval may wait for a decision. @default the platform's approval deadline */
   readonly loop_deadline?: number;
+  /** How long an approval waits (the same deadline as `loop_deadline`) and its escalation ladder (LOOP-5). @default none */
+  readonly approvals?: TenantApprovals;
   /** Once spent in a month, every call of the tenant fails (LIM-10). @default none */
   readonly monthly_budget_usd?: number;
+  /** Monthly quotas per person and team: past one, the job waits for a budget request (LIM-10). @default none */
+  readonly quotas?: TenantQuotas;
 }
 
-const TENANT_KEYS = ["id", "limits", "loops", "on_loop", "spend", "offload", "loop_deadline", "monthly_budget_usd"] as const;
+const TENANT_KEYS = ["id", "limits", "loops", "on_loop", "spend", "offload", "loop_deadline", "approvals", "monthly_budget_usd", "quotas"] as const;
 const TREE_HINTS = { model_calls: "limits.tree", tokens: "limits.tree", children: "limits.tree", fan_out: "limits.tree", depth: "limits.tree", wait: "limits.tree" };
 
 /** Parses `tenants/<id>.yaml` (or the admin API's JSON, which is YAML too). The id defaults to the file's name. */
@@ -51,6 +57,7 @@ export function parseTenant(yamlText: string, path: string): Parsed<TenantSettin
   if (fields === undefined) return file.failed();
 
   const limits = fields.get("limits").mapping(["tree"], TREE_HINTS);
+  const loopDeadline = readDuration(fields.get("loop_deadline"), { min: 1, what: "the deadline of a loop's approval" });
   const tenant: TenantSettings = withoutUndefined({
     id: readName(fields.get("id"), path),
     limits: { tree: (limits && readTreeLimits(limits.get("tree"), "the default")) ?? {} },
@@ -58,8 +65,10 @@ export function parseTenant(yamlText: string, path: string): Parsed<TenantSettin
     on_loop: readOnLoop(fields.get("on_loop")),
     spend: readSpend(fields.get("spend")) ?? {},
     offload: readTenantOffload(fields.get("offload")),
-    loop_deadline: readDuration(fields.get("loop_deadline"), { min: 1, what: "the deadline of a loop's approval" }),
+    loop_deadline: loopDeadline,
+    approvals: readApprovals(fields.get("approvals"), { written: !fields.get("loop_deadline").absent, ms: loopDeadline }),
     monthly_budget_usd: readMonthlyBudget(fields.get("monthly_budget_usd")),
+    quotas: readQuotas(fields.get("quotas")),
   });
   return file.finish(tenant);
 }

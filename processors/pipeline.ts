@@ -3,16 +3,17 @@
  * from the shared connections. A processor joins the pipeline by being listed here.
  */
 import type { Redis } from "ioredis";
-import type { AgentDefinition } from "../config/agent.ts";
-import { resolveOffloadThreshold } from "../config/resolve.ts";
-import type { TenantSettings } from "../config/tenant.ts";
 import { FileNotFound } from "../store/file-errors.ts";
 import type { FileStore } from "../store/files.ts";
 import { Keys } from "../store/redis/keys.ts";
 import { fillInProcessor } from "./fill-in/processor.ts";
 import { fitResultsProcessor } from "./fit-results/processor.ts";
+import { fileArgumentsEnv, filesState, keptThreshold } from "./files/env.ts";
+import { filesJobsProcessor } from "./files-jobs/processor.ts";
 import { loopApprovalsProcessor, loopCallsProcessor, loopEnv, loopResultsProcessor } from "./loops/index.ts";
 import { limitsEnv, limitsJobsProcessor, limitsModelCallsProcessor, spendShare } from "./limits/index.ts";
+import { SINKS } from "./sinks.ts";
+import { readResultEnv, readResultProcessor } from "./read-result/index.ts";
 import type { ConfigView } from "./runner/config-table.ts";
 import type { Endpoints } from "./runner/endpoints.ts";
 import type { Processor } from "./runner/processor.ts";
@@ -41,16 +42,26 @@ export function entry<In, Env>(processor: Processor<In, Env>, env: (deps: Pipeli
 
 export const PIPELINE: PipelineEntry[] = [
   // FIT-16: the tree's spend share from the budget state (LIM-8), else the event's.
-  entry(fillInProcessor, ({ config, redis }) => ({ config, spendShare: (tree: string) => spendShare(redis, new Keys(), tree) })),
+  // FILE-1: file arguments resolved to paths when the call's tree (or an earlier turn, FILE-3) may read them.
+  entry(fillInProcessor, ({ config, redis, files }) => ({ config, spendShare: (tree: string) => spendShare(redis, new Keys(), tree), files: fileArgumentsEnv(filesState(redis), files) })),
   entry(loopCallsProcessor, loopEnv),
   entry(loopResultsProcessor, loopEnv),
   entry(loopApprovalsProcessor, loopEnv),
   entry(limitsModelCallsProcessor, ({ redis, config }) => limitsEnv({ redis, config })),
   entry(limitsJobsProcessor, ({ redis, config }) => limitsEnv({ redis, config })),
-  entry(fitResultsProcessor, ({ config, files }) => ({
-    load: (r) => (r.content_ref ? files.read({ tenant: r.tenant, tree: r.tree_id }, r.content_ref).then((f) => f.bytes, notFoundAsNull) : Promise.resolve(null)),
-    // OFF-13 from the current settings; not yet kept from the job's start.
-    threshold: (r) => resolveOffloadThreshold(config.get("agent", r.agent) as AgentDefinition | undefined, config.get("tenant", r.tenant) as TenantSettings | undefined),
-    storeFile: (owner, bytes, options) => files.store(owner, bytes, options),
-  })),
+  entry(fitResultsProcessor, ({ config, files, redis }) => {
+    const state = filesState(redis);
+    return {
+      load: async (r) => (r.content_ref ? files.read(await state.reader(r.tenant, r.tree_id), r.content_ref).then((f) => f.bytes, notFoundAsNull) : null),
+      // OFF-13: the threshold the job started with, kept in Redis.
+      threshold: keptThreshold(state, config),
+      storeFile: (owner, bytes, options) => files.store(owner, bytes, options),
+    };
+  }),
+  // FILE-3, FILE-4, FILE-5, OFF-13: trees, turns, files handed at a start, thresholds kept at a start.
+  entry(filesJobsProcessor, ({ config, files, redis }) => ({ config, files, state: filesState(redis) })),
+  // OFF-6..OFF-9: oz.read_result calls, answered from the file store.
+  entry(readResultProcessor, ({ config, files, redis }) => readResultEnv({ config, files, redis, reader: (tenant, tree) => filesState(redis).reader(tenant, tree) })),
+  // SYS-5: the trace and audit sinks write MinIO and emit nothing.
+  ...SINKS,
 ];

@@ -130,7 +130,8 @@ export interface DeadLetter {
 /** Why an input was dead-lettered, as a class a dashboard can count. */
 export type DeadLetterError = "undecodable" | "unknown_schema" | "wrong_schema" | "invalid" | "failed";
 
-export type ConfigKind = "agent" | "plugin" | "tenant";
+/** `kill_switch`: a plugin's tool switched off cluster-wide (LOOP-9), id `<plugin>/<tool>`. */
+export type ConfigKind = "agent" | "plugin" | "tenant" | "kill_switch";
 
 export interface ConfigRecord {
   kind: ConfigKind;

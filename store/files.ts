@@ -38,17 +38,18 @@ export interface FileOwner {
 export interface FileReader extends FileOwner {
   /**
    * FILE-3: the trees of the earlier turns this turn may read (its conversation's turns up to
-   * the fork point), from the conversation's record, never from the caller. A grant to any of
-   * them lets this reader read. Left out: the reader's own tree only.
+   * the fork point), from the conversation's record in Redis (`processors/files/state.ts`,
+   * `FilesState.reader`), never from the caller. A grant to any of them lets this reader read.
+   * Left out: the reader's own tree only.
    */
   readonly earlierTurns?: readonly string[];
 }
 
 /**
- * What a grant records. `scope` says who may read; a tree now. Conversation turns (FILE-3)
- * are trees as well, so they need no other scope: a later turn reads through
- * `FileReader.earlierTurns`. A grant handed to a person's job (FILE-4) would be a new scope
- * kind beside `tree`.
+ * What a grant records. `scope` says who may read: a tree. Conversation turns (FILE-3) are
+ * trees as well, so they need no other scope: a later turn reads through
+ * `FileReader.earlierTurns`. A file handed to a person's job (FILE-4, `hand`) is a grant to
+ * that job's tree like any other.
  */
 export interface FileGrant {
   readonly v: 1;
@@ -256,15 +257,7 @@ export class FileStore {
    */
   async read(reader: FileReader, ref: string): Promise<ReadFile> {
     const hex = parseRef(ref);
-    let grant: FileGrant | null = null;
-    for (const tree of [reader.tree, ...(reader.earlierTurns ?? [])]) {
-      const found = await this.grantAt(fileNames.grant(reader.tenant, hex, tree));
-      // Past retention a grant reads as no grant, whether or not the sweep has removed it yet.
-      if (found !== null && found.last_stored + RETENTION_MS > this.#now()) {
-        grant = found;
-        break;
-      }
-    }
+    const grant = await this.readerGrant(reader, hex);
     if (grant === null) throw new FileNotFound(ref);
     let sealed: Buffer;
     try {
@@ -276,6 +269,82 @@ export class FileStore {
     }
     const bytes = this.#keys.open(reader.tenant, hex, sealed);
     return { ref, bytes, size: bytes.length, labels: grant.labels, lastStored: grant.last_stored, expiresAt: grant.last_stored + RETENTION_MS };
+  }
+
+  /**
+   * What `read` would return but the bytes: whether the reader may read the file (FILE-1: a
+   * call's file argument is resolved only then). FileNotFound on the same terms as `read`,
+   * with the same requests for every case, so the answer tells nothing more than `read` would.
+   */
+  async readable(reader: FileReader, ref: string): Promise<StoredFile> {
+    const hex = parseRef(ref);
+    const grant = await this.readerGrant(reader, hex);
+    if (grant === null || !(await this.dataExists(reader.tenant, hex))) throw new FileNotFound(ref);
+    return { ref, size: grant.size, labels: grant.labels, lastStored: grant.last_stored, expiresAt: grant.last_stored + RETENTION_MS };
+  }
+
+  /**
+   * FILE-4: grants a file some tree of the tenant holds to another tree of the same tenant,
+   * without its bytes passing anywhere: a person or app with the content permission handed it
+   * to a job. The new grant carries the labels of the live grants and is kept for 90 days from
+   * now, as a store would be. FileNotFound when no tree of the tenant holds it (never stored,
+   * another tenant's, erased, or past retention). Handing again renews it, as storing does.
+   */
+  async hand(tenant: string, ref: string, toTree: string): Promise<StoredFile> {
+    const hex = parseRef(ref);
+    const now = this.#now();
+    let live: FileGrant[];
+    try {
+      live = [];
+      for (const name of await this.names(fileNames.grants(tenant, hex))) {
+        const g = await this.grantAt(name);
+        if (g !== null && g.last_stored + RETENTION_MS > now) live.push(g);
+      }
+    } catch (err) {
+      throw failure(err, `list the grants of a file of tenant ${tenant}`);
+    }
+    const source = live[0];
+    if (source === undefined || !(await this.dataExists(tenant, hex))) throw new FileNotFound(ref);
+    const grantName = fileNames.grant(tenant, hex, toTree);
+    const previous = await this.grantAt(grantName);
+    const grant: FileGrant = {
+      v: 1,
+      ref,
+      scope: { kind: "tree", tree: toTree },
+      first_stored: previous?.first_stored ?? now,
+      last_stored: Math.max(now, previous?.last_stored ?? now),
+      labels: uniqueSorted([...(previous?.labels ?? []), ...live.flatMap((g) => g.labels)]),
+      size: source.size,
+    };
+    try {
+      if (previous === null) await this.client.putObject(this.bucket, fileNames.marker(tenant, toTree, hex), Buffer.alloc(0), 0);
+      const body = Buffer.from(JSON.stringify(grant), "utf8");
+      await this.client.putObject(this.bucket, grantName, body, body.length, { "Content-Type": "application/json" });
+      if (previous !== null) await this.removeOlderVersions(grantName);
+    } catch (err) {
+      throw failure(err, `hand a file of tenant ${tenant} to a tree`);
+    }
+    return { ref, size: grant.size, labels: grant.labels, lastStored: grant.last_stored, expiresAt: grant.last_stored + RETENTION_MS };
+  }
+
+  /**
+   * FILE-5: whether a tree still holds a file (a grant not past retention), so that a start
+   * under that tree's ID would inherit it.
+   */
+  async holdsFiles(tenant: string, tree: string): Promise<boolean> {
+    let markers: string[];
+    try {
+      markers = await this.names(fileNames.tree(tenant, tree));
+    } catch (err) {
+      throw failure(err, `list the files of a tree of tenant ${tenant}`);
+    }
+    for (const name of markers) {
+      const p = fileNames.parse(name);
+      if (p?.kind !== "marker") continue;
+      const g = await this.grantAt(fileNames.grant(tenant, p.hex, tree));
+      if (g !== null && g.last_stored + RETENTION_MS > this.#now()) return true;
+    }
+    return false;
   }
 
   /** Puts a legal hold on a tenant's file (every version of its data), or lifts it. */
@@ -401,6 +470,24 @@ export class FileStore {
       if (e.data && live.size === 0 && (await this.removeDataIfUnclaimed(e.tenant, e.hex))) deletedFiles.push(label);
     }
     return { expiredGrants, deletedFiles: deletedFiles.sort(), held: held.sort() };
+  }
+
+  /** The first grant not past retention among the reader's tree and its earlier turns (FILE-2, FILE-3). */
+  private async readerGrant(reader: FileReader, hex: string): Promise<FileGrant | null> {
+    for (const tree of [reader.tree, ...(reader.earlierTurns ?? [])]) {
+      const found = await this.grantAt(fileNames.grant(reader.tenant, hex, tree));
+      // Past retention a grant reads as no grant, whether or not the sweep has removed it yet.
+      if (found !== null && found.last_stored + RETENTION_MS > this.#now()) return found;
+    }
+    return null;
+  }
+
+  private async dataExists(tenant: string, hex: string): Promise<boolean> {
+    try {
+      return await this.exists(fileNames.data(tenant, hex));
+    } catch (err) {
+      throw failure(err, `find a file of tenant ${tenant}`);
+    }
   }
 
   private async grantAt(name: string): Promise<FileGrant | null> {

@@ -23,8 +23,10 @@ export async function ensureTopics(admin: Admin, specs: readonly TopicSpec[], re
   const present = new Set(await admin.listTopics());
   const missing = specs.filter((s) => !present.has(s.name));
   if (missing.length > 0) {
+    // Leaders are awaited below, not by kafkajs: its own wait can leave a metadata error
+    // (UNKNOWN_TOPIC_OR_PARTITION on a loaded broker) as an unhandled rejection.
     await admin.createTopics({
-      waitForLeaders: true,
+      waitForLeaders: false,
       topics: missing.map((s) => ({
         topic: s.name,
         numPartitions: s.partitions,
@@ -32,6 +34,7 @@ export async function ensureTopics(admin: Admin, specs: readonly TopicSpec[], re
         configEntries: Object.entries(topicConfigs(s)).map(([name, value]) => ({ name, value })),
       })),
     });
+    await waitForLeaders(admin, missing.map((s) => s.name));
     report.created.push(...missing.map((s) => s.name));
   }
   const existing = specs.filter((s) => present.has(s.name));
@@ -51,6 +54,24 @@ export async function ensureTopics(admin: Admin, specs: readonly TopicSpec[], re
   }
   if (existing.length > 0) report.reconfigured = await reconcileConfigs(admin, existing);
   return report;
+}
+
+/** Waits until every partition of the topics has a leader, retrying metadata errors, for at most `timeoutMs`. */
+async function waitForLeaders(admin: Admin, topics: readonly string[], timeoutMs = 60_000): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  let last = "";
+  for (let attempt = 0; ; attempt++) {
+    try {
+      const meta = await admin.fetchTopicMetadata({ topics: [...topics] });
+      const waiting = meta.topics.filter((t) => t.partitions.length === 0 || t.partitions.some((p) => p.leader < 0));
+      if (waiting.length === 0) return;
+      last = `no leader yet for ${waiting.map((t) => t.name).join(", ")}`;
+    } catch (err) {
+      last = err instanceof Error ? err.message : String(err);
+    }
+    if (Date.now() > until) throw new Error(`the topics ${topics.join(", ")} were created but have no leaders after ${timeoutMs} ms: ${last}`);
+    await new Promise((r) => setTimeout(r, Math.min(1_000, 50 * 2 ** attempt)));
+  }
 }
 
 /** Sets the declared configs on existing topics whose values differ (idempotent). */

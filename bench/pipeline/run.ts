@@ -33,7 +33,7 @@ import { fitResultsProcessor, type FitEnv } from "../../processors/fit-results/p
 import { limitsEnv, limitsModelCallsProcessor } from "../../processors/limits/index.ts";
 import { loopCallsProcessor, RedisLoopStore, type LoopEnv } from "../../processors/loops/index.ts";
 import { staticConfig } from "../../processors/runner/config-table.ts";
-import { endpointsFromEnv, kafkaConfig } from "../../processors/runner/endpoints.ts";
+import { endpointsFromEnv, kafkaConfig, PIPELINE_REDIS } from "../../processors/runner/endpoints.ts";
 import { createLogger } from "../../processors/runner/log.ts";
 import type { Processor } from "../../processors/runner/processor.ts";
 import { DEAD_LETTER_TOPIC } from "../../processors/runner/runner.ts";
@@ -89,7 +89,8 @@ const uid = randomUUID().slice(0, 8);
 const kafka = new Kafka(kafkaConfig(`oz0-bench-${uid}`, endpoints, process.env, log));
 const admin: Admin = kafka.admin();
 const serde = new Serde({ registryUrl: endpoints.registryUrl });
-const redis = new Redis(endpoints.redisUrl, { maxRetriesPerRequest: 3 });
+// The pipeline's own Redis settings, so the processors run here as they do there.
+const redis = new Redis(endpoints.redisUrl, PIPELINE_REDIS);
 const keys = new Keys(`bench_${uid}`);
 const config = staticConfig(BENCH_AGENTS.map((a) => ({ kind: "agent" as const, id: a.name, value: a })));
 

@@ -13,6 +13,8 @@ import type { ToolCall } from "../../schemas/types.ts";
 import type { ConfigView } from "../runner/config-table.ts";
 import { defineProcessor, type Outcome } from "../runner/processor.ts";
 import { parseArguments } from "../call-arguments.ts";
+import { builtinManifest } from "../read-result/tool.ts";
+import { resolveFileArguments, type FileArgumentsEnv } from "../files/arguments.ts";
 import { defaultBudget } from "./budget.ts";
 
 export interface FillInEnv {
@@ -22,6 +24,12 @@ export interface FillInEnv {
    * none for it; then the share the runtime put on the event is used (FIT-16).
    */
   spendShare(treeId: string): Promise<number | null>;
+  /**
+   * FILE-1: resolves a call's file arguments to paths in `_meta["oz0/files"]` when the call's
+   * tree may read them (`processors/files/arguments.ts`). Left out, file arguments pass as they
+   * are: for runs of the budget rules alone.
+   */
+  files?: FileArgumentsEnv;
 }
 
 /** Whether this call's function takes a filled-in budget, from the tool's manifest. */
@@ -50,7 +58,8 @@ export const fillInProcessor = defineProcessor<ToolCall, FillInEnv>({
     const out: Outcome[] = [];
     for (const { value: call } of records) {
       let filled = call;
-      const manifest = env.config.get("plugin", call.plugin) as PluginManifest | undefined;
+      // OFF-6: a built-in (oz.read_result) takes a filled-in budget as a fitted tool does.
+      const manifest = builtinManifest(call.plugin) ?? (env.config.get("plugin", call.plugin) as PluginManifest | undefined);
       if (fillsIn(call, manifest)) {
         const args = parseArguments(call.arguments) as Record<string, unknown>;
         if (args.budget === undefined || args.budget === null) {
@@ -60,6 +69,10 @@ export const fillInProcessor = defineProcessor<ToolCall, FillInEnv>({
           const budget = defaultBudget({ contextUsed: call.context_used, spendShare: share, warnShare: resolveSpend(agent, tenant).warn_share });
           filled = { ...call, arguments: JSON.stringify({ ...args, budget }) };
         }
+      }
+      if (env.files) {
+        const resolved = await resolveFileArguments(call, parseArguments(filled.arguments) as Record<string, unknown>, env.files);
+        if (resolved !== null) filled = { ...filled, arguments: JSON.stringify(resolved) };
       }
       out.push({ emits: [{ to: "oz0.tool-calls", key: call.run_id, value: filled }] });
     }

@@ -21,6 +21,7 @@ import type { ResultDelivered, ToolResult, TraceEntry } from "../../schemas/type
 import { parseArguments } from "../call-arguments.ts";
 import { deriveId } from "../runner/ids.ts";
 import { defineProcessor, type Emit, type Outcome } from "../runner/processor.ts";
+import { extractEmbeddedFiles } from "../files/embedded.ts";
 import { fittable, readMcpResult, type McpResult } from "./mcp.ts";
 
 export const FIT_SECTION = "Results fitted to a budget";
@@ -32,8 +33,8 @@ export const OFFLOAD_SECTION = "Results offloaded";
 export interface FitEnv extends OffloadEnv {
   /** The stored bytes of a result published by ref, or null when its tree has no such file. */
   load(result: ToolResult): Promise<Buffer | null>;
-  /** The job's offload threshold (OFF-13). */
-  threshold(result: ToolResult): OffloadThreshold;
+  /** The job's offload threshold (OFF-13): the one it started with, kept for the job. */
+  threshold(result: ToolResult): OffloadThreshold | Promise<OffloadThreshold>;
 }
 
 interface FitArgs {
@@ -156,7 +157,7 @@ async function offloaded(r: ToolResult, outcome: Outcome, env: FitEnv): Promise<
   if (!first) return outcome;
   const value = first.value as ResultDelivered;
   const { decision, delivered: replaced } = await offloadResult(
-    { result: value.content, threshold: env.threshold(r), origin: r.origin, name: `${r.tool}.${r.function}`, tenant: r.tenant, tree: r.tree_id },
+    { result: value.content, threshold: await env.threshold(r), origin: r.origin, name: `${r.tool}.${r.function}`, tenant: r.tenant, tree: r.tree_id },
     env,
   );
   if (replaced === null) return outcome;
@@ -184,6 +185,25 @@ async function offloaded(r: ToolResult, outcome: Outcome, env: FitEnv): Promise<
   return { emits };
 }
 
+/**
+ * FILE-1: the files a result embeds (an MCP embedded resource under an `oz0-file:sha256:` URI)
+ * are stored as files of the call's tree; the model reads a link with the URI alone. The
+ * result's text is left exactly as it was when it embeds none.
+ */
+async function storeEmbeddedFiles(r: ToolResult, text: string, env: FitEnv): Promise<{ text: string } | { invalid: string }> {
+  if (!text.includes("oz0-file:sha256:")) return { text };
+  const mcp = readMcpResult(text);
+  if ("error" in mcp) return { text };
+  const extracted = extractEmbeddedFiles(mcp);
+  if ("error" in extracted) return { invalid: extracted.error };
+  if (extracted.files.length === 0) return { text };
+  for (const f of extracted.files) {
+    const { ref } = await env.storeFile({ tenant: r.tenant, tree: r.tree_id }, f.bytes, { labels: [] });
+    if (ref !== f.ref) throw new Error(`the file store named an embedded file ${ref}, but the result names it ${f.ref}: both must be the SHA-256 of the bytes`);
+  }
+  return { text: JSON.stringify(extracted.result) };
+}
+
 export const fitResultsProcessor = defineProcessor<ToolResult, FitEnv>({
   name: "fit-results",
   input: "oz0.tool-results",
@@ -205,7 +225,8 @@ export const fitResultsProcessor = defineProcessor<ToolResult, FitEnv>({
         out.push({ invalid: `content_ref ${r.content_ref} is not a file of tree ${r.tree_id} of tenant ${r.tenant}: store the result before publishing its ref` });
         continue;
       }
-      out.push(await offloaded(r, fitResult(r, text), env));
+      const files = await storeEmbeddedFiles(r, text, env);
+      out.push("invalid" in files ? files : await offloaded(r, fitResult(r, files.text), env));
     }
     return out;
   },

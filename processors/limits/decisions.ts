@@ -95,3 +95,19 @@ export function forecastJudgement(s: TreeSettings, chance: number, threshold: nu
       `The job waits for a person to raise the budget before it reaches the wall: raise limits.max_cost_usd of agent ${s.rootAgent}, or give the job a larger --budget.`,
   };
 }
+
+/**
+ * LIM-10: a monthly quota of the tree's principal or of its team would be passed: the job waits
+ * for a budget request (a person raises the quota), as `on_budget: wait` does for the tree's budget.
+ */
+export function quotaJudgement(q: { kind: "person" | "team"; id: string; setting: string; quota: number; spent: number; reserved: number }, tenant: string, month: string, worst: number): Judgement {
+  const whose = q.kind === "person" ? `${q.id}'s` : `team ${q.id}'s`;
+  return {
+    verdict: "wait",
+    reason_code: "quota_exceeded",
+    limit: q.setting,
+    message:
+      `This model call would pass ${whose} monthly quota${q.quota < 0 ? "" : ` of ${usd(q.quota)}`} for ${month} (UTC): ${usd(q.spent)} is spent and ${usd(q.reserved)} held for calls under way, and its worst case is ${usd(worst)}. ` +
+      `The job waits for a budget request: a person raises ${q.setting} in the settings of tenant ${tenant} (tenants/${tenant}.yaml), or the quota starts anew next month.`,
+  };
+}

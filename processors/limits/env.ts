@@ -21,8 +21,8 @@ export function tenantOf(env: LimitsEnv, id: string): TenantSettings | undefined
   return env.config.get("tenant", id) as TenantSettings | undefined;
 }
 
-export function settingsFor(env: LimitsEnv, tenantId: string, rootAgent: string, startedByPerson: boolean): TreeSettings {
-  return resolveTreeSettings({ tenantId, rootAgentName: rootAgent, root: agentOf(env, rootAgent), tenant: tenantOf(env, tenantId), startedByPerson });
+export function settingsFor(env: LimitsEnv, tenantId: string, rootAgent: string, startedByPerson: boolean, who: { principal?: string | null; team?: string | null } = {}): TreeSettings {
+  return resolveTreeSettings({ tenantId, rootAgentName: rootAgent, root: agentOf(env, rootAgent), tenant: tenantOf(env, tenantId), startedByPerson, ...who });
 }
 
 /**

@@ -9,8 +9,9 @@
 import { resolveDelegation, resolveOnUnknown } from "../../config/resolve.ts";
 import type { Decision, JobEvent } from "../../schemas/types.ts";
 import { deriveId } from "../runner/ids.ts";
-import { defineProcessor, type Emit, type Outcome } from "../runner/processor.ts";
+import { defineProcessor, type Emit } from "../runner/processor.ts";
 import type { ChildAnswer } from "./admission.ts";
+import { byTree } from "./by-tree.ts";
 import { childJudgement, waitJudgement, type Judgement } from "./decisions.ts";
 import { agentOf, settingsFor, treeSettings, type LimitsEnv } from "./env.ts";
 import { recordFinishedTree } from "./forecast-calls.ts";
@@ -92,28 +93,28 @@ export const limitsJobsProcessor = defineProcessor<JobEvent, LimitsEnv>({
     if (e.parent_job_id === null && e.depth !== 0) reasons.push(`a job with no parent is the tree's root, at depth 0; got depth ${e.depth}`);
     return reasons;
   },
-  async process(records, env) {
-    const out: Outcome[] = [];
-    for (const { value: e } of records) {
-      const parent = e.parent_job_id;
-      if (e.kind === "started" && parent === null) {
-        const settings = settingsFor(env, e.tenant, e.agent, e.started_by === "person");
-        await env.store.init(e.tree_id, settings, true, { jobId: e.job_id, agent: e.agent, runId: e.run_id ?? "" });
-        out.push({ emits: [] });
-      } else if ((e.kind === "child_ask" || e.kind === "started") && parent !== null) {
-        out.push({ emits: await child({ ...e, parent_job_id: parent }, env, e.kind === "child_ask" ? "ask" : "start") });
-      } else if (e.kind === "ended") {
-        const { settings } = await treeSettings(env, e.tree_id, e.tenant, e.job_id, parent === null ? e.agent : "");
-        await env.store.endJob(e.tree_id, e.job_id, parent === null);
-        if (parent === null) await recordFinishedTree(env, e.tree_id, settings);
-        out.push({ emits: e.outcome === UNKNOWN_OUTCOME ? [unknownOutcome(e, env, settings)] : [] });
-      } else {
-        const { settings } = await treeSettings(env, e.tree_id, e.tenant, e.job_id, parent === null ? e.agent : "");
-        const answer = await env.store.wait(e.tree_id, e.id, e.job_id, e.kind === "wait_started" ? "started" : "ended", e.ts);
-        const over = answer.over && e.kind === "wait_ended";
-        out.push({ emits: over ? [decision(e, "wait", waitJudgement(settings, answer.waited), { waited_ms: answer.waited, wait_ms: settings.wait }, e.job_id)] : [] });
-      }
-    }
-    return out;
-  },
+  // The trees of a batch at once, each tree's events in order (by-tree.ts).
+  process: (records, env) => byTree(records, (e) => e.tree_id, () => null, async (e) => ({ emits: await decide(e, env) })),
 });
+
+async function decide(e: JobEvent, env: LimitsEnv): Promise<Emit[]> {
+  const parent = e.parent_job_id;
+  if (e.kind === "started" && parent === null) {
+    // LIM-10: whose quotas the tree spends against is recorded with its settings, once.
+    const settings = settingsFor(env, e.tenant, e.agent, e.started_by === "person", { principal: e.principal, team: e.team });
+    await env.store.init(e.tree_id, settings, true, { jobId: e.job_id, agent: e.agent, runId: e.run_id ?? "" });
+    return [];
+  }
+  if ((e.kind === "child_ask" || e.kind === "started") && parent !== null) {
+    return child({ ...e, parent_job_id: parent }, env, e.kind === "child_ask" ? "ask" : "start");
+  }
+  const { settings } = await treeSettings(env, e.tree_id, e.tenant, e.job_id, parent === null ? e.agent : "");
+  if (e.kind === "ended") {
+    await env.store.endJob(e.tree_id, e.job_id, parent === null);
+    if (parent === null) await recordFinishedTree(env, e.tree_id, settings);
+    return e.outcome === UNKNOWN_OUTCOME ? [unknownOutcome(e, env, settings)] : [];
+  }
+  const answer = await env.store.wait(e.tree_id, e.id, e.job_id, e.kind === "wait_started" ? "started" : "ended", e.ts);
+  const over = answer.over && e.kind === "wait_ended";
+  return over ? [decision(e, "wait", waitJudgement(settings, answer.waited), { waited_ms: answer.waited, wait_ms: settings.wait }, e.job_id)] : [];
+}

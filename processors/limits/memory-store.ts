@@ -1,7 +1,8 @@
 /** The limits state in memory, over the pure logic of admission.ts, tenant-budget.ts and forecast.ts: for unit tests. */
 import { admitCall, askChild, endJob, newTreeState, rewarm, settleCall, startChild, startRoot, waitEvent, type TreeState } from "./admission.ts";
 import { newForecastState, recordTree, statsOf, type ForecastState } from "./forecast.ts";
-import type { LimitsStore } from "./store.ts";
+import { newQuotaMonth, quotaAsk, quotaRelease, quotaSettle, type QuotaMonth } from "./quota.ts";
+import type { LimitsStore, QuotaHolder } from "./store.ts";
 import { newTenantMonth, tenantAsk, tenantRelease, tenantSettle, type TenantMonth } from "./tenant-budget.ts";
 
 /** Held worst cases and kept answers of the tenant's month, as in Redis by default. */
@@ -11,6 +12,8 @@ export interface MemoryLimitsStore extends LimitsStore {
   trees: Map<string, TreeState>;
   /** By `<tenant>/<YYYY-MM>`. */
   months: Map<string, TenantMonth>;
+  /** By `<tenant>/<person|team>:<id>/<YYYY-MM>`. */
+  quotas: Map<string, QuotaMonth>;
   /** By `<tenant>/<agent>`. */
   forecasts: Map<string, ForecastState>;
 }
@@ -28,6 +31,7 @@ export function memoryLimitsStore(options: { forecastWindow?: number } = {}): Me
   const trees = new Map<string, TreeState>();
   const months = new Map<string, TenantMonth>();
   const forecasts = new Map<string, ForecastState>();
+  const quotas = new Map<string, QuotaMonth>();
   const holders = new Map<string, { requestId: string; chance: number }>();
   const authoritative = new Map<string, boolean>();
   const tree = (id: string): TreeState => {
@@ -36,10 +40,15 @@ export function memoryLimitsStore(options: { forecastWindow?: number } = {}): Me
     return t;
   };
   const month = (tenant: string, m: string) => getOr(months, `${tenant}/${m}`, newTenantMonth);
+  const quotaMonths = (who: QuotaHolder, m: string): [QuotaMonth, QuotaMonth | null] => [
+    getOr(quotas, `${who.tenant}/person:${who.principal}/${m}`, newQuotaMonth),
+    who.team ? getOr(quotas, `${who.tenant}/team:${who.team}/${m}`, newQuotaMonth) : null,
+  ];
   const forecast = (tenant: string, agent: string) => getOr(forecasts, `${tenant}/${agent}`, () => newForecastState(options.forecastWindow));
   return {
     trees,
     months,
+    quotas,
     forecasts,
     read: (treeId, jobId) => Promise.resolve({ settings: trees.get(treeId)?.settings ?? null, jobAgent: trees.get(treeId)?.jobs.get(jobId)?.agent ?? "" }),
     init: (treeId, settings, auth, root) => {
@@ -69,6 +78,10 @@ export function memoryLimitsStore(options: { forecastWindow?: number } = {}): Me
     tenantAsk: (tenant, m, a) => Promise.resolve(tenantAsk(month(tenant, m), { ...a, ...MEMORY_TENANT_TIMES })),
     tenantRelease: (tenant, m, requestId) => Promise.resolve(tenantRelease(month(tenant, m), requestId)),
     tenantSettle: (tenant, m, s) => Promise.resolve(tenantSettle(month(tenant, m), { ...s, ...MEMORY_TENANT_TIMES })),
+
+    quotaAsk: (who, m, a) => Promise.resolve(quotaAsk(...quotaMonths(who, m), { ...a, ...MEMORY_TENANT_TIMES })),
+    quotaRelease: (who, m, requestId) => Promise.resolve(quotaRelease(...quotaMonths(who, m), requestId)),
+    quotaSettle: (who, m, s) => Promise.resolve(quotaSettle(...quotaMonths(who, m), { ...s, ...MEMORY_TENANT_TIMES })),
 
     treeOutcome: (treeId) => {
       const t = trees.get(treeId);

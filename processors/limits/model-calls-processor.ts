@@ -3,19 +3,25 @@
  * model call is admitted or refused with its worst case reserved against the tree's budget;
  * every usage report settles the reservation; a prompt-cache re-warm only spends. Crossing the
  * warning share or the soft wall of the budget is reported once per tree. An ask is checked
- * against the tenant's monthly budget first (LIM-10), then may get the tree's one spend
- * forecast (LIM-8); every usage and re-warm is spent in the tenant's month too.
+ * against the tenant's monthly budget first (LIM-10), then against the monthly quotas of the
+ * person or app that started the tree and of its team (LIM-10), then may get the tree's one
+ * spend forecast (LIM-8); every usage and re-warm is spent in those months too.
+ *
+ * A batch's trees are decided concurrently, each tree's inputs in their order (by-tree.ts);
+ * with ioredis auto-pipelining the commands of many trees go out in one write.
  */
 import { resolveJobLimits } from "../../config/resolve.ts";
 import type { Decision, ModelCall } from "../../schemas/types.ts";
 import { deriveId } from "../runner/ids.ts";
-import { defineProcessor, type Emit, type Outcome } from "../runner/processor.ts";
+import { defineProcessor, type Emit } from "../runner/processor.ts";
 import type { SettleAnswer } from "./admission.ts";
-import { callJudgement, forecastJudgement, tenantBudgetJudgement, type Judgement } from "./decisions.ts";
+import { allSettledOrThrow, byTree } from "./by-tree.ts";
+import { callJudgement, forecastJudgement, quotaJudgement, tenantBudgetJudgement, type Judgement } from "./decisions.ts";
 import { agentOf, treeSettings, type LimitsEnv } from "./env.ts";
 import { forecastAt } from "./forecast-calls.ts";
 import { costMicros, microsToUsd } from "./money.ts";
 import { priceOf } from "./prices.ts";
+import { quotaAsk, quotaGiveBack, quotaRefusal, quotaSpend } from "./quota-calls.ts";
 import { spendCrossings } from "./spend.ts";
 import { tenantAsk, tenantGiveBack, tenantSpend } from "./tenant-calls.ts";
 import { NO_LIMIT, type TreeSettings } from "./tree-settings.ts";
@@ -56,23 +62,33 @@ async function ask(call: ModelCall, env: LimitsEnv, settings: TreeSettings, jobA
   const maxOutput = call.max_output_tokens ?? limits.max_output_tokens ?? price.max_output_tokens;
   const worst = costMicros(price, { input: call.input_tokens, output: maxOutput, cacheRead: call.cache_read_tokens, cacheWrite: call.cache_write_tokens });
   const priced = { worst_usd: microsToUsd(worst), ...(listed ? {} : { unpriced_model: 1 }) };
-  // LIM-10: the tenant's month first; a call it refuses never reaches the tree.
-  const tenant = await tenantAsk(env, call, worst);
+  // LIM-10: the tenant's month, and the quotas of the principal and team, at once; a call either
+  // refuses never reaches the tree, and gives back what the other held.
+  const [tenant, quota] = await allSettledOrThrow([tenantAsk(env, call, worst), quotaAsk(env, call, settings, worst)]);
   if (tenant && tenant.answer.code === "budget") {
+    await quotaGiveBack(env, call, quota);
     const { spent, reserved } = tenant.answer;
     const numbers = { tenant_spent_usd: microsToUsd(spent), tenant_reserved_usd: microsToUsd(reserved), tenant_budget_usd: microsToUsd(tenant.budget), ...priced };
     return [decision(call, "tenant", tenantBudgetJudgement(call.tenant, tenant.month, tenant.budget, tenant.answer, worst), numbers)];
   }
+  // Past a quota, the job waits for a budget request.
+  const refused = quotaRefusal(quota);
+  if (refused) {
+    await tenantGiveBack(env, call, tenant);
+    const numbers = { quota_spent_usd: microsToUsd(refused.spent), quota_reserved_usd: microsToUsd(refused.reserved), ...(refused.quota < 0 ? {} : { quota_usd: microsToUsd(refused.quota) }), ...priced };
+    return [decision(call, "quota", quotaJudgement(refused, call.tenant, quota?.month ?? "", worst), numbers)];
+  }
+  const giveBack = () => allSettledOrThrow([tenantGiveBack(env, call, tenant), quotaGiveBack(env, call, quota)]);
   // LIM-8: the tree's one forecast holds the call (nothing reserved) while a person raises the budget.
   const forecast = await forecastAt(env, call.tree_id, call.request_id, settings);
   if (forecast) {
-    await tenantGiveBack(env, call, tenant);
+    await giveBack();
     const numbers = { spent_usd: microsToUsd(forecast.spent), budget_usd: microsToUsd(settings.budget), chance: forecast.chance, forecast_chance: forecast.threshold, ...priced };
     return [decision(call, "forecast", forecastJudgement(settings, forecast.chance, forecast.threshold), numbers)];
   }
   const run = { maxSteps: limits.max_steps, maxTokens: limits.max_tokens ?? NO_LIMIT };
   const answer = await env.store.admitCall(call.tree_id, { requestId: call.request_id, runId: call.run_id, inputTokens: call.input_tokens, worst, ...run });
-  if (answer.code !== "allow" && answer.code !== "allow_last_call") await tenantGiveBack(env, call, tenant);
+  if (answer.code !== "allow" && answer.code !== "allow_last_call") await giveBack();
   const numbers = { ...spendNumbers(settings, answer), ...priced, run_steps: answer.runSteps, run_tokens: answer.runTokens };
   return [decision(call, "ask", callJudgement(settings, answer, run), numbers)];
 }
@@ -97,26 +113,40 @@ export const limitsModelCallsProcessor = defineProcessor<ModelCall, LimitsEnv>({
     if (call.kind === "usage" && call.output_tokens === null) reasons.push("a usage report needs output_tokens: what the call answered");
     return reasons;
   },
-  async process(records, env) {
-    const out: Outcome[] = [];
-    for (const { value: call } of records) {
-      const { settings, jobAgent } = await treeSettings(env, call.tree_id, call.tenant, call.job_id, call.agent ?? "");
-      const { price } = priceOf(env.prices, call.model);
-      const tokens = { input: call.input_tokens, output: call.output_tokens ?? 0, cacheRead: call.cache_read_tokens, cacheWrite: call.cache_write_tokens };
-      if (call.kind === "ask") {
-        out.push({ emits: await ask(call, env, settings, jobAgent) });
-      } else if (call.kind === "usage") {
-        const cost = costMicros(price, tokens);
-        const answer = await env.store.settleCall(call.tree_id, { requestId: call.request_id, runId: call.run_id, inputTokens: tokens.input, outputTokens: tokens.output, cost });
-        await tenantSpend(env, call, cost);
-        out.push({ emits: crossings(call, settings, answer) });
-      } else {
-        const cost = costMicros(price, tokens);
-        const answer = await env.store.rewarm(call.tree_id, call.request_id, cost);
-        await tenantSpend(env, call, cost);
-        out.push({ emits: crossings(call, settings, answer) });
-      }
-    }
-    return out;
-  },
+  process: (records, env) => byTree(records, (call) => call.tree_id, () => new TreeView(), async (call, view) => ({ emits: await decide(call, env, view) })),
 });
+
+async function decide(call: ModelCall, env: LimitsEnv, view: TreeView): Promise<Emit[]> {
+  const { settings, jobAgent } = await view.read(env, call);
+  if (call.kind === "ask") return ask(call, env, settings, jobAgent);
+  const { price } = priceOf(env.prices, call.model);
+  const cost = costMicros(price, { input: call.input_tokens, output: call.output_tokens ?? 0, cacheRead: call.cache_read_tokens, cacheWrite: call.cache_write_tokens });
+  // The tree, the tenant's month and the quotas' months are separate keys, each step idempotent: no order between them.
+  const [answer] = await allSettledOrThrow([
+    call.kind === "usage"
+      ? env.store.settleCall(call.tree_id, { requestId: call.request_id, runId: call.run_id, inputTokens: call.input_tokens, outputTokens: call.output_tokens ?? 0, cost })
+      : env.store.rewarm(call.tree_id, call.request_id, cost),
+    tenantSpend(env, call, cost),
+    quotaSpend(env, call, settings, cost),
+  ]);
+  return crossings(call, settings, answer);
+}
+
+/**
+ * A tree's settings as one batch reads them: read once (and set provisionally when the tree has
+ * none), then kept for the tree's later inputs in the batch. A job's agent is read when an input
+ * of that job does not name its own.
+ */
+class TreeView {
+  #settings: TreeSettings | undefined;
+  readonly #agents = new Map<string, string>();
+
+  async read(env: LimitsEnv, call: ModelCall): Promise<{ settings: TreeSettings; jobAgent: string }> {
+    const known = this.#agents.get(call.job_id);
+    if (this.#settings && (known !== undefined || call.agent)) return { settings: this.#settings, jobAgent: known ?? "" };
+    const r = await treeSettings(env, call.tree_id, call.tenant, call.job_id, call.agent ?? "");
+    this.#settings = r.settings;
+    this.#agents.set(call.job_id, r.jobAgent);
+    return r;
+  }
+}

@@ -1,14 +1,16 @@
 /**
- * The Redis half of the tenant's monthly budget (LIM-10) and the spend forecast (LIM-8): the
- * scripts limitsTenant, limitsForecastRecord and limitsForecastOnce, each one atomic step on
- * keys of one slot, idempotent by its input. A Redis failure is a TransientError.
+ * The Redis half of the tenant's monthly budget and the quotas per person and team (LIM-10),
+ * and the spend forecast (LIM-8): the scripts limitsTenant, limitsQuota, limitsForecastRecord
+ * and limitsForecastOnce, each one atomic step on keys of one slot, idempotent by its input.
+ * A Redis failure is a TransientError.
  */
 import type { Redis } from "ioredis";
 import type { Keys } from "../../store/redis/keys.ts";
 import { runScript } from "../../store/redis/scripts.ts";
 import { TransientError, messageOf } from "../runner/errors.ts";
 import { FORECAST_BUCKETS, FORECAST_WINDOW, type ForecastStats } from "./forecast.ts";
-import type { LimitsStore } from "./store.ts";
+import { QUOTA_CODES, type QuotaAnswer } from "./quota.ts";
+import type { LimitsStore, QuotaHolder } from "./store.ts";
 import { TENANT_CODES, type TenantAnswer } from "./tenant-budget.ts";
 
 export interface RedisBudgetOptions {
@@ -24,7 +26,7 @@ export interface RedisBudgetOptions {
   readonly forecastWindow?: number;
 }
 
-type BudgetPart = Pick<LimitsStore, "tenantAsk" | "tenantRelease" | "tenantSettle" | "treeOutcome" | "recordFinished" | "forecastStats" | "forecastOnce">;
+type BudgetPart = Pick<LimitsStore, "tenantAsk" | "tenantRelease" | "tenantSettle" | "quotaAsk" | "quotaRelease" | "quotaSettle" | "treeOutcome" | "recordFinished" | "forecastStats" | "forecastOnce">;
 
 function ints(reply: unknown, what: string): number[] {
   if (!Array.isArray(reply) || reply.some((v) => typeof v !== "number")) throw new Error(`${what} answered ${JSON.stringify(reply)}, not a list of integers`);
@@ -35,6 +37,12 @@ function tenantAnswer(r: number[]): TenantAnswer {
   const code = TENANT_CODES[r[0] ?? -1];
   if (code === undefined) throw new Error(`limitsTenant answered code ${r[0]}, which is not one of ${TENANT_CODES.length}: the script and tenant-budget.ts disagree`);
   return { code, spent: r[1] ?? 0, reserved: r[2] ?? 0, spentBefore: r[3] ?? 0 };
+}
+
+function quotaAnswer(r: number[]): QuotaAnswer {
+  const code = QUOTA_CODES[r[0] ?? -1];
+  if (code === undefined) throw new Error(`limitsQuota answered code ${r[0]}, which is not one of ${QUOTA_CODES.length}: the script and quota.ts disagree`);
+  return { code, personSpent: r[1] ?? 0, personReserved: r[2] ?? 0, teamSpent: r[3] ?? 0, teamReserved: r[4] ?? 0 };
 }
 
 export function redisBudgetStore(redis: Redis, keys: Keys, options: RedisBudgetOptions = {}): BudgetPart {
@@ -55,10 +63,22 @@ export function redisBudgetStore(redis: Redis, keys: Keys, options: RedisBudgetO
   const tenant = (t: string, month: string, args: Array<string | number>) =>
     guarded(`keeping the monthly spend of tenant ${t}`, async () => ints(await runScript(redis, "limitsTenant", [keys.tenantMonth(t, month), keys.tenantMonthTimers(t, month)], [...args, hold, keep, tenantTtl]), "limitsTenant"));
 
+  const quota = (who: QuotaHolder, month: string, op: string, requestId: string, amount: number, quotas: readonly [number, number], now: number) =>
+    guarded(`keeping the monthly spend of ${who.principal}${who.team ? ` and team ${who.team}` : ""} (tenant ${who.tenant})`, async () => {
+      const person = [keys.quotaMonth(who.tenant, "person", who.principal, month), keys.quotaMonthTimers(who.tenant, "person", who.principal, month)];
+      const team = who.team ? [keys.quotaMonth(who.tenant, "team", who.team, month), keys.quotaMonthTimers(who.tenant, "team", who.team, month)] : person;
+      const args = [op, requestId, amount, ...quotas, who.team ? 1 : 0, now, hold, keep, tenantTtl];
+      return quotaAnswer(ints(await runScript(redis, "limitsQuota", [...person, ...team], args), "limitsQuota"));
+    });
+
   return {
     tenantAsk: async (t, month, a) => tenantAnswer(await tenant(t, month, ["ask", a.requestId, a.worst, a.budget, a.now])),
     tenantRelease: async (t, month, requestId) => void (await tenant(t, month, ["release", requestId, 0, 0, 0])),
     tenantSettle: async (t, month, s) => tenantAnswer(await tenant(t, month, [s.kind, s.requestId, s.cost, 0, s.now])),
+
+    quotaAsk: (who, month, a) => quota(who, month, "ask", a.requestId, a.worst, [a.personQuota, a.teamQuota], a.now),
+    quotaRelease: async (who, month, requestId) => void (await quota(who, month, "release", requestId, 0, [-1, -1], 0)),
+    quotaSettle: (who, month, s) => quota(who, month, s.kind, s.requestId, s.cost, [-1, -1], s.now),
 
     treeOutcome: (treeId) =>
       guarded(`reading how tree ${treeId} ended`, async () => {

@@ -21,7 +21,7 @@ export interface RedisLimitsOptions extends RedisBudgetOptions {
   readonly endedTtlSeconds?: number;
 }
 
-const SETTING_FIELDS = ["s:tenant", "s:root", "s:person", "s:budget", "s:reserve", "s:on_budget", "s:model_calls", "s:tokens", "s:children", "s:fan_out", "s:depth", "s:wait", "s:warn", "s:wall"] as const;
+const SETTING_FIELDS = ["s:tenant", "s:root", "s:person", "s:budget", "s:reserve", "s:on_budget", "s:model_calls", "s:tokens", "s:children", "s:fan_out", "s:depth", "s:wait", "s:warn", "s:wall", "s:principal", "s:team"] as const;
 
 function settingPairs(s: TreeSettings): string[] {
   const values: Record<(typeof SETTING_FIELDS)[number], string | number> = {
@@ -39,12 +39,14 @@ function settingPairs(s: TreeSettings): string[] {
     "s:wait": s.wait,
     "s:warn": s.warnShare,
     "s:wall": s.softWall,
+    "s:principal": s.principal ?? "",
+    "s:team": s.team ?? "",
   };
   return SETTING_FIELDS.flatMap((f) => [f, String(values[f])]);
 }
 
 function settingsFrom(values: ReadonlyArray<string | null>): TreeSettings | null {
-  const [tenant, root, person, budget, reserve, onBudget, modelCalls, tokens, children, fanOut, depth, wait, warn, wall] = values;
+  const [tenant, root, person, budget, reserve, onBudget, modelCalls, tokens, children, fanOut, depth, wait, warn, wall, principal, team] = values;
   if (tenant === null || tenant === undefined) return null;
   return {
     tenant,
@@ -61,6 +63,8 @@ function settingsFrom(values: ReadonlyArray<string | null>): TreeSettings | null
     wait: Number(wait),
     warnShare: Number(warn),
     softWall: Number(wall),
+    ...(principal ? { principal } : {}),
+    ...(team ? { team } : {}),
   };
 }
 

@@ -7,12 +7,20 @@
 import type { CallAnswer, CallAsk, CallUsage, ChildAnswer, ChildAsk, SettleAnswer, WaitAnswer } from "./admission.ts";
 import type { TreeSettings } from "./tree-settings.ts";
 import type { ForecastStats } from "./forecast.ts";
+import type { QuotaAnswer } from "./quota.ts";
 import type { TenantAnswer } from "./tenant-budget.ts";
 
 export interface RootJob {
   readonly jobId: string;
   readonly agent: string;
   readonly runId: string;
+}
+
+/** Whose quotas a tree spends against (LIM-10): its principal and the principal's team ("" for none). */
+export interface QuotaHolder {
+  readonly tenant: string;
+  readonly principal: string;
+  readonly team: string;
 }
 
 /** Who holds a tree's one forecast (LIM-8), and the tree's settled spend (-1 without state). */
@@ -49,6 +57,16 @@ export interface LimitsStore {
   tenantRelease(tenant: string, month: string, requestId: string): Promise<void>;
   /** LIM-10: a usage or re-warm spent in the tenant's month, once. */
   tenantSettle(tenant: string, month: string, spend: { kind: "usage" | "rewarm"; requestId: string; cost: number; now: number }): Promise<TenantAnswer>;
+
+  /**
+   * LIM-10: an ask against the principal's and the team's month (`YYYY-MM`, UTC), quotas in
+   * micro-dollars (-1 for none); it holds its worst case in both when admitted.
+   */
+  quotaAsk(who: QuotaHolder, month: string, ask: { requestId: string; worst: number; personQuota: number; teamQuota: number; now: number }): Promise<QuotaAnswer>;
+  /** LIM-10: a call the quotas admitted and that did not go ahead: its worst case is no longer held. */
+  quotaRelease(who: QuotaHolder, month: string, requestId: string): Promise<void>;
+  /** LIM-10: a usage or re-warm spent in the principal's and the team's month, once. */
+  quotaSettle(who: QuotaHolder, month: string, spend: { kind: "usage" | "rewarm"; requestId: string; cost: number; now: number }): Promise<QuotaAnswer>;
 
   /** LIM-8: what a tree ended with, for its agent's forecast; null without state. */
   treeOutcome(treeId: string): Promise<{ spent: number; budget: number; hit: boolean } | null>;

@@ -11,16 +11,17 @@
  * It is the specification store/redis/lua/limitsTenant-2.lua follows.
  */
 
-export interface TenantMonth {
+/** One month's spend; `A` is what its answers are (a quota's month keeps its own kind). */
+export interface TenantMonth<A = TenantAnswer> {
   spent: number;
   reserved: number;
   /** Worst cases held, by request ID, and when each is dropped (ms). */
   held: Map<string, { worst: number; until: number }>;
   /** Answers already given, by `<op>:<request>`, and when each is forgotten (ms). */
-  done: Map<string, { answer: TenantAnswer; until: number }>;
+  done: Map<string, { answer: A; until: number }>;
 }
 
-export function newTenantMonth(): TenantMonth {
+export function newTenantMonth<A = TenantAnswer>(): TenantMonth<A> {
   return { spent: 0, reserved: 0, held: new Map(), done: new Map() };
 }
 
@@ -59,7 +60,7 @@ export interface TenantSpend extends TenantTimes {
 }
 
 /** Drops held worst cases and kept answers whose time is up. */
-function prune(m: TenantMonth, now: number): void {
+export function prune<A>(m: TenantMonth<A>, now: number): void {
   for (const [req, h] of m.held) {
     if (h.until <= now) {
       m.reserved -= h.worst;
@@ -69,7 +70,8 @@ function prune(m: TenantMonth, now: number): void {
   for (const [key, d] of m.done) if (d.until <= now) m.done.delete(key);
 }
 
-function drop(m: TenantMonth, requestId: string): void {
+/** Drops the worst case `requestId` holds, if it holds one. */
+export function drop<A>(m: TenantMonth<A>, requestId: string): void {
   const h = m.held.get(requestId);
   if (h) {
     m.reserved -= h.worst;

@@ -15,6 +15,10 @@ export interface TreeSettings {
   /** The root agent, or "" when nobody said (then only the tenant's limits and no budget apply). */
   readonly rootAgent: string;
   readonly startedByPerson: boolean;
+  /** LIM-10: the person or app that started the tree (its root's `principal`); left out when nobody said. */
+  readonly principal?: string;
+  /** LIM-10: the principal's team; left out when it has none. */
+  readonly team?: string;
   /** The tree's budget (the root's `max_cost_usd`) in micro-dollars, or -1. */
   readonly budget: number;
   readonly reserve: Reserve;
@@ -42,6 +46,8 @@ export function resolveTreeSettings(input: {
   root: AgentDefinition | undefined;
   tenant: TenantSettings | undefined;
   startedByPerson: boolean;
+  principal?: string | null;
+  team?: string | null;
 }): TreeSettings {
   const tree = resolveTreeLimits(input.root, input.tenant);
   const job = resolveJobLimits(input.root);
@@ -61,5 +67,7 @@ export function resolveTreeSettings(input: {
     wait: orNone(tree.wait),
     warnShare: Math.round(spend.warn_share * 1_000_000),
     softWall: Math.round(spend.soft_wall * 1_000_000),
+    // A team without a principal spends against no quota: only the principal's trees are counted.
+    ...(input.principal ? { principal: input.principal, ...(input.team ? { team: input.team } : {}) } : {}),
   };
 }

@@ -3,15 +3,18 @@
  * `oz0.loop-approvals` (Decision events, subject the approval ID): a person's approve (verdict
  * `allow`), a person's deny (`stop`), or a passed deadline (`stop`, from `loop-deadlines`).
  * The first answer wins. Approve: the held call is allowed and the run's counters start
- * again. Deny or no decision in time: the job stops with LoopDetected.
+ * again. Deny or no decision in time: the job stops with LoopDetected, and the model reads the
+ * words as the held call's failed result. While nobody decides, each step of the tenant's
+ * escalation ladder (a `wait` from `loop-deadlines`, reason LoopEscalated) is decided once: a
+ * `wait` decision naming who the approval goes to now.
  */
 import type { Decision } from "../../schemas/types.ts";
 import { defineProcessor, type InputRecord } from "../runner/processor.ts";
 import { LOOP_DEADLINES } from "./deadlines.ts";
 import { runLane, type LaneSpec, type LaneStep } from "./lane.ts";
-import { decision, finding, type Subject } from "./outputs.ts";
+import { decision, finding, refusedResult, type Subject } from "./outputs.ts";
 import type { LoopEnv } from "./calls-processor.ts";
-import type { RunFlags } from "./store.ts";
+import type { Deadline, RunFlags } from "./store.ts";
 
 export const LOOP_APPROVALS = "loop-approvals";
 
@@ -24,6 +27,7 @@ export function stepAnswer(flags: RunFlags, answer: Decision): LaneStep<Approval
   if (!hold) return { invalid: `no loop of run ${answer.run_id ?? "(none)"} waits on approval ${approval}: answer an approval the run's wait decision named` };
   if (flags.approved.has(approval) || flags.denied.has(approval)) return { state: {}, emits: [], remember: false };
   const s: Subject = { ...hold, id: answer.id, ts: answer.ts };
+  if (answer.verdict === "wait") return stepEscalation(flags, hold, s, answer);
   const facts = { approval, answered_by: answer.processor };
   if (answer.verdict === "allow") {
     const message = `A person approved the loop (approval ${approval}): the counters start again and the call is made.`;
@@ -42,13 +46,58 @@ export function stepAnswer(flags: RunFlags, answer: Decision): LaneStep<Approval
   const message = `${why} The job stopped with LoopDetected.`;
   return {
     state: {},
-    emits: [decision(LOOP_APPROVALS, s, { verdict: "stop", reason_code: "LoopDetected", message, evidence: { approval: { id: approval, kind: "loop" }, answered_by: answer.processor } }), finding(LOOP_APPROVALS, s, { finding: answer.processor === LOOP_DEADLINES ? "loop_deadline_passed" : "loop_denied", ...facts }, {})],
+    emits: [
+      decision(LOOP_APPROVALS, s, { verdict: "stop", reason_code: "LoopDetected", message, evidence: { approval: { id: approval, kind: "loop" }, answered_by: answer.processor } }),
+      // Loops held before the call's function was kept name none: the result still answers the call ID.
+      refusedResult(LOOP_APPROVALS, { ...s, plugin: hold.plugin ?? "", tool: hold.tool ?? "", function: hold.function ?? "" }, message),
+      finding(LOOP_APPROVALS, s, { finding: answer.processor === LOOP_DEADLINES ? "loop_deadline_passed" : "loop_denied", ...facts }, {}),
+    ],
     remember: true,
     flags: [
       [`denied:${approval}`, answer.id],
       ["stopped", message],
     ],
     settled: [hold],
+  };
+}
+
+/** The step of the ladder an escalation names, from its evidence (`{escalation: {step, to}}`), or why it is unusable. */
+export function escalationOf(answer: Pick<Decision, "evidence">): { step: number; to: string } | string {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(answer.evidence ?? "null");
+  } catch {
+    return "evidence is not JSON: an escalation names its step as {escalation: {step, to}}";
+  }
+  const e = (parsed as { escalation?: { step?: unknown; to?: unknown } } | null)?.escalation;
+  if (typeof e?.step !== "number" || !Number.isInteger(e.step) || e.step < 1 || typeof e.to !== "string" || e.to === "") {
+    return "evidence names no escalation step: an escalation carries {escalation: {step (from 1), to}}";
+  }
+  return { step: e.step, to: e.to };
+}
+
+/** LOOP-5: one step of the escalation ladder, taken once while nobody has decided. */
+function stepEscalation(flags: RunFlags, hold: Deadline, s: Subject, answer: Decision): LaneStep<ApprovalsLaneState> {
+  const esc = escalationOf(answer);
+  if (typeof esc === "string") throw new Error(`validate let an unusable escalation through: ${esc}`);
+  const taken = `${hold.approval}:${esc.step}`;
+  if (flags.escalated.has(taken)) return { state: {}, emits: [], remember: false };
+  const deadline = new Date(hold.at).toISOString();
+  const message = `Nobody has decided on the loop (approval ${hold.approval}, kind loop) yet: it goes to ${esc.to} as well (step ${esc.step} of the escalation ladder). No decision by ${deadline} stops the job with LoopDetected.`;
+  return {
+    state: {},
+    emits: [
+      decision(LOOP_APPROVALS, s, {
+        verdict: "wait",
+        reason_code: "LoopEscalated",
+        numbers: { step: esc.step, deadline: hold.at },
+        message,
+        evidence: { approval: { id: hold.approval, kind: "loop", deadline }, escalation: { step: esc.step, to: esc.to, at: new Date(answer.ts).toISOString() } },
+      }),
+      finding(LOOP_APPROVALS, s, { finding: "loop_escalated", approval: hold.approval, to: esc.to }, { step: esc.step }),
+    ],
+    remember: true,
+    flags: [[`escalated:${taken}`, answer.id]],
   };
 }
 
@@ -63,12 +112,15 @@ const approvalsLane: LaneSpec<Decision, ApprovalsLaneState> = {
 export const loopApprovalsProcessor = defineProcessor<Decision, LoopEnv>({
   name: LOOP_APPROVALS,
   input: "oz0.loop-approvals",
-  outputs: ["oz0.call-decisions", "oz0.trace"],
+  outputs: ["oz0.call-decisions", "oz0.trace", "oz0.results-delivered"],
   validate(answer) {
     const reasons: string[] = [];
     if (!answer.run_id) reasons.push("run_id is empty: an answer to a loop approval names the run that waits");
     if (!answer.subject) reasons.push("subject is empty: it names the approval answered");
-    if (answer.verdict !== "allow" && answer.verdict !== "stop") reasons.push(`verdict is ${answer.verdict}: a loop approval is answered allow (approve) or stop (deny)`);
+    if (answer.verdict === "wait") {
+      if (answer.processor !== LOOP_DEADLINES || answer.reason_code !== "LoopEscalated") reasons.push(`verdict is wait from ${answer.processor}: only ${LOOP_DEADLINES} publishes a wait, an escalation step (reason LoopEscalated)`);
+      else if (typeof escalationOf(answer) === "string") reasons.push(escalationOf(answer) as string);
+    } else if (answer.verdict !== "allow" && answer.verdict !== "stop") reasons.push(`verdict is ${answer.verdict}: a loop approval is answered allow (approve) or stop (deny)`);
     return reasons;
   },
   process: (records, env) => runLane(approvalsLane, env.store, records),

@@ -3,9 +3,13 @@
  * Allows it; or, when it completes a repeat or a cycle, acts on the agent's on_loop: waits for
  * a person (an approval of kind loop), stops the job with LoopDetected, or reports a
  * possible_loop finding and lets it go. Refuses every call but the answer once no progress
- * has left only the answer (LOOP-7), and stops every call of a stopped job.
+ * has left only the answer (LOOP-7), every call of a tool an admin switched off (LOOP-9), and
+ * stops every call of a stopped job. A call refused or stopped is not made: the model reads
+ * the words as its failed result. Each loop acted on goes to the audit log (LOOP-9).
  */
 import type { AgentDefinition } from "../../config/agent.ts";
+import { reachableSteps } from "../../config/approvals.ts";
+import { asKillSwitch, killSwitchId, killSwitchWords } from "../../config/kill-switch.ts";
 import { resolveLoopSettings, type EffectiveLoopSettings } from "../../config/resolve.ts";
 import type { TenantSettings } from "../../config/tenant.ts";
 import type { ToolCall } from "../../schemas/types.ts";
@@ -16,8 +20,8 @@ import { EMPTY_CALL_STATE, startAgain, watchCall, type CallState, type LoopFound
 import { parseArguments } from "../call-arguments.ts";
 import { callSignature, functionName, splitSignature } from "./digest.ts";
 import { runLane, type LaneSpec, type LaneStep } from "./lane.ts";
-import { decision, finding, loopWords, type Subject } from "./outputs.ts";
-import { deadlineMember, utcDay, type Deadline, type LoopStore, type RunFlags } from "./store.ts";
+import { decision, finding, loopActed, loopWords, refusedResult, type Subject } from "./outputs.ts";
+import { utcDay, type Deadline, type LoopStore, type RunFlags } from "./store.ts";
 import { isAnswer, isWatched } from "./watched.ts";
 
 export const LOOP_CALLS = "loop-calls";
@@ -50,14 +54,16 @@ export function loopSettings(config: ConfigView, call: Pick<ToolCall, "agent" | 
   return resolveLoopSettings(agent, tenant, { harness: call.origin === "harness" });
 }
 
-function evidence(loop: LoopFound, call: ToolCall, threshold: number, approval?: { id: string; deadline: number }): unknown {
+function evidence(loop: LoopFound, call: ToolCall, threshold: number, approval?: { id: string; deadline: number; escalation: ReadonlyArray<{ at: number; to: string }> }): unknown {
   return {
     detector: loop.detector,
     calls: loop.calls.map(splitSignature),
     arguments: parseArguments(call.arguments),
     count: loop.count,
     threshold,
-    ...(approval ? { approval: { id: approval.id, kind: "loop", deadline: new Date(approval.deadline).toISOString() } } : {}),
+    ...(approval
+      ? { approval: { id: approval.id, kind: "loop", deadline: new Date(approval.deadline).toISOString(), escalation: approval.escalation.map((e) => ({ at: new Date(e.at).toISOString(), to: e.to })) } }
+      : {}),
   };
 }
 
@@ -74,6 +80,7 @@ function act(config: ConfigView, state: CallsLaneState, flags: RunFlags, call: T
   const count = { id: deriveId(LOOP_CALLS, s.id), day: utcDay(call.ts), tenant: call.tenant, plugin: call.plugin, tool: call.tool };
   const numbers = { count: loop.count, threshold };
   const facts = { detector: loop.detector, function: fn, on_loop: settings.on_loop };
+  const acted = loopActed(LOOP_CALLS, call, { detector: loop.detector, day: count.day, action: settings.on_loop });
 
   if (settings.on_loop === "report") {
     return {
@@ -81,6 +88,7 @@ function act(config: ConfigView, state: CallsLaneState, flags: RunFlags, call: T
       emits: [
         decision(LOOP_CALLS, s, { verdict: "report", reason_code: "possible_loop", limit, numbers, message: words, evidence: evidence(loop, call, threshold) }),
         finding(LOOP_CALLS, s, { finding: "possible_loop", ...facts }, numbers),
+        acted,
       ],
       remember: true,
       counts: [count],
@@ -90,22 +98,30 @@ function act(config: ConfigView, state: CallsLaneState, flags: RunFlags, call: T
     const message = `${words} The job stopped with LoopDetected.`;
     return {
       state: { ...state, calls },
-      emits: [decision(LOOP_CALLS, s, { verdict: "stop", reason_code: "LoopDetected", limit, numbers, message, evidence: evidence(loop, call, threshold) }), finding(LOOP_CALLS, s, { finding: "loop_stopped", ...facts }, numbers)],
+      emits: [
+        decision(LOOP_CALLS, s, { verdict: "stop", reason_code: "LoopDetected", limit, numbers, message, evidence: evidence(loop, call, threshold) }),
+        refusedResult(LOOP_CALLS, call, message),
+        finding(LOOP_CALLS, s, { finding: "loop_stopped", ...facts }, numbers),
+        acted,
+      ],
       remember: true,
       flags: [["stopped", message]],
       counts: [count],
     };
   }
   const approval = deriveId(LOOP_CALLS, "approval", s.id);
-  const deadline = call.ts + (settings.loop_deadline ?? DEFAULT_LOOP_DEADLINE_MS);
+  const waits = settings.loop_deadline ?? DEFAULT_LOOP_DEADLINE_MS;
+  const deadline = call.ts + waits;
+  // LOOP-5: the tenant's escalation ladder, each step from the ask; a step at or past the deadline is never reached.
+  const escalation = reachableSteps(settings.escalation, waits).map((step) => ({ at: call.ts + step.after, to: step.to }));
   const message = `${words} It waits for a person to approve it (approval ${approval}, kind loop); a denial, or no decision by ${new Date(deadline).toISOString()}, stops the job with LoopDetected.`;
-  const wait = decision(LOOP_CALLS, s, { verdict: "wait", reason_code: "LoopDetected", limit, numbers: { ...numbers, deadline }, message, evidence: evidence(loop, call, threshold, { id: approval, deadline }) });
-  const hold: Deadline = { approval, at: deadline, tenant: call.tenant, tree_id: call.tree_id, job_id: call.job_id, run_id: call.run_id, call_id: call.call_id };
+  const wait = decision(LOOP_CALLS, s, { verdict: "wait", reason_code: "LoopDetected", limit, numbers: { ...numbers, deadline }, message, evidence: evidence(loop, call, threshold, { id: approval, deadline, escalation }) });
+  const hold: Deadline = { approval, at: deadline, tenant: call.tenant, tree_id: call.tree_id, job_id: call.job_id, run_id: call.run_id, call_id: call.call_id, plugin: call.plugin, tool: call.tool, function: call.function, escalation };
   return {
     state: { calls, hold: { approval, call_id: call.call_id, deadline } },
-    emits: [wait, finding(LOOP_CALLS, s, { finding: "loop_waits", approval, ...facts }, numbers)],
+    emits: [wait, finding(LOOP_CALLS, s, { finding: "loop_waits", approval, ...facts }, numbers), acted],
     remember: true,
-    flags: [[`hold:${approval}`, deadlineMember(hold)]],
+    flags: [[`hold:${approval}`, JSON.stringify(hold)]],
     deadlines: [hold],
     counts: [count],
   };
@@ -114,11 +130,22 @@ function act(config: ConfigView, state: CallsLaneState, flags: RunFlags, call: T
 export function stepCall(config: ConfigView, state: CallsLaneState, flags: RunFlags, call: ToolCall): LaneStep<CallsLaneState> {
   const s: Subject = call;
   if (flags.stopped !== null) {
-    return { state, emits: [decision(LOOP_CALLS, s, { verdict: "stop", reason_code: "LoopDetected", message: flags.stopped })], remember: true };
+    return { state, emits: [decision(LOOP_CALLS, s, { verdict: "stop", reason_code: "LoopDetected", message: flags.stopped }), refusedResult(LOOP_CALLS, call, flags.stopped)], remember: true };
   }
   if (isAnswer(call)) return { state, emits: [decision(LOOP_CALLS, s, { verdict: "allow" })], remember: false };
+  // LOOP-9: a kill switch refuses every call of the tool, in every tenant, whoever makes it.
+  const killed = asKillSwitch(config.get("kill_switch", killSwitchId(call.plugin, call.tool)));
+  if (killed !== null) {
+    const message = killSwitchWords(killed);
+    const evidence = { kill_switch: { tool: killSwitchId(killed.plugin, killed.tool), reason: killed.reason, by: killed.by, thrown_at: new Date(killed.at).toISOString() } };
+    return { state, emits: [decision(LOOP_CALLS, s, { verdict: "refuse", reason_code: "KillSwitch", message, evidence }), refusedResult(LOOP_CALLS, call, message)], remember: true };
+  }
   if (flags.finishOnly !== null) {
-    return { state, emits: [decision(LOOP_CALLS, s, { verdict: "refuse", reason_code: "NoProgress", limit: "loops.no_progress", message: flags.finishOnly })], remember: true };
+    return {
+      state,
+      emits: [decision(LOOP_CALLS, s, { verdict: "refuse", reason_code: "NoProgress", limit: "loops.no_progress", message: flags.finishOnly }), refusedResult(LOOP_CALLS, call, flags.finishOnly)],
+      remember: true,
+    };
   }
   if (!isWatched(call)) return { state, emits: [decision(LOOP_CALLS, s, { verdict: "allow" })], remember: false };
   if (state.hold !== null) {
@@ -143,7 +170,7 @@ function callsLane(config: ConfigView): LaneSpec<ToolCall, CallsLaneState> {
 export const loopCallsProcessor = defineProcessor<ToolCall, LoopEnv>({
   name: LOOP_CALLS,
   input: "oz0.tool-calls",
-  outputs: ["oz0.call-decisions", "oz0.trace"],
+  outputs: ["oz0.call-decisions", "oz0.trace", "oz0.results-delivered", "oz0.audit"],
   validate(call) {
     const reasons: string[] = [];
     for (const field of ["id", "tenant", "tree_id", "job_id", "run_id", "call_id", "plugin", "tool", "function"] as const) {

@@ -5,18 +5,24 @@
  * `loop-approvals` decides like a denial, in order with people's answers, in a Kafka
  * transaction. A deadline is dropped only after its answer was published, so a crash between
  * publishes it twice at worst, and the second answer changes nothing (the first answer wins).
+ *
+ * The steps of a tenant's escalation ladder are watched the same way: each passed step is
+ * published as a `wait` (reason LoopEscalated, the step and who it goes to in the evidence),
+ * with an ID derived from the approval and the step, and `loop-approvals` takes each step once
+ * (a flag per step in the run's state), and none once the loop is decided. So a step published
+ * twice, by a restart or by two timers, is still taken once.
  */
 import type { Producer } from "kafkajs";
 import type { Serde } from "../../schemas/serde.ts";
 import type { Decision } from "../../schemas/types.ts";
 import { deriveId } from "../runner/ids.ts";
 import type { Logger } from "../runner/log.ts";
-import type { Deadline, LoopStore } from "./store.ts";
+import type { LoopStore, TimerEntry } from "./store.ts";
 
 export const LOOP_DEADLINES = "loop-deadlines";
 
 /** The answer a passed deadline gives: deterministic, so a deadline published twice is one answer. */
-export function expiryAnswer(d: Deadline): Decision {
+export function expiryAnswer(d: TimerEntry): Decision {
   return {
     id: deriveId(LOOP_DEADLINES, d.approval),
     input_id: d.approval,
@@ -36,13 +42,41 @@ export function expiryAnswer(d: Deadline): Decision {
   };
 }
 
+/** What a passed step of the escalation ladder publishes: deterministic, so a step published twice is one step. */
+export function escalationNotice(e: TimerEntry & { readonly step: number }): Decision {
+  return {
+    id: deriveId(LOOP_DEADLINES, e.approval, "step", e.step),
+    input_id: e.approval,
+    processor: LOOP_DEADLINES,
+    tenant: e.tenant,
+    tree_id: e.tree_id,
+    job_id: e.job_id,
+    run_id: e.run_id,
+    subject: e.approval,
+    verdict: "wait",
+    reason_code: "LoopEscalated",
+    limit: null,
+    numbers: { step: e.step },
+    message: "",
+    evidence: JSON.stringify({ escalation: { step: e.step, to: e.to ?? "" } }),
+    ts: e.at,
+  };
+}
+
+function published(e: TimerEntry): Decision {
+  return e.step === undefined ? expiryAnswer(e) : escalationNotice({ ...e, step: e.step });
+}
+
 export type PublishAnswers = (answers: Decision[]) => Promise<void>;
 
-/** Publishes the answers of every deadline passed by `now` (up to `limit`), then drops them; returns how many. */
+/**
+ * Publishes what every deadline and escalation step passed by `now` gives (up to `limit`, oldest
+ * first, so a run's steps come before its deadline), then drops them; returns how many.
+ */
 export async function sweepDeadlines(store: LoopStore, publish: PublishAnswers, now: number, limit = 500): Promise<number> {
   const due = await store.dueDeadlines(now, limit);
   if (due.length === 0) return 0;
-  await publish(due.map(expiryAnswer));
+  await publish(due.map(published));
   await store.dropDeadlines(due);
   return due.length;
 }
@@ -70,7 +104,7 @@ export function startDeadlineTimer(options: { store: LoopStore; publish: Publish
       .then(async () => {
         if (stopped) return;
         const n = await sweepDeadlines(options.store, options.publish, now());
-        if (n > 0) options.log.info("loop deadlines passed; the jobs stop", { deadlines: n });
+        if (n > 0) options.log.info("loop deadlines or escalation steps passed", { passed: n });
       })
       .catch((err: unknown) => options.log.warn("sweeping loop deadlines failed; trying again at the next tick", { error: String(err) }));
   };

@@ -19,7 +19,7 @@ import { loopResultsProcessor } from "./results-processor.ts";
 export { loopApprovalsProcessor } from "./approvals-processor.ts";
 export { loopCallsProcessor, type LoopEnv } from "./calls-processor.ts";
 export { loopResultsProcessor } from "./results-processor.ts";
-export { loopReport, type LoopingTool } from "./report.ts";
+export { formatLoopReport, loopReport, toolFacts, type LoopingTool } from "./report.ts";
 export { MemoryLoopStore } from "./memory-store.ts";
 export { RedisLoopStore } from "./redis-store.ts";
 

@@ -34,6 +34,7 @@ function raise(flags: RunFlags, field: FlagField, value: string): RunFlags {
   const [kind, approval] = [field.slice(0, field.indexOf(":")), field.slice(field.indexOf(":") + 1)];
   if (kind === "approved") return { ...flags, approved: new Set([...flags.approved, approval]) };
   if (kind === "denied") return { ...flags, denied: new Set([...flags.denied, approval]) };
+  if (kind === "escalated") return { ...flags, escalated: new Set([...flags.escalated, approval]) };
   return flags.holds.has(approval) ? flags : { ...flags, holds: new Map([...flags.holds, [approval, JSON.parse(value) as Deadline]]) };
 }
 

@@ -1,10 +1,11 @@
 /** The loop state in memory, for the test driver: the same semantics as the Redis store. */
-import { deadlineMember, flagsFromHash, type Deadline, type Lane, type LaneRead, type LaneSnapshot, type LaneWrite, type LoopStore } from "./store.ts";
+import { flagsFromHash, timerEntries, timerMember, type Lane, type LaneRead, type LaneSnapshot, type LaneWrite, type LoopStore, type TimerEntry } from "./store.ts";
 
 export class MemoryLoopStore implements LoopStore {
   readonly lanes = new Map<string, Map<string, string>>();
   readonly flags = new Map<string, Map<string, string>>();
-  readonly deadlines = new Map<string, Deadline>();
+  /** Deadlines and escalation steps the timer watches, by member. */
+  readonly deadlines = new Map<string, TimerEntry>();
   /** LOOP-9 counts by `<day>|<tenant>|<plugin>|<tool>`. */
   readonly counts = new Map<string, number>();
   private readonly counted = new Set<string>();
@@ -40,8 +41,8 @@ export class MemoryLoopStore implements LoopStore {
         const flags = this.hash(this.flags, w.run);
         for (const [field, value] of w.flags) if (!flags.has(field)) flags.set(field, value);
       }
-      for (const d of w.deadlines) if (!this.deadlines.has(deadlineMember(d))) this.deadlines.set(deadlineMember(d), d);
-      for (const d of w.settled) this.deadlines.delete(deadlineMember(d));
+      for (const e of w.deadlines.flatMap(timerEntries)) if (!this.deadlines.has(timerMember(e))) this.deadlines.set(timerMember(e), e);
+      for (const e of w.settled.flatMap(timerEntries)) this.deadlines.delete(timerMember(e));
       for (const c of w.counts) {
         if (this.counted.has(`${c.day}|${c.id}`)) continue;
         this.counted.add(`${c.day}|${c.id}`);
@@ -52,13 +53,13 @@ export class MemoryLoopStore implements LoopStore {
     return Promise.resolve();
   }
 
-  dueDeadlines(now: number, limit: number): Promise<Deadline[]> {
+  dueDeadlines(now: number, limit: number): Promise<TimerEntry[]> {
     const due = [...this.deadlines.values()].filter((d) => d.at <= now).sort((a, b) => a.at - b.at);
     return Promise.resolve(due.slice(0, limit));
   }
 
-  dropDeadlines(deadlines: readonly Deadline[]): Promise<void> {
-    for (const d of deadlines) this.deadlines.delete(deadlineMember(d));
+  dropDeadlines(entries: readonly TimerEntry[]): Promise<void> {
+    for (const e of entries) this.deadlines.delete(timerMember(e));
     return Promise.resolve();
   }
 }

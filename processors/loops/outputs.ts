@@ -1,9 +1,10 @@
 /**
- * The events the loop processors emit: decisions on `oz0.call-decisions` and findings on
- * `oz0.trace` (never content: functions, detectors and numbers only), and the words the model
- * and people read.
+ * The events the loop processors emit: decisions on `oz0.call-decisions`, findings on
+ * `oz0.trace` and loops acted on on `oz0.audit` (never content: functions, detectors and
+ * numbers only), failed results on `oz0.results-delivered` for calls that are not made, and
+ * the words the model and people read.
  */
-import type { Decision, TraceEntry, Verdict } from "../../schemas/types.ts";
+import type { AuditEvent, Decision, ResultDelivered, TraceEntry, Verdict } from "../../schemas/types.ts";
 import type { Emit } from "../runner/processor.ts";
 import { deriveId } from "../runner/ids.ts";
 
@@ -65,6 +66,56 @@ export function finding(processor: string, s: Subject, facts: Record<string, str
     ts: s.ts,
   };
   return { to: "oz0.trace", key: s.tree_id, value };
+}
+
+/** A call a loop decision is about, with what it calls. */
+export interface CallSubject extends Subject {
+  readonly plugin: string;
+  readonly tool: string;
+  readonly function: string;
+}
+
+/**
+ * LOOP-7 (and every call refused or stopped): the call is not made, so the model reads the
+ * words as the call's result, a failed one, as `fit-results` delivers results.
+ */
+export function refusedResult(processor: string, s: CallSubject, words: string): Emit {
+  const value: ResultDelivered = {
+    id: deriveId(processor, "result", s.id),
+    input_id: s.id,
+    processor,
+    tenant: s.tenant,
+    tree_id: s.tree_id,
+    job_id: s.job_id,
+    run_id: s.run_id,
+    call_id: s.call_id,
+    plugin: s.plugin,
+    tool: s.tool,
+    function: s.function,
+    is_error: true,
+    content: JSON.stringify({ content: [{ type: "text", text: words }], isError: true }),
+    truncated: false,
+    fit: null,
+    ts: s.ts,
+  };
+  return { to: "oz0.results-delivered", key: s.run_id, value };
+}
+
+/** LOOP-9: a loop acted on, for the audit log: tenant, plugin, tool, detector, day and what was done; never arguments or content. */
+export function loopActed(processor: string, s: Subject & { readonly plugin: string; readonly tool: string }, facts: { readonly detector: string; readonly day: string; readonly action: string }): Emit {
+  const value: AuditEvent = {
+    id: deriveId(processor, "audit", s.id),
+    kind: "loop.acted",
+    tenant: s.tenant,
+    tree_id: s.tree_id,
+    job_id: s.job_id,
+    actor: processor,
+    reason: null,
+    facts: { plugin: s.plugin, tool: s.tool, detector: facts.detector, day: facts.day, action: facts.action },
+    numbers: {},
+    ts: s.ts,
+  };
+  return { to: "oz0.audit", key: s.tenant, value };
 }
 
 /** LOOP-7: what the result that crossed the line says, and every later call is refused with. */

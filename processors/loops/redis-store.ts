@@ -7,7 +7,7 @@ import type { Redis } from "ioredis";
 import type { Keys } from "../../store/redis/keys.ts";
 import { defineScripts, scripts } from "../../store/redis/scripts.ts";
 import { TransientError, messageOf } from "../runner/errors.ts";
-import { deadlineMember, flagsFromHash, type Deadline, type Lane, type LaneRead, type LaneSnapshot, type LaneWrite, type LoopStore } from "./store.ts";
+import { flagsFromHash, timerEntries, timerMember, type Lane, type LaneRead, type LaneSnapshot, type LaneWrite, type LoopStore, type TimerEntry } from "./store.ts";
 
 export interface RedisLoopStoreOptions {
   /** Seconds a run's loop state outlives its newest input, or the deadline of a loop waiting for a person. @default 86400 (a day) */
@@ -81,12 +81,12 @@ export class RedisLoopStore implements LoopStore {
       // Deadlines and counts live under other hash tags than the run, so they cannot join the
       // run's script. Both are idempotent and go first: once the script has stored the lane, a
       // retry replays its inputs and would not send them again.
-      for (const d of w.deadlines) pipe.zadd(this.keys.loopDeadlines(), "NX", d.at, deadlineMember(d));
+      for (const e of w.deadlines.flatMap(timerEntries)) pipe.zadd(this.keys.loopDeadlines(), "NX", e.at, timerMember(e));
       for (const c of w.counts) {
         scripted[count]?.(this.keys.loopStats(c.day, "counts"), this.keys.loopStats(c.day, "counted"), c.id, c.tenant, c.plugin, c.tool, this.statsTtl);
       }
       scripted[commit]?.(this.keys.loopLane(w.run, lane), this.keys.loopFlags(w.run), ...args);
-      for (const d of w.settled) pipe.zrem(this.keys.loopDeadlines(), deadlineMember(d));
+      for (const e of w.settled.flatMap(timerEntries)) pipe.zrem(this.keys.loopDeadlines(), timerMember(e));
     }
     try {
       replies(await pipe.exec(), `writing the ${lane} loop state of ${writes.length} runs`);
@@ -95,19 +95,19 @@ export class RedisLoopStore implements LoopStore {
     }
   }
 
-  async dueDeadlines(now: number, limit: number): Promise<Deadline[]> {
+  async dueDeadlines(now: number, limit: number): Promise<TimerEntry[]> {
     try {
       const members = await this.redis.zrangebyscore(this.keys.loopDeadlines(), "-inf", now, "LIMIT", 0, limit);
-      return members.map((m) => JSON.parse(m) as Deadline);
+      return members.map((m) => JSON.parse(m) as TimerEntry);
     } catch (err) {
       throw new TransientError(`Redis failed reading loop deadlines: ${messageOf(err)}`, { cause: err });
     }
   }
 
-  async dropDeadlines(deadlines: readonly Deadline[]): Promise<void> {
-    if (deadlines.length === 0) return;
+  async dropDeadlines(entries: readonly TimerEntry[]): Promise<void> {
+    if (entries.length === 0) return;
     try {
-      await this.redis.zrem(this.keys.loopDeadlines(), ...deadlines.map(deadlineMember));
+      await this.redis.zrem(this.keys.loopDeadlines(), ...entries.map(timerMember));
     } catch (err) {
       throw new TransientError(`Redis failed dropping loop deadlines: ${messageOf(err)}`, { cause: err });
     }

@@ -11,7 +11,7 @@ import { defineProcessor, type InputRecord } from "../runner/processor.ts";
 import { loopSettings, type LoopEnv } from "./calls-processor.ts";
 import { functionName, summarizeResult } from "./digest.ts";
 import { runLane, type LaneSpec, type LaneStep } from "./lane.ts";
-import { decision, finding, finishOnlyWords } from "./outputs.ts";
+import { decision, finding, finishOnlyWords, loopActed } from "./outputs.ts";
 import { EMPTY_PROGRESS_STATE, startProgressAgain, watchResult, type ProgressState } from "./progress-detector.ts";
 import { utcDay, type RunFlags } from "./store.ts";
 import { isWatched } from "./watched.ts";
@@ -37,15 +37,17 @@ export function stepResult(env: Pick<LoopEnv, "config">, state: ResultsLaneState
   const words = finishOnlyWords(settings.no_progress);
   const numbers = { results: step.state.streak, threshold: settings.no_progress };
   const evidence = { detector: "no_progress", function: functionName(result), results: step.state.streak, last: step.nothingNew };
+  const day = utcDay(result.ts);
   return {
     state: next,
     emits: [
       decision(LOOP_RESULTS, result, { verdict: "refuse", reason_code: "NoProgress", limit: "loops.no_progress", numbers, message: words, evidence }),
       finding(LOOP_RESULTS, result, { finding: "no_progress", function: functionName(result), last: step.nothingNew ?? "" }, numbers),
+      loopActed(LOOP_RESULTS, result, { detector: "no_progress", day, action: "finish_only" }),
     ],
     remember: true,
     flags: [["finish_only", words]],
-    counts: [{ id: deriveId(LOOP_RESULTS, result.id), day: utcDay(result.ts), tenant: result.tenant, plugin: result.plugin, tool: result.tool }],
+    counts: [{ id: deriveId(LOOP_RESULTS, result.id), day, tenant: result.tenant, plugin: result.plugin, tool: result.tool }],
   };
 }
 
@@ -62,7 +64,7 @@ function resultsLane(env: LoopEnv): LaneSpec<ToolResult, ResultsLaneState> {
 export const loopResultsProcessor = defineProcessor<ToolResult, LoopEnv>({
   name: LOOP_RESULTS,
   input: "oz0.tool-results",
-  outputs: ["oz0.call-decisions", "oz0.trace"],
+  outputs: ["oz0.call-decisions", "oz0.trace", "oz0.audit"],
   validate(result) {
     const reasons: string[] = [];
     for (const field of ["id", "tenant", "tree_id", "job_id", "run_id", "call_id"] as const) {

@@ -21,23 +21,30 @@ export interface RunFlags {
   readonly denied: ReadonlySet<string>;
   /** Loops waiting for a person, by approval: what the answer decides about. */
   readonly holds: ReadonlyMap<string, Deadline>;
+  /** Escalation steps taken (LOOP-5), as `<approval>:<step>`. */
+  readonly escalated: ReadonlySet<string>;
 }
 
-export const NO_FLAGS: RunFlags = Object.freeze({ stopped: null, finishOnly: null, approved: new Set<string>(), denied: new Set<string>(), holds: new Map<string, Deadline>() });
+export const NO_FLAGS: RunFlags = Object.freeze({ stopped: null, finishOnly: null, approved: new Set<string>(), denied: new Set<string>(), holds: new Map<string, Deadline>(), escalated: new Set<string>() });
 
-/** A flag to raise: `stopped`, `finish_only`, `approved:<approval>`, `denied:<approval>` or `hold:<approval>` (a Deadline's member). */
-export type FlagField = "stopped" | "finish_only" | `approved:${string}` | `denied:${string}` | `hold:${string}`;
+/**
+ * A flag to raise: `stopped`, `finish_only`, `approved:<approval>`, `denied:<approval>`,
+ * `hold:<approval>` (the Deadline as JSON) or `escalated:<approval>:<step>`.
+ */
+export type FlagField = "stopped" | "finish_only" | `approved:${string}` | `denied:${string}` | `hold:${string}` | `escalated:${string}`;
 
 export function flagsFromHash(hash: Record<string, string>): RunFlags {
   const approved = new Set<string>();
   const denied = new Set<string>();
   const holds = new Map<string, Deadline>();
+  const escalated = new Set<string>();
   for (const [field, value] of Object.entries(hash)) {
+    if (field.startsWith("escalated:")) escalated.add(field.slice("escalated:".length));
     if (field.startsWith("approved:")) approved.add(field.slice("approved:".length));
     if (field.startsWith("denied:")) denied.add(field.slice("denied:".length));
     if (field.startsWith("hold:")) holds.set(field.slice("hold:".length), JSON.parse(value) as Deadline);
   }
-  return { stopped: hash.stopped ?? null, finishOnly: hash.finish_only ?? null, approved, denied, holds };
+  return { stopped: hash.stopped ?? null, finishOnly: hash.finish_only ?? null, approved, denied, holds, escalated };
 }
 
 export interface LaneRead {
@@ -57,7 +64,11 @@ export interface LaneSnapshot {
   readonly flags: RunFlags;
 }
 
-/** A loop waiting for a person (LOOP-5): its approval, the call it holds, and when nobody deciding stops the job. */
+/**
+ * A loop waiting for a person (LOOP-5): its approval, the call it holds, when nobody deciding
+ * stops the job, and the steps of its escalation ladder. Loops held before the ladder and the
+ * call's function were kept have neither.
+ */
 export interface Deadline {
   readonly approval: string;
   /** Epoch milliseconds. */
@@ -67,11 +78,45 @@ export interface Deadline {
   readonly job_id: string;
   readonly run_id: string;
   readonly call_id: string;
+  /** The held call's plugin, tool and function: what a failed result for it names. */
+  readonly plugin?: string;
+  readonly tool?: string;
+  readonly function?: string;
+  /** When each step of the tenant's escalation ladder is taken (epoch milliseconds, before `at`), in order. */
+  readonly escalation?: ReadonlyArray<{ readonly at: number; readonly to: string }>;
 }
 
-/** The deadline as one string, fields in a fixed order: its member in the sorted set of deadlines. */
+/**
+ * One moment the deadline timer watches: a waiting loop's deadline (no `step`), or one step of
+ * its escalation ladder (`step` from 1, and who it goes `to`).
+ */
+export interface TimerEntry {
+  readonly approval: string;
+  readonly at: number;
+  readonly tenant: string;
+  readonly tree_id: string;
+  readonly job_id: string;
+  readonly run_id: string;
+  readonly call_id: string;
+  readonly step?: number;
+  readonly to?: string;
+}
+
+/** The entry as one string, fields in a fixed order: its member in the sorted set of deadlines. */
+export function timerMember(e: TimerEntry): string {
+  const base = { approval: e.approval, at: e.at, tenant: e.tenant, tree_id: e.tree_id, job_id: e.job_id, run_id: e.run_id, call_id: e.call_id };
+  return JSON.stringify(e.step === undefined ? base : { ...base, step: e.step, to: e.to });
+}
+
+/** The deadline's own member in the sorted set of deadlines (the same as before ladders were kept). */
 export function deadlineMember(d: Deadline): string {
-  return JSON.stringify({ approval: d.approval, at: d.at, tenant: d.tenant, tree_id: d.tree_id, job_id: d.job_id, run_id: d.run_id, call_id: d.call_id });
+  return timerMember({ approval: d.approval, at: d.at, tenant: d.tenant, tree_id: d.tree_id, job_id: d.job_id, run_id: d.run_id, call_id: d.call_id });
+}
+
+/** What the timer watches for a waiting loop: each step of its ladder, then its deadline. */
+export function timerEntries(d: Deadline): TimerEntry[] {
+  const base = { approval: d.approval, tenant: d.tenant, tree_id: d.tree_id, job_id: d.job_id, run_id: d.run_id, call_id: d.call_id };
+  return [...(d.escalation ?? []).map((s, i) => ({ ...base, at: s.at, step: i + 1, to: s.to })), { ...base, at: d.at }];
 }
 
 /** A loop acted on, to count (LOOP-9). Never what was said. */
@@ -91,9 +136,9 @@ export interface LaneWrite {
   readonly state: string;
   readonly memos: ReadonlyArray<readonly [offset: string, outcome: string]>;
   readonly flags: ReadonlyArray<readonly [FlagField, string]>;
-  /** Deadlines to start watching. */
+  /** Deadlines to start watching, with their escalation steps. */
   readonly deadlines: readonly Deadline[];
-  /** Deadlines to stop watching: their loop was decided. */
+  /** Deadlines to stop watching, with their escalation steps: their loop was decided. */
   readonly settled: readonly Deadline[];
   readonly counts: readonly LoopCount[];
 }
@@ -103,10 +148,10 @@ export interface LoopStore {
   read(lane: Lane, reads: readonly LaneRead[]): Promise<LaneSnapshot[]>;
   /** Writes the lanes of several runs in one round trip; an input applied before changes nothing. */
   write(lane: Lane, writes: readonly LaneWrite[]): Promise<void>;
-  /** Deadlines of every run that passed by `now`, oldest first, at most `limit`. */
-  dueDeadlines(now: number, limit: number): Promise<Deadline[]>;
-  /** Stops watching deadlines (their expiry was published). */
-  dropDeadlines(deadlines: readonly Deadline[]): Promise<void>;
+  /** Deadlines and escalation steps of every run that passed by `now`, oldest first, at most `limit`. */
+  dueDeadlines(now: number, limit: number): Promise<TimerEntry[]>;
+  /** Stops watching deadlines and escalation steps (what they give was published). */
+  dropDeadlines(entries: readonly TimerEntry[]): Promise<void>;
 }
 
 export function utcDay(ms: number): string {

@@ -80,21 +80,26 @@ export class ConfigTable implements ConfigView {
     await this.consumer.connect();
     await this.consumer.subscribe({ topic: CONFIG_TOPIC, fromBeginning: true });
     await this.consumer.run({
-      eachMessage: async ({ partition, message }) => {
-        const key = message.key?.toString("utf8");
-        if (message.value === null) {
-          if (key) this.rows.delete(key);
-        } else {
-          try {
-            const rec = await this.serde.decode<ConfigRecord>("ConfigRecord", message.value);
-            this.rows.set(configKey(rec.kind, rec.id), JSON.parse(rec.value));
-          } catch (err) {
-            this.log.error("config record unreadable; the row keeps its previous value", { partition, offset: message.offset, key, error: String(err) });
+      eachBatch: async ({ batch }) => {
+        const partition = batch.partition;
+        for (const message of batch.messages) {
+          const key = message.key?.toString("utf8");
+          if (message.value === null) {
+            if (key) this.rows.delete(key);
+          } else {
+            try {
+              const rec = await this.serde.decode<ConfigRecord>("ConfigRecord", message.value);
+              this.rows.set(configKey(rec.kind, rec.id), JSON.parse(rec.value));
+            } catch (err) {
+              this.log.error("config record unreadable; the row keeps its previous value", { partition, offset: message.offset, key, error: String(err) });
+            }
           }
+          this.version++;
         }
-        this.version++;
+        // The batch's last offset counts records a consumer never sees (a transaction's commit
+        // marker, an aborted write), so the table catches up even when the topic ends in one.
         const until = pending.get(partition);
-        if (until !== undefined && BigInt(message.offset) >= until) {
+        if (until !== undefined && BigInt(batch.lastOffset()) >= until) {
           pending.delete(partition);
           if (pending.size === 0) caughtUp();
         }

@@ -3,6 +3,7 @@
  * (`stack/env.sh`); nothing secret is hard-coded beyond the local stack's documented
  * development credentials, and every value can be overridden.
  */
+import type { RedisOptions } from "ioredis";
 import { logLevel, Partitioners, type KafkaConfig, type ProducerConfig, type SASLOptions } from "kafkajs";
 import { createLogger, kafkaLogCreator, type Logger } from "./log.ts";
 
@@ -42,6 +43,14 @@ export function endpointsFromEnv(env: Env = process.env): Endpoints {
 export function endpointsGiven(env: Env = process.env): boolean {
   return Boolean(env.OZ0_KAFKA_BROKERS && env.OZ0_REGISTRY_URL && env.OZ0_REDIS_URL && env.OZ0_MINIO_URL);
 }
+
+/**
+ * ioredis settings of the pipeline's shared connection. Auto-pipelining writes the commands
+ * issued in one tick (such as those of the trees a limits batch decides at once) to the socket
+ * together; each command still runs alone and in order, so every script stays atomic, and
+ * explicit pipelines (the loop store's) are unchanged.
+ */
+export const PIPELINE_REDIS = { maxRetriesPerRequest: 3, enableAutoPipelining: true } satisfies RedisOptions;
 
 /**
  * Settings of every idempotent or transactional producer: the Java client's partitioner (so

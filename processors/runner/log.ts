@@ -1,4 +1,8 @@
-/** Structured JSON logs, one object a line on stderr. */
+/**
+ * Structured JSON logs, one object a line on stderr: `ts` (ISO 8601), `level`, `msg` first, then
+ * the logger's fields (`component`, `processor`) and the call's. Those three are never
+ * overwritten by a field; errors are written as their name and message, bigints as text.
+ */
 export type Level = "debug" | "info" | "warn" | "error";
 
 const ORDER: Record<Level, number> = { debug: 10, info: 20, warn: 30, error: 40 };
@@ -16,11 +20,31 @@ function threshold(): number {
   return ORDER[level] ?? ORDER.info;
 }
 
+/** JSON.stringify's replacer: what JSON cannot hold as it is (errors, bigints) as text a person can read. */
+function jsonSafe(_key: string, value: unknown): unknown {
+  if (typeof value === "bigint") return value.toString();
+  if (value instanceof Error) {
+    const code = (value as { code?: unknown }).code;
+    return { name: value.name, message: value.message, ...(code === undefined ? {} : { code }) };
+  }
+  return value;
+}
+
+/** One log line; a value JSON cannot write (a cycle) is named rather than crashing the caller. */
+export function formatLine(level: Level, msg: string, fields: Record<string, unknown>, now: Date = new Date()): string {
+  const head = { ts: now.toISOString(), level, msg };
+  try {
+    return `${JSON.stringify({ ...head, ...fields, ...head }, jsonSafe)}\n`;
+  } catch (err) {
+    return `${JSON.stringify({ ...head, log_error: `fields not written: ${err instanceof Error ? err.message : String(err)}` })}\n`;
+  }
+}
+
 export function createLogger(base: Record<string, unknown> = {}, write: (line: string) => void = (l) => process.stderr.write(l)): Logger {
   const min = threshold();
   const emit = (level: Level, msg: string, fields?: Record<string, unknown>): void => {
     if (ORDER[level] < min) return;
-    write(`${JSON.stringify({ ts: new Date().toISOString(), level, msg, ...base, ...fields })}\n`);
+    write(formatLine(level, msg, { ...base, ...fields }));
   };
   return {
     debug: (m, f) => emit("debug", m, f),

@@ -11,6 +11,8 @@ import { runBatch, type Rejected } from "./batch.ts";
 import { isRetriable, messageOf } from "./errors.ts";
 import { deriveId } from "./ids.ts";
 import type { Logger } from "./log.ts";
+import { Histogram } from "./metrics.ts";
+import { outcomeKind } from "./outcomes.ts";
 import type { InputRecord, Processor } from "./processor.ts";
 import type { BatchContext, OutMessage, RawRecord, Transport } from "./transport.ts";
 
@@ -22,11 +24,18 @@ export interface RunnerStats {
   deadLetters: number;
   batches: number;
   retries: number;
+  /** Outputs by decision kind (`outcomes.ts`): verdicts, delivered, fitted, offloaded. */
+  outcomes: Record<string, number>;
+  /** Dead letters by error class. */
+  deadLetterErrors: Record<string, number>;
 }
 
 export interface RunningProcessor {
   readonly name: string;
+  readonly input: string;
   readonly stats: Readonly<RunnerStats>;
+  /** Seconds from each input record's timestamp to the commit of its outputs. */
+  readonly latency: Histogram;
   stop(): Promise<void>;
 }
 
@@ -61,7 +70,8 @@ function deadLetter(processor: string, raw: RawRecord, r: Pick<Rejected, "error"
 }
 
 export async function startProcessor<In, Env>(p: Processor<In, Env>, env: Env, deps: RunnerDeps): Promise<RunningProcessor> {
-  const stats: RunnerStats = { in: 0, out: 0, deadLetters: 0, batches: 0, retries: 0 };
+  const stats: RunnerStats = { in: 0, out: 0, deadLetters: 0, batches: 0, retries: 0, outcomes: {}, deadLetterErrors: {} };
+  const latency = new Histogram();
   const log = deps.log.child({ processor: p.name });
   const inputSchema = topic(p.input).schema;
   const maxBackoff = deps.maxBackoffMs ?? 10_000;
@@ -106,8 +116,19 @@ export async function startProcessor<In, Env>(p: Processor<In, Env>, env: Env, d
       log.warn("input dead-lettered", { topic: raw.topic, partition: raw.partition, offset: raw.offset, error: r.error, reason: r.reason });
       out.push({ topic: DEAD_LETTER_TOPIC, key: `${raw.topic}/${raw.partition}/${raw.offset}`, value: deps.serde.encode("DeadLetter", deadLetter(p.name, raw, r)) });
       stats.deadLetters++;
+      stats.deadLetterErrors[r.error] = (stats.deadLetterErrors[r.error] ?? 0) + 1;
     }
     stats.out += result.emits.length;
+    for (const e of result.emits) {
+      const kind = outcomeKind(e);
+      if (kind) stats.outcomes[kind] = (stats.outcomes[kind] ?? 0) + 1;
+    }
+    const decided = (): void => {
+      const now = Date.now();
+      for (const raw of raws) latency.observe(Math.max(0, now - Number(raw.timestamp)) / 1000);
+    };
+    if (ctx.afterCommit) ctx.afterCommit(decided);
+    else decided();
     return out;
   };
 
@@ -115,7 +136,9 @@ export async function startProcessor<In, Env>(p: Processor<In, Env>, env: Env, d
   log.info("processor started", { input: p.input, outputs: p.outputs });
   return {
     name: p.name,
+    input: p.input,
     stats,
+    latency,
     stop: async () => {
       stopping = true;
       await deps.transport.stop();

@@ -27,6 +27,8 @@ export interface OutMessage {
 export interface BatchContext {
   heartbeat(): Promise<void>;
   isRunning(): boolean;
+  /** Runs `fn` once the batch's outputs and offsets are committed (decision latency ends there). */
+  afterCommit?(fn: () => void): void;
 }
 
 export type BatchHandler = (records: RawRecord[], ctx: BatchContext) => Promise<OutMessage[]>;
@@ -81,6 +83,39 @@ export interface KafkaTransportOptions {
 
 export const DEFAULT_CONCURRENCY = 4;
 
+/**
+ * How long an open transaction may stay open before the broker aborts it. A read-committed
+ * consumer cannot read past an open transaction, so after a crash this bounds how long the
+ * outputs of the partitions it wrote stall, unless a restart under the same instance ID
+ * (`OZ0_INSTANCE_ID`) aborts it at once. A batch must commit within it.
+ */
+export const TRANSACTION_TIMEOUT_MS = 20_000;
+
+export interface InstanceSettings {
+  /** Names this instance's transactional IDs; stable across restarts when given. */
+  readonly instanceId: string | null;
+  readonly sessionTimeoutMs: number;
+}
+
+/**
+ * `OZ0_INSTANCE_ID`: a stable name of this instance (a pod's name), unique among the running
+ * instances of the pipeline. With it, a restarted instance takes the same transactional IDs,
+ * which fences its predecessor and aborts the transactions it left open at once. Without it,
+ * each start takes new IDs, and a crashed instance's open transactions are aborted by the
+ * broker after TRANSACTION_TIMEOUT_MS. `OZ0_KAFKA_SESSION_TIMEOUT_MS` (default 30 s, at least
+ * the broker's 6 s minimum): how soon a crashed instance's partitions go to the others.
+ */
+export function instanceFromEnv(env: Record<string, string | undefined> = process.env): InstanceSettings {
+  const id = env.OZ0_INSTANCE_ID?.trim() || null;
+  if (id !== null && !/^[A-Za-z0-9_.-]{1,100}$/.test(id)) throw new Error(`OZ0_INSTANCE_ID=${id} may hold only letters, digits, '_', '.' and '-' (at most 100)`);
+  const raw = env.OZ0_KAFKA_SESSION_TIMEOUT_MS;
+  const session = raw === undefined || raw === "" ? 30_000 : Number(raw);
+  if (!Number.isInteger(session) || session < 6_000 || session > 300_000) {
+    throw new Error(`OZ0_KAFKA_SESSION_TIMEOUT_MS=${raw} is not a whole number of milliseconds from 6000 to 300000`);
+  }
+  return { instanceId: id, sessionTimeoutMs: session };
+}
+
 /** The concurrency from the environment: a whole number from 1 to 64, else the default. */
 export function concurrencyFromEnv(env: Record<string, string | undefined> = process.env): number {
   const raw = env.OZ0_PARTITIONS_CONCURRENTLY;
@@ -133,20 +168,27 @@ export class KafkaTransport implements Transport {
 
   constructor(opts: KafkaTransportOptions) {
     this.opts = opts;
+    const instance = instanceFromEnv();
     this.consumer = opts.kafka.consumer({
       groupId: opts.groupId,
       readUncommitted: false,
-      sessionTimeout: 30_000,
+      sessionTimeout: instance.sessionTimeoutMs,
       heartbeatInterval: 3_000,
       maxBytesPerPartition: 1_048_576,
       allowAutoTopicCreation: false,
     });
     this.concurrency = opts.concurrency ?? concurrencyFromEnv();
-    // Transactional IDs unique per instance: instances of a group never fence each other.
-    const instance = `${opts.groupId}.${hostname()}.${process.pid}.${randomUUID().slice(0, 8)}`;
+    // Transactional IDs unique per instance, so instances of a group never fence each other;
+    // stable across restarts when the instance is named (OZ0_INSTANCE_ID).
+    const name = instance.instanceId ?? `${hostname()}.${process.pid}.${randomUUID().slice(0, 8)}`;
     this.producers = new ProducerPool(
       Array.from({ length: this.concurrency }, (_, i) =>
-        opts.kafka.producer({ transactionalId: `${instance}.${i}`, ...EXACTLY_ONCE_PRODUCER, allowAutoTopicCreation: false }),
+        opts.kafka.producer({
+          transactionalId: `${opts.groupId}.${name}.${i}`,
+          transactionTimeout: TRANSACTION_TIMEOUT_MS,
+          ...EXACTLY_ONCE_PRODUCER,
+          allowAutoTopicCreation: false,
+        }),
       ),
     );
   }
@@ -172,7 +214,8 @@ export class KafkaTransport implements Transport {
           value: m.value,
           timestamp: m.timestamp,
         }));
-        const out = await handler(records, { heartbeat, isRunning });
+        const committed: Array<() => void> = [];
+        const out = await handler(records, { heartbeat, isRunning, afterCommit: (fn) => void committed.push(fn) });
         const last = batch.messages[batch.messages.length - 1]?.offset ?? batch.lastOffset();
         const producer = await this.producers.take();
         try {
@@ -181,6 +224,7 @@ export class KafkaTransport implements Transport {
           this.producers.give(producer);
         }
         payload.resolveOffset(last);
+        for (const fn of committed) fn();
         await heartbeat();
       },
     });

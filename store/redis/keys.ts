@@ -10,7 +10,7 @@ export class Keys {
     this.prefix = prefix;
   }
 
-  private tagged(kind: "run" | "tree" | "tenant" | "agent", id: string): string {
+  private tagged(kind: "run" | "tree" | "tenant" | "agent" | "conv", id: string): string {
     if (id.length === 0) throw new Error(`an empty ${kind} ID cannot name Redis state`);
     // Braces inside the ID would change the hash tag; they are escaped away.
     return `${this.prefix}:{${kind}:${id.replace(/[{}]/g, "_")}}`;
@@ -39,6 +39,20 @@ export class Keys {
     return `${this.tagged("tenant", tenant)}:spend:${monthPart(month)}:timers`;
   }
 
+  /**
+   * LIM-10: one principal's or one team's spend in a calendar month (UTC, `YYYY-MM`), in the
+   * tenant's slot, so one script checks a principal's and a team's quota together.
+   */
+  quotaMonth(tenant: string, kind: "person" | "team", id: string, month: string): string {
+    if (id.length === 0) throw new Error(`an empty ${kind} cannot name a quota's Redis state`);
+    return `${this.tagged("tenant", tenant)}:quota:${kind}:${encodeURIComponent(id)}:${monthPart(month)}`;
+  }
+
+  /** LIM-10: when a quota month's held worst cases are dropped and its answers forgotten (a sorted set by time; same slot). */
+  quotaMonthTimers(tenant: string, kind: "person" | "team", id: string, month: string): string {
+    return `${this.quotaMonth(tenant, kind, id, month)}:timers`;
+  }
+
   /** LIM-8: the finished trees of a tenant's agent, as the spend forecast reads them. */
   forecast(tenant: string, agent: string): string {
     return `${this.tagged("agent", `${tenant}/${agent}`)}:forecast`;
@@ -54,6 +68,12 @@ export class Keys {
     return `${this.tagged("run", runId)}:loop:flags`;
   }
 
+  /** OFF-9: the labels a job has joined by reading stored results back (a set, in its tree's slot). */
+  jobLabels(treeId: string, jobId: string): string {
+    if (jobId.length === 0) throw new Error("an empty job ID cannot name Redis state");
+    return `${this.tagged("tree", treeId)}:job:${jobId}:labels`;
+  }
+
   /** LOOP-5: deadlines of loops waiting for a person, of every run (a sorted set by time). */
   loopDeadlines(): string {
     return `${this.prefix}:{loops}:deadlines`;
@@ -63,6 +83,21 @@ export class Keys {
   loopStats(day: string, part: "counts" | "counted"): string {
     if (!/^\d{4}-\d{2}-\d{2}$/.test(day)) throw new Error(`loop stats are kept per UTC day as YYYY-MM-DD; got ${JSON.stringify(day)}`);
     return `${this.prefix}:{loopstats}:${day}:${part}`;
+  }
+
+  /** FILE-3, FILE-5: a tree's start as the file rules read it: its job, whether it runs, its conversation. */
+  filesTree(treeId: string): string {
+    return `${this.tagged("tree", treeId)}:files`;
+  }
+
+  /** FILE-3: a tenant's conversation, each turn's tree with the tree of the turn it follows. */
+  conversation(tenant: string, conversationId: string): string {
+    return `${this.tagged("conv", `${tenant}/${conversationId}`)}:turns`;
+  }
+
+  /** OFF-13: the offload threshold a job started with. */
+  jobOffload(treeId: string, jobId: string): string {
+    return `${this.tagged("tree", treeId)}:offload:${jobId.replace(/[{}]/g, "_")}`;
   }
 }
 

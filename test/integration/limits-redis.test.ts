@@ -4,10 +4,12 @@ import { Redis } from "ioredis";
 import { newForecastState, recordTree, statsOf } from "../../processors/limits/forecast.ts";
 import { limitsEnv } from "../../processors/limits/index.ts";
 import { memoryLimitsStore } from "../../processors/limits/memory-store.ts";
+import { limitsJobsProcessor } from "../../processors/limits/jobs-processor.ts";
 import { limitsModelCallsProcessor } from "../../processors/limits/model-calls-processor.ts";
+import { newQuotaMonth, quotaAsk, quotaRelease, quotaSettle } from "../../processors/limits/quota.ts";
 import { staticConfig } from "../../processors/runner/config-table.ts";
 import { TestDriver } from "../../processors/runner/test-driver.ts";
-import type { Decision, ModelCall } from "../../schemas/types.ts";
+import type { Decision, JobEvent, ModelCall } from "../../schemas/types.ts";
 import { redisLimitsStore } from "../../processors/limits/redis-store.ts";
 import { spendShare } from "../../processors/limits/spend.ts";
 import type { LimitsStore } from "../../processors/limits/store.ts";
@@ -296,5 +298,133 @@ describe("LIM-10 and LIM-8 state in real Redis", () => {
     expect(answers.filter((a) => a.given)).toHaveLength(1);
     const holder = answers.findIndex((a) => a.given);
     expect(await red.forecastOnce(tree, `r${holder}`, null)).toEqual({ given: true, taken: false, chance: 0.9, spent: 0 });
+  });
+});
+
+describe("LIM-10 monthly quotas per person and team in real Redis", () => {
+  let redis: Redis;
+  let keys: Keys;
+  beforeAll(() => {
+    redis = new Redis(endpoints().redisUrl);
+    keys = new Keys(uid("lim").replace(/-/g, "_"));
+  });
+  afterAll(() => redis?.disconnect());
+
+  type QuotaOp = { op: "ask"; req: number; worst: number } | { op: "release"; req: number } | { op: "usage" | "rewarm"; req: number; cost: number };
+  const quotaOpArb: fc.Arbitrary<{ o: QuotaOp; dt: number }> = fc.record({
+    o: fc.oneof(
+      fc.record({ op: fc.constant("ask" as const), req: fc.nat(10), worst: fc.nat(400) }),
+      fc.record({ op: fc.constant("release" as const), req: fc.nat(10) }),
+      fc.record({ op: fc.constantFrom("usage" as const, "rewarm" as const), req: fc.nat(10), cost: fc.nat(400) }),
+    ),
+    dt: fc.nat(40),
+  });
+  const quotaArb = fc.oneof(fc.constant(-1), fc.integer({ min: 0, max: 1_500 }));
+
+  it("LIM-10 the quota script answers exactly as the pure logic, with and without a team, for random asks, releases, usages, replays and expiries", async () => {
+    const hold = { holdMs: 100, keepMs: 300 };
+    const red = redisLimitsStore(redis, keys, { tenantHoldMs: hold.holdMs, tenantKeepMs: hold.keepMs, tenantTtlSeconds: 120 });
+    await fc.assert(
+      fc.asyncProperty(quotaArb, quotaArb, fc.boolean(), fc.array(quotaOpArb, { minLength: 1, maxLength: 50 }), async (personQuota, teamQuota, hasTeam, ops) => {
+        const who = { tenant: uid("tenant"), principal: "alice@acme.com", team: hasTeam ? "research" : "" };
+        const [person, team] = [newQuotaMonth(), hasTeam ? newQuotaMonth() : null];
+        let now = 1_000;
+        for (const { o, dt } of ops) {
+          now += dt;
+          const req = `r${o.req}`;
+          if (o.op === "ask") {
+            const want = quotaAsk(person, team, { requestId: req, worst: o.worst, personQuota, teamQuota: hasTeam ? teamQuota : -1, now, ...hold });
+            expect(await red.quotaAsk(who, "2026-03", { requestId: req, worst: o.worst, personQuota, teamQuota: hasTeam ? teamQuota : -1, now }), JSON.stringify(o)).toEqual(want);
+          } else if (o.op === "release") {
+            await red.quotaRelease(who, "2026-03", req);
+            quotaRelease(person, team, req);
+          } else {
+            const want = quotaSettle(person, team, { kind: o.op, requestId: req, cost: o.cost, now, ...hold });
+            expect(await red.quotaSettle(who, "2026-03", { kind: o.op, requestId: req, cost: o.cost, now }), JSON.stringify(o)).toEqual(want);
+          }
+        }
+        const read = async (key: string) => (await redis.hmget(key, "spent", "reserved")).map((v) => Number(v ?? 0));
+        expect(await read(keys.quotaMonth(who.tenant, "person", who.principal, "2026-03"))).toEqual([person.spent, person.reserved]);
+        if (team) expect(await read(keys.quotaMonth(who.tenant, "team", who.team, "2026-03"))).toEqual([team.spent, team.reserved]);
+      }),
+      { numRuns: 60 },
+    );
+  });
+
+  it("LIM-10 concurrent asks of many trees of several people of one team, with replays, releases and usages, never spend past any quota", async () => {
+    const red = redisLimitsStore(redis, keys, { tenantTtlSeconds: 120 });
+    await fc.assert(
+      fc.asyncProperty(
+        fc.integer({ min: 0, max: 2_000 }),
+        fc.integer({ min: 0, max: 4_000 }),
+        fc.array(fc.record({ person: fc.nat(3), worst: fc.integer({ min: 1, max: 600 }), actualShare: fc.double({ min: 0, max: 1, noNaN: true }), replays: fc.nat(2), treeRefuses: fc.boolean() }), { minLength: 1, maxLength: 40 }),
+        async (personQuota, teamQuota, calls) => {
+          const tenant = uid("tenant");
+          const month = "2026-03";
+          const callers = calls.map(async (c, i) => {
+            const who = { tenant, principal: `p${c.person}`, team: "research" };
+            const ask = { requestId: `r${i}`, worst: c.worst, personQuota, teamQuota, now: 1_000 };
+            const answers = await Promise.all(Array.from({ length: 1 + c.replays }, () => red.quotaAsk(who, month, ask)));
+            expect(new Set(answers.map((a) => a.code)).size).toBe(1);
+            if (answers[0]?.code !== "allow") return { person: c.person, cost: 0 };
+            if (c.treeRefuses) {
+              await Promise.all(Array.from({ length: 1 + c.replays }, () => red.quotaRelease(who, month, ask.requestId)));
+              return { person: c.person, cost: 0 };
+            }
+            const cost = Math.floor(c.worst * c.actualShare);
+            await Promise.all(Array.from({ length: 1 + c.replays }, () => red.quotaSettle(who, month, { kind: "usage", requestId: ask.requestId, cost, now: 1_000 })));
+            return { person: c.person, cost };
+          });
+          const results = await Promise.all(callers);
+          const read = async (key: string) => (await redis.hmget(key, "spent", "reserved")).map((v) => Number(v ?? 0));
+          for (const p of new Set(results.map((r) => r.person))) {
+            const spent = results.filter((r) => r.person === p).reduce((s, r) => s + r.cost, 0);
+            expect(await read(keys.quotaMonth(tenant, "person", `p${p}`, month))).toEqual([spent, 0]);
+            expect(spent).toBeLessThanOrEqual(personQuota);
+          }
+          const teamSpent = results.reduce((s, r) => s + r.cost, 0);
+          expect(await read(keys.quotaMonth(tenant, "team", "research", month))).toEqual([teamSpent, 0]);
+          expect(teamSpent).toBeLessThanOrEqual(teamQuota);
+        },
+      ),
+      { numRuns: 40 },
+    );
+  });
+
+  it("LIM-10 trees of one person started at once, asking at once through both processors, never spend past the person's quota; past it the job waits", async () => {
+    const tenant = uid("tenant");
+    const config = staticConfig([
+      { kind: "tenant", id: tenant, value: { id: tenant, limits: { tree: {} }, loops: {}, spend: {}, offload: {}, quotas: { person: 1, per_person: { alice: 0.1 } } } },
+      { kind: "agent", id: "boss", value: { name: "boss", tools: [], limits: { tree: {}, max_cost_usd: 1 }, delegation: { allow: [] }, loops: {}, spend: {} } },
+    ]);
+    const env = limitsEnv({ redis, config, keys });
+    const ts = Date.UTC(2026, 2, 15);
+    const trees = Array.from({ length: 8 }, () => uid("tree"));
+    const jobs = new TestDriver(limitsJobsProcessor, env);
+    await jobs.pipe(trees.map((tree): JobEvent => ({ id: uid("evt"), tenant, tree_id: tree, job_id: tree, parent_job_id: null, run_id: "run", agent: "boss", kind: "started", started_by: "person", delegation: "none", depth: 0, outcome: null, principal: "alice", team: "research", permissions: [], files: [], chosen_tree_id: false, conversation_id: null, previous_turn: null, ts })));
+    expect(await redis.hmget(keys.limits(trees[0] ?? ""), "s:principal", "s:team")).toEqual(["alice", "research"]);
+    const call = (tree: string): ModelCall => ({ id: uid("evt"), tenant, tree_id: tree, job_id: tree, run_id: "run", request_id: uid("req"), kind: "ask", model: "claude-sonnet-4", input_tokens: 1_000, max_output_tokens: 1_000, output_tokens: null, cache_read_tokens: 0, cache_write_tokens: 0, agent: "boss", ts });
+    // 8 trees x 3 calls at $0.018 worst and $0.018 spent: alice's $0.10 admits 5 in all.
+    const decided = await Promise.all(
+      trees.map(async (tree) => {
+        const driver = new TestDriver(limitsModelCallsProcessor, env);
+        for (let i = 0; i < 3; i++) {
+          const ask = call(tree);
+          await Promise.all([driver.pipe(ask, { key: tree }), driver.pipe(ask, { key: tree })]);
+          const d = driver.read<Decision>("oz0.admissions").at(-1);
+          if (d?.verdict === "allow") await driver.pipe({ ...ask, id: uid("evt"), kind: "usage", output_tokens: 1_000 }, { key: tree });
+        }
+        return driver.read<Decision>("oz0.admissions").filter((d) => d.processor === "limits-model-calls" && d.verdict !== "report");
+      }),
+    );
+    const all = decided.flat();
+    const bySubject = new Map(all.map((d) => [d.subject, d.verdict]));
+    expect([...bySubject.values()].filter((v) => v === "allow")).toHaveLength(5);
+    const waits = all.filter((d) => d.verdict !== "allow");
+    expect(waits.length).toBeGreaterThan(0);
+    expect(waits.every((d) => d.verdict === "wait" && d.reason_code === "quota_exceeded" && d.limit === "quotas.per_person.alice")).toBe(true);
+    const read = async (key: string) => (await redis.hmget(key, "spent", "reserved")).map(Number);
+    expect(await read(keys.quotaMonth(tenant, "person", "alice", "2026-03"))).toEqual([90_000, 0]);
+    expect(await read(keys.quotaMonth(tenant, "team", "research", "2026-03"))).toEqual([90_000, 0]);
   });
 });

@@ -203,6 +203,6 @@ describe("loop detector on the real broker and Redis", () => {
     await store.write("calls", [write([loop("t1", "2026-11-24"), loop("t2", "2026-11-27")]), write([loop("t2", "2026-11-30"), loop("t3", "2026-11-30")])]);
     await store.write("calls", [write([loop("t4", "2026-11-23")])]);
     const listed = (await loopReport(redis, keys, { until: TS })).filter((t) => t.tool === tool);
-    expect(listed).toEqual([{ plugin: "docs", tool, tenants: ["t1", "t2", "t3"], loops: 4, risk: null }]);
+    expect(listed).toEqual([{ plugin: "docs", tool, tenants: ["t1", "t2", "t3"], loops: 4, risk: null, kill_switch: null }]);
   });
 });

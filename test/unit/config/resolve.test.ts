@@ -82,11 +82,11 @@ describe("resolveTreeLimits", () => {
 
 describe("resolveLoopSettings", () => {
   it("LOOP-2 LOOP-3 LOOP-4 defaults are repeats 3, cycles 2 and no_progress 5", () => {
-    expect(resolveLoopSettings(undefined, undefined)).toEqual({ repeats: 3, cycles: 2, no_progress: 5, on_loop: "wait", loop_deadline: null });
+    expect(resolveLoopSettings(undefined, undefined)).toEqual({ repeats: 3, cycles: 2, no_progress: 5, on_loop: "wait", loop_deadline: null, escalation: [] });
   });
 
   it("LOOP-2 LOOP-4 the agent's thresholds are over the tenant's", () => {
-    expect(resolveLoopSettings(reviewer, defaultTenant)).toEqual({ repeats: 4, cycles: 3, no_progress: 6, on_loop: "wait", loop_deadline: HOUR });
+    expect(resolveLoopSettings(reviewer, defaultTenant)).toEqual({ repeats: 4, cycles: 3, no_progress: 6, on_loop: "wait", loop_deadline: HOUR, escalation: [] });
   });
 
   it("LOOP-5 on_loop defaults to wait, under the tenant's deadline", () => {

@@ -102,7 +102,7 @@ describe("LOOP-9 loops acted on are counted", () => {
       { "a|docs|search": "2", "b|docs|search": "1", "a|web|fetch": "5" },
       { "c|docs|search": "1", "b|web|fetch": "1" },
     ];
-    expect(toolsLoopingAcrossTenants(days, 3, (p) => (p === "docs" ? "read_only" : null))).toEqual([{ plugin: "docs", tool: "search", tenants: ["a", "b", "c"], loops: 4, risk: "read_only" }]);
+    expect(toolsLoopingAcrossTenants(days, 3, { risk: (p) => (p === "docs" ? "read_only" : null) })).toEqual([{ plugin: "docs", tool: "search", tenants: ["a", "b", "c"], loops: 4, risk: "read_only", kill_switch: null }]);
     expect(toolsLoopingAcrossTenants(days, 2).map((t) => `${t.plugin}/${t.tool}`)).toEqual(["docs/search", "web/fetch"]);
   });
 });

@@ -6,13 +6,18 @@ import { Keys } from "../../../store/redis/keys.ts";
 import { topic } from "../../../topology/topics.ts";
 
 describe("loop detector wiring", () => {
-  it("LOOP-1 three processors, one per input, each writing decisions and trace entries, sharing one store per Redis connection", () => {
+  it("LOOP-1 three processors, one per input, each writing decisions, trace entries and what else it owes, sharing one store per Redis connection", () => {
     expect(loopsPipelineEntries.map((e) => [e.processor.name, e.processor.input])).toEqual([
       ["loop-calls", "oz0.tool-calls"],
       ["loop-results", "oz0.tool-results"],
       ["loop-approvals", "oz0.loop-approvals"],
     ]);
-    for (const e of loopsPipelineEntries) expect(e.processor.outputs).toEqual(["oz0.call-decisions", "oz0.trace"]);
+    // LOOP-7: a call not made gets a failed result; LOOP-9: loops acted on go to the audit log.
+    expect(loopsPipelineEntries.map((e) => e.processor.outputs)).toEqual([
+      ["oz0.call-decisions", "oz0.trace", "oz0.results-delivered", "oz0.audit"],
+      ["oz0.call-decisions", "oz0.trace", "oz0.audit"],
+      ["oz0.call-decisions", "oz0.trace", "oz0.results-delivered"],
+    ]);
     expect(topic("oz0.loop-approvals")).toMatchObject({ schema: "Decision", key: "run_id" });
 
     const redis = new Redis({ lazyConnect: true });

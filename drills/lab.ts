@@ -1,0 +1,277 @@
+/**
+ * The parts every drill uses: a lab (its topics created, its Redis keys, removed at the end),
+ * feeding inputs at a steady rate, a worker process to start and kill, a reader of everything
+ * the lab's processor wrote, and a dump of the lab's Redis state with the lab's name taken out,
+ * so two labs fed the same inputs can be compared key by key.
+ */
+import { spawn, type ChildProcess } from "node:child_process";
+import { randomUUID } from "node:crypto";
+import { setTimeout as sleep } from "node:timers/promises";
+import { fileURLToPath } from "node:url";
+import type { Redis } from "ioredis";
+import kafkajs from "kafkajs";
+import type { Admin, Consumer, Kafka, Producer } from "kafkajs";
+import type { Serde } from "../schemas/serde.ts";
+import type { DeadLetter } from "../schemas/types.ts";
+import { ensureTopics } from "../topology/create.ts";
+import { labNames, type DrillSubject, type LabNames } from "./subjects.ts";
+
+export interface Services {
+  readonly kafka: Kafka;
+  readonly admin: Admin;
+  readonly serde: Serde;
+  readonly redis: Redis;
+}
+
+export interface Lab extends LabNames {
+  readonly subject: DrillSubject;
+  close(): Promise<void>;
+}
+
+export function newLabId(): string {
+  return randomUUID().slice(0, 8);
+}
+
+export async function openLab(s: Services, subject: DrillSubject, lab = newLabId()): Promise<Lab> {
+  const names = labNames(subject, lab);
+  await ensureTopics(s.admin, names.specs);
+  return {
+    ...names,
+    subject,
+    close: async () => {
+      await s.admin.deleteTopics({ topics: names.specs.map((t) => t.name), timeout: 30_000 }).catch(() => undefined);
+      for await (const batch of s.redis.scanStream({ match: `${names.keys.prefix}:*`, count: 500 }) as AsyncIterable<string[]>) {
+        if (batch.length > 0) await s.redis.del(...batch);
+      }
+    },
+  };
+}
+
+export interface Message {
+  readonly key: string | null;
+  readonly value: Buffer | null;
+}
+
+export function producerOf(kafka: Kafka): Producer {
+  return kafka.producer({ allowAutoTopicCreation: false, createPartitioner: kafkajs.Partitioners.DefaultPartitioner });
+}
+
+/**
+ * Sends messages at about `perSecond`, in small sends, calling `progress` with the count sent
+ * after each; resolves when all are sent.
+ */
+export async function feed(producer: Producer, topic: string, messages: readonly Message[], perSecond: number, progress: (sent: number) => void | Promise<void> = () => {}): Promise<void> {
+  const chunk = Math.max(1, Math.round(perSecond / 20));
+  const started = Date.now();
+  for (let i = 0; i < messages.length; i += chunk) {
+    const part = messages.slice(i, i + chunk);
+    await producer.send({ topic, messages: part.map((m) => ({ key: m.key, value: m.value })) });
+    const sent = i + part.length;
+    await progress(sent);
+    const due = started + (sent * 1000) / perSecond;
+    const wait = due - Date.now();
+    if (wait > 0) await sleep(wait);
+  }
+}
+
+export interface WorkerStats {
+  in: number;
+  out: number;
+  deadLetters: number;
+  rss: number;
+}
+
+/** A processor in a process of its own (drills/worker.ts), which the drill may kill. */
+export class Worker {
+  readonly child: ChildProcess;
+  readonly ready: Promise<void>;
+  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  stats: WorkerStats = { in: 0, out: 0, deadLetters: 0, rss: 0 };
+  peakRss = 0;
+  private stderrTail = "";
+
+  constructor(subject: string, lab: string, env: Record<string, string> = {}) {
+    const script = fileURLToPath(new URL("./worker.ts", import.meta.url));
+    this.child = spawn(process.execPath, ["--import", "tsx", script, subject, lab], {
+      stdio: ["ignore", "pipe", "pipe"],
+      env: { ...process.env, OZ0_LOG_LEVEL: process.env.OZ0_LOG_LEVEL ?? "warn", ...env },
+    });
+    let markReady: () => void = () => {};
+    let failReady: (e: Error) => void = () => {};
+    this.ready = new Promise<void>((resolve, reject) => ((markReady = resolve), (failReady = reject)));
+    let buffered = "";
+    this.child.stdout?.on("data", (chunk: Buffer) => {
+      buffered += chunk.toString("utf8");
+      let nl: number;
+      while ((nl = buffered.indexOf("\n")) >= 0) {
+        const line = buffered.slice(0, nl);
+        buffered = buffered.slice(nl + 1);
+        try {
+          const v = JSON.parse(line) as Partial<WorkerStats> & { ready?: boolean };
+          if (v.ready) markReady();
+          else if (typeof v.in === "number") {
+            this.stats = v as WorkerStats;
+            this.peakRss = Math.max(this.peakRss, this.stats.rss);
+          }
+        } catch {
+          // not a stats line
+        }
+      }
+    });
+    this.child.stderr?.on("data", (chunk: Buffer) => {
+      this.stderrTail = (this.stderrTail + chunk.toString("utf8")).slice(-4_000);
+    });
+    this.exited = new Promise((resolve) => {
+      this.child.once("exit", (code, signal) => {
+        failReady(new Error(`the ${subject} worker exited before it was ready (code ${code}, signal ${signal}): ${this.stderrTail}`));
+        resolve({ code, signal });
+      });
+    });
+  }
+
+  get log(): string {
+    return this.stderrTail;
+  }
+
+  kill9(): Promise<unknown> {
+    this.child.kill("SIGKILL");
+    return this.exited;
+  }
+
+  async stop(timeoutMs = 30_000): Promise<void> {
+    this.child.kill("SIGTERM");
+    const t = setTimeout(() => this.child.kill("SIGKILL"), timeoutMs);
+    await this.exited;
+    clearTimeout(t);
+  }
+}
+
+export interface Output {
+  readonly topic: string;
+  readonly partition: number;
+  readonly offset: string;
+  /** The input this output answers: an output's `input_id`, or the ID inside a dead letter's input. */
+  readonly inputId: string;
+  readonly deadLetter: boolean;
+  readonly value: Record<string, unknown>;
+}
+
+/** Reads every output of a lab as a downstream consumer would: read committed, from the start. */
+export class OutputReader {
+  private readonly consumer: Consumer;
+  readonly outputs: Output[] = [];
+  readonly answered = new Set<string>();
+  undecodable = 0;
+
+  private readonly serde: Serde;
+  private readonly lab: Lab;
+
+  constructor(kafka: Kafka, serde: Serde, lab: Lab) {
+    this.serde = serde;
+    this.lab = lab;
+    this.consumer = kafka.consumer({ groupId: `drill.reader.${randomUUID()}`, readUncommitted: false, allowAutoTopicCreation: false });
+  }
+
+  async start(): Promise<void> {
+    await this.consumer.connect();
+    await this.consumer.subscribe({ topics: this.lab.answers.map((a) => a.topic), fromBeginning: true });
+    const spec = new Map(this.lab.answers.map((a) => [a.topic, a]));
+    const inputSchema = this.lab.subject.kind.schema;
+    await this.consumer.run({
+      eachBatch: async ({ batch }) => {
+        const a = spec.get(batch.topic);
+        if (!a) return;
+        for (const m of batch.messages) {
+          try {
+            const value = await this.serde.decode<Record<string, unknown>>(a.schema, m.value);
+            let inputId: string;
+            if (a.deadLetters) {
+              const dl = value as unknown as DeadLetter;
+              inputId = await this.serde
+                .decode<{ id: string }>(inputSchema, dl.value)
+                .then((v) => v.id)
+                .catch(() => `${dl.topic}/${dl.partition}/${dl.offset}`);
+            } else {
+              inputId = String(value.input_id);
+            }
+            this.outputs.push({ topic: batch.topic, partition: batch.partition, offset: m.offset, inputId, deadLetter: a.deadLetters, value });
+            this.answered.add(inputId);
+          } catch {
+            this.undecodable++;
+          }
+        }
+      },
+    });
+  }
+
+  /** Waits until every ID is answered, or the time is up; returns how many are still missing. */
+  async waitFor(ids: readonly string[], timeoutMs: number): Promise<number> {
+    const until = Date.now() + timeoutMs;
+    for (;;) {
+      const missing = ids.filter((id) => !this.answered.has(id)).length;
+      if (missing === 0 || Date.now() > until) return missing;
+      await sleep(50);
+    }
+  }
+
+  stop(): Promise<void> {
+    return this.consumer.disconnect();
+  }
+}
+
+/** Outputs by input ID, each as canonical JSON without the fields that name the lab. */
+export function answersById(outputs: readonly Output[]): Map<string, string[]> {
+  const by = new Map<string, string[]>();
+  for (const o of outputs) {
+    const { ts: _ts, ...rest } = o.value;
+    const shown = o.deadLetter ? JSON.stringify({ dead: true, reason: rest.reason, error: rest.error }) : JSON.stringify(rest);
+    const list = by.get(o.inputId) ?? [];
+    list.push(shown);
+    by.set(o.inputId, list);
+  }
+  for (const list of by.values()) list.sort();
+  return by;
+}
+
+/** Outputs whose own ID was read more than once (what a consumer dropping duplicates by ID drops). */
+export function duplicates(outputs: readonly Output[]): number {
+  const seen = new Set<string>();
+  let dup = 0;
+  for (const o of outputs) {
+    const id = typeof o.value.id === "string" ? o.value.id : `${o.topic}/${o.partition}/${o.offset}`;
+    if (seen.has(id)) dup++;
+    else seen.add(id);
+  }
+  return dup;
+}
+
+/**
+ * The lab's Redis state, key by key, with the lab's name replaced by `<lab>` in keys and
+ * values, without TTLs. Two labs fed the same inputs in the same order must dump the same.
+ */
+export async function dumpState(redis: Redis, lab: LabNames): Promise<Map<string, string>> {
+  const out = new Map<string, string>();
+  const strip = (s: string): string => s.split(lab.lab).join("<lab>");
+  const keys: string[] = [];
+  for await (const batch of redis.scanStream({ match: `${lab.keys.prefix}:*`, count: 500 }) as AsyncIterable<string[]>) keys.push(...batch);
+  for (const key of keys) {
+    const type = await redis.type(key);
+    let value: unknown;
+    if (type === "string") value = await redis.get(key);
+    else if (type === "hash") value = Object.entries(await redis.hgetall(key)).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    else if (type === "set") value = (await redis.smembers(key)).sort();
+    else if (type === "zset") value = await redis.zrange(key, 0, -1, "WITHSCORES");
+    else if (type === "list") value = await redis.lrange(key, 0, -1);
+    else value = `(${type})`;
+    out.set(strip(key), strip(JSON.stringify(value)));
+  }
+  return out;
+}
+
+/** Keys whose values differ, or that only one side has. */
+export function stateDifferences(a: ReadonlyMap<string, string>, b: ReadonlyMap<string, string>): string[] {
+  const diff: string[] = [];
+  for (const [k, v] of a) if (b.get(k) !== v) diff.push(k);
+  for (const k of b.keys()) if (!a.has(k)) diff.push(k);
+  return diff.sort();
+}

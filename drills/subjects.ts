@@ -1,0 +1,86 @@
+/**
+ * What a drill runs: a processor of the pipeline, the inputs it is fed (the benchmark's
+ * deterministic generators) and how its environment is built inside a lab. Labs keep each drill
+ * apart from the live pipeline and from each other: topics `drill.<lab>.*` (copies of the real
+ * ones' configs) and Redis keys under `drill_<lab>`.
+ */
+import type { Redis } from "ioredis";
+import type { Processor } from "../processors/runner/processor.ts";
+import { fitResultsProcessor, type FitEnv } from "../processors/fit-results/processor.ts";
+import { limitsEnv, limitsModelCallsProcessor } from "../processors/limits/index.ts";
+import { loopCallsProcessor, RedisLoopStore, type LoopEnv } from "../processors/loops/index.ts";
+import { staticConfig } from "../processors/runner/config-table.ts";
+import { DEAD_LETTER_TOPIC } from "../processors/runner/runner.ts";
+import type { SchemaName } from "../schemas/catalog.ts";
+import { Keys } from "../store/redis/keys.ts";
+import { topic as topicSpec, type TopicName, type TopicSpec } from "../topology/topics.ts";
+import { BENCH_AGENTS, loadCorpus, modelCalls, toolCalls, toolResults, type EventKind } from "../bench/pipeline/events.ts";
+
+export const SUBJECT_NAMES = ["loop-calls", "limits-model-calls", "fit-results"] as const;
+export type SubjectName = (typeof SUBJECT_NAMES)[number];
+
+export interface DrillSubject {
+  readonly name: SubjectName;
+  readonly processor: Processor<never, unknown>;
+  readonly kind: EventKind<{ id: string; ts: number }>;
+  env(redis: Redis, keys: Keys): unknown;
+}
+
+const config = staticConfig(BENCH_AGENTS.map((a) => ({ kind: "agent" as const, id: a.name, value: a })));
+
+/** Results stay under the offload threshold here; offloads have drills of their own (MinIO down). */
+const fitEnv: FitEnv = {
+  load: () => Promise.resolve(null),
+  threshold: () => 10_000,
+  storeFile: () => Promise.reject(new Error("the drill's results stay under the offload threshold: nothing should be stored")),
+};
+
+export async function drillSubject(name: SubjectName): Promise<DrillSubject> {
+  switch (name) {
+    case "loop-calls":
+      return { name, processor: loopCallsProcessor, kind: toolCalls, env: (redis, keys): LoopEnv => ({ config, store: new RedisLoopStore(redis, keys) }) };
+    case "limits-model-calls":
+      return { name, processor: limitsModelCallsProcessor, kind: modelCalls, env: (redis, keys) => limitsEnv({ redis, config, keys }) };
+    case "fit-results":
+      return { name, processor: fitResultsProcessor, kind: toolResults(await loadCorpus()), env: () => fitEnv };
+  }
+}
+
+export function isSubjectName(s: string): s is SubjectName {
+  return (SUBJECT_NAMES as readonly string[]).includes(s);
+}
+
+/** The names of one lab: its topics (real name to the lab's copy) and its Redis key prefix. */
+export interface LabNames {
+  readonly lab: string;
+  readonly groupId: string;
+  readonly input: string;
+  /** Real topic (as the runner emits it) to the lab's topic, outputs and dead letters included. */
+  readonly topics: ReadonlyMap<string, string>;
+  readonly specs: readonly TopicSpec[];
+  readonly keys: Keys;
+  /** The lab's outputs the drill reads, with the schema of each. */
+  readonly answers: ReadonlyArray<{ readonly topic: string; readonly schema: SchemaName; readonly deadLetters: boolean }>;
+}
+
+export function labNames(subject: DrillSubject, lab: string): LabNames {
+  const base = `drill.${lab}`;
+  const copy = (real: TopicName, name: string): TopicSpec => ({ ...topicSpec(real), name, retentionMs: 3_600_000, compacted: false, doc: `drill ${lab}: a copy of ${real}` });
+  const topics = new Map<string, string>();
+  const specs: TopicSpec[] = [];
+  const answers: Array<{ topic: string; schema: SchemaName; deadLetters: boolean }> = [];
+  const input = `${base}.in`;
+  specs.push(copy(subject.processor.input, input));
+  for (const o of subject.processor.outputs) {
+    const name = `${base}.${o.replace(/^oz0\./, "")}`;
+    topics.set(o, name);
+    specs.push(copy(o, name));
+    const schema = topicSpec(o).schema;
+    if (schema === "Decision" || schema === "ResultDelivered") answers.push({ topic: name, schema, deadLetters: false });
+  }
+  const dl = `${base}.dead-letter`;
+  topics.set(DEAD_LETTER_TOPIC, dl);
+  specs.push(copy(DEAD_LETTER_TOPIC, dl));
+  answers.push({ topic: dl, schema: "DeadLetter", deadLetters: true });
+  return { lab, groupId: `${base}.${subject.name}`, input, topics, specs, keys: new Keys(`drill_${lab}`), answers };
+}

@@ -1,0 +1,55 @@
+/**
+ * One processor of a drill, in a process of its own so that a drill can kill it with SIGKILL:
+ *
+ *   npx tsx drills/worker.ts <subject> <lab>
+ *
+ * It runs the processor unchanged under the real runner and transport, on the lab's topics and
+ * Redis keys (drills/subjects.ts). On stdout it writes JSON lines: `{"ready":true}` once its
+ * consumer runs, then `{"in","out","deadLetters","rss"}` every 200 ms. SIGTERM stops it
+ * gracefully; SIGKILL is what the drills are about.
+ */
+import { Redis } from "ioredis";
+import kafkajs from "kafkajs";
+import { endpointsFromEnv, kafkaConfig } from "../processors/runner/endpoints.ts";
+import { createLogger } from "../processors/runner/log.ts";
+import { startProcessor } from "../processors/runner/runner.ts";
+import { KafkaTransport } from "../processors/runner/transport.ts";
+import { Serde } from "../schemas/serde.ts";
+import { MappedTransport } from "../bench/pipeline/subjects.ts";
+import { drillSubject, isSubjectName, labNames } from "./subjects.ts";
+
+const [name, lab] = process.argv.slice(2);
+if (!name || !lab || !isSubjectName(name)) {
+  process.stderr.write("usage: npx tsx drills/worker.ts <loop-calls|limits-model-calls|fit-results> <lab>\n");
+  process.exit(2);
+}
+
+const log = createLogger({ component: "drill-worker", subject: name, lab });
+const endpoints = endpointsFromEnv();
+const subject = await drillSubject(name);
+const names = labNames(subject, lab);
+const kafka = new kafkajs.Kafka(kafkaConfig(`oz0-drill-${lab}`, endpoints, process.env, log));
+const serde = new Serde({ registryUrl: endpoints.registryUrl });
+await serde.registerAll();
+const redis = new Redis(endpoints.redisUrl, { maxRetriesPerRequest: 3 });
+const transport = new MappedTransport(new KafkaTransport({ kafka, groupId: names.groupId, topic: names.input, log, fromBeginning: true }), names.topics);
+const running = await startProcessor(subject.processor, subject.env(redis, names.keys), { transport, serde, log });
+
+const say = (v: unknown): void => void process.stdout.write(`${JSON.stringify(v)}\n`);
+say({ ready: true });
+const timer = setInterval(() => {
+  const { in: inputs, out, deadLetters } = running.stats;
+  say({ in: inputs, out, deadLetters, rss: process.memoryUsage().rss });
+}, 200);
+
+let stopping = false;
+const stop = async (): Promise<void> => {
+  if (stopping) return;
+  stopping = true;
+  clearInterval(timer);
+  await running.stop();
+  redis.disconnect();
+  process.exit(0);
+};
+process.once("SIGTERM", () => void stop());
+process.once("SIGINT", () => void stop());

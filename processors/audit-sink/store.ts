@@ -1,0 +1,236 @@
+/**
+ * The audit log in MinIO: an append-only set of objects in a bucket created with object
+ * locking, whose default retention (COMPLIANCE unless told otherwise) applies to every object
+ * as it is written. Within the retention no one, the sink included, can delete an object's
+ * version or shorten its retention; MinIO refuses.
+ *
+ * Writing: a batch's entries go to one object named by its topic, partition and offset range,
+ * written only if no object of that name exists (`If-None-Match: *`). Before writing, the sink
+ * looks for objects a failed attempt of the same batch already wrote (a replay starts at the
+ * same offset) and writes only what they do not cover, so a replay adds nothing.
+ *
+ * Reading: a versioned bucket lets anyone PUT a new version over a name or add a delete marker,
+ * but never remove the first version within the retention. The reader therefore reads the first
+ * version of every name, and reports names that gained versions or delete markers since.
+ */
+import type { Client, ObjectLockInfo } from "minio";
+import type { AuditEvent } from "../../schemas/types.ts";
+import { TransientError } from "../runner/errors.ts";
+import { decodeLines, encodeLines, LOG_ROOT, objectName, parseObjectName, remaining, startingAt, type ObjectRange } from "./log-objects.ts";
+
+export type LockMode = "COMPLIANCE" | "GOVERNANCE";
+
+export const DEFAULT_AUDIT_RETENTION_DAYS = 365;
+const READ_CONCURRENCY = 8;
+
+export interface AuditLogOptions {
+  readonly client: Client;
+  /** @default "oz0-audit" */
+  readonly bucket?: string;
+  /** COMPLIANCE: nobody, not even the root user, removes an object within its retention. @default "COMPLIANCE" */
+  readonly mode?: LockMode;
+  /** Whole days each object is locked for. @default DEFAULT_AUDIT_RETENTION_DAYS */
+  readonly retentionDays?: number;
+}
+
+/** One input record of a batch, with the entry it gives the log, if any. */
+export interface AuditRecord {
+  readonly offset: string;
+  readonly entry: AuditEvent | null;
+}
+
+export interface AuditRead {
+  /** Every entry of every object's first version (duplicates of a rare double write included; see `selectEntries`). */
+  readonly entries: AuditEvent[];
+  readonly objects: number;
+  /** Names that gained a later version or a delete marker after they were written: someone tried to change the log. */
+  readonly altered: string[];
+  /** Objects under the log's names whose first version is not JSON lines of entries, with why: shown, never skipped silently. */
+  readonly unreadable: string[];
+}
+
+export class AuditLogNotLocked extends Error {
+  readonly retriable = false;
+  constructor(bucket: string) {
+    super(`bucket ${bucket} has no object lock: the audit log needs a bucket created with object locking; name a new one with OZ0_AUDIT_BUCKET and it is created so`);
+    this.name = "AuditLogNotLocked";
+  }
+}
+
+/** Objects at a batch's offsets hold other entries: the topic's offsets started again. Retrying cannot help. */
+export class AuditLogConflict extends Error {
+  readonly retriable = false;
+  constructor(bucket: string, name: string, missing: number) {
+    super(
+      `${bucket}/${name} is already written but lacks ${missing} of the entries this batch gives its offsets: the topic's offsets started again (topic created anew, or Kafka's data reset); the log cannot be changed, so point the sink at a new bucket with OZ0_AUDIT_BUCKET`,
+    );
+    this.name = "AuditLogConflict";
+  }
+}
+
+function codeOf(err: unknown): string | undefined {
+  return err && typeof err === "object" && "code" in err && typeof err.code === "string" ? err.code : undefined;
+}
+
+async function transient<T>(what: string, run: () => Promise<T>): Promise<T> {
+  try {
+    return await run();
+  } catch (err) {
+    throw new TransientError(`the audit log could not ${what}: ${(err as Error).message ?? String(err)}`, { cause: err });
+  }
+}
+
+async function text(stream: NodeJS.ReadableStream): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of stream) chunks.push(Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk));
+  return Buffer.concat(chunks).toString("utf8");
+}
+
+interface ListedVersion {
+  readonly name: string;
+  readonly versionId: string | null;
+  readonly deleteMarker: boolean;
+}
+
+export class AuditLog {
+  readonly client: Client;
+  readonly bucket: string;
+  readonly mode: LockMode;
+  readonly retentionDays: number;
+
+  constructor(opts: AuditLogOptions) {
+    this.client = opts.client;
+    this.bucket = opts.bucket ?? "oz0-audit";
+    this.mode = opts.mode ?? "COMPLIANCE";
+    this.retentionDays = opts.retentionDays ?? DEFAULT_AUDIT_RETENTION_DAYS;
+    if (!Number.isInteger(this.retentionDays) || this.retentionDays < 1) throw new Error(`the audit log's retention is ${this.retentionDays} days: give a whole number of days, at least 1`);
+  }
+
+  /**
+   * Creates the bucket with object locking when missing, refuses an existing one without it,
+   * and sets its default retention (idempotent; a COMPLIANCE retention can be lengthened, not
+   * shortened, so objects already written keep theirs).
+   */
+  async ensureBucket(): Promise<void> {
+    if (!(await this.client.bucketExists(this.bucket))) {
+      try {
+        await this.client.makeBucket(this.bucket, "", { ObjectLocking: true });
+      } catch (err) {
+        if (!(await this.client.bucketExists(this.bucket))) throw err;
+      }
+    }
+    // minio's typings list `void` overloads first; the calls without a callback return promises.
+    const lockConfig = this.client.getObjectLockConfig(this.bucket) as unknown as Promise<ObjectLockInfo>;
+    const lock = await lockConfig.catch((err: unknown) => {
+      if (codeOf(err) === "ObjectLockConfigurationNotFoundError") return null;
+      throw err;
+    });
+    if (!lock || !("objectLockEnabled" in lock) || lock.objectLockEnabled !== "Enabled") throw new AuditLogNotLocked(this.bucket);
+    if (lock.mode !== this.mode || lock.unit !== "Days" || lock.validity !== this.retentionDays) {
+      await (this.client.setObjectLockConfig(this.bucket, { mode: this.mode, unit: "Days", validity: this.retentionDays }) as unknown as Promise<void>);
+    }
+  }
+
+  /** The objects that start at `first` in a partition, widest first. */
+  private async startingAt(topic: string, partition: number, first: bigint): Promise<ObjectRange[]> {
+    const prefix = startingAt(topic, partition, first);
+    const found: ObjectRange[] = [];
+    await transient(`list ${prefix}`, async () => {
+      for await (const item of this.client.listObjectsV2(this.bucket, prefix, false)) {
+        const range = parseObjectName((item as { name?: string }).name ?? "");
+        if (range) found.push(range);
+      }
+    });
+    return found.sort((a, b) => (a.last < b.last ? 1 : a.last > b.last ? -1 : 0));
+  }
+
+  /**
+   * A stored object a replay relies on must hold the replay's entries of its range: otherwise
+   * its offsets belong to another life of the topic (deleted and created again, or Kafka's data
+   * reset) and skipping them would lose entries.
+   */
+  private async checkHolds(range: ObjectRange, records: readonly AuditRecord[]): Promise<void> {
+    const wanted = records.filter((r) => r.entry !== null && BigInt(r.offset) >= range.first && BigInt(r.offset) <= range.last).map((r) => (r.entry as AuditEvent).id);
+    if (wanted.length === 0) return;
+    const name = objectName(range);
+    const stored = new Set(decodeLines(await transient(`read ${name}`, async () => text(await this.client.getObject(this.bucket, name))), name).map((e) => e.id));
+    const missing = wanted.filter((id) => !stored.has(id));
+    if (missing.length > 0) throw new AuditLogConflict(this.bucket, name, missing.length);
+  }
+
+  /**
+   * Appends a batch of one partition (records in offset order). Writes one object with the
+   * entries no stored object covers yet, or nothing; returns the object's name, or null.
+   */
+  async append(topic: string, partition: number, records: readonly AuditRecord[]): Promise<string | null> {
+    const last = records[records.length - 1];
+    if (!last || !records.some((r) => r.entry !== null)) return null;
+    const end = BigInt(last.offset);
+    let covered: bigint | null = null;
+    for (let next = records[0]; next; next = remaining(records, covered)[0]) {
+      const [widest] = await this.startingAt(topic, partition, BigInt(next.offset));
+      if (!widest) break;
+      await this.checkHolds(widest, records);
+      covered = widest.last;
+      if (covered >= end) return null;
+    }
+    const rest = remaining(records, covered);
+    const entries = rest.map((r) => r.entry).filter((e): e is AuditEvent => e !== null);
+    const start = rest[0];
+    if (!start || entries.length === 0) return null;
+    const name = objectName({ topic, partition, first: BigInt(start.offset), last: end });
+    const body = encodeLines(entries);
+    try {
+      await this.client.putObject(this.bucket, name, body, body.length, { "Content-Type": "application/x-ndjson", "If-None-Match": "*" });
+    } catch (err) {
+      // Another attempt at the same batch wrote it first: the log already holds these entries.
+      if (codeOf(err) === "PreconditionFailed") return name;
+      throw new TransientError(`the audit log could not write ${name}: ${(err as Error).message ?? String(err)}`, { cause: err });
+    }
+    return name;
+  }
+
+  private async versions(): Promise<Map<string, ListedVersion[]>> {
+    const byName = new Map<string, ListedVersion[]>();
+    await transient("list its objects", async () => {
+      for await (const item of this.client.listObjects(this.bucket, `${LOG_ROOT}/`, true, { IncludeVersion: true })) {
+        // With IncludeVersion the items carry these fields, which minio's typings leave out.
+        const o = item as { name?: string; versionId?: string; isDeleteMarker?: boolean };
+        if (!o.name) continue;
+        const list = byName.get(o.name) ?? [];
+        list.push({ name: o.name, versionId: o.versionId && o.versionId !== "null" ? o.versionId : null, deleteMarker: Boolean(o.isDeleteMarker) });
+        byName.set(o.name, list);
+      }
+    });
+    return byName;
+  }
+
+  /** Every entry, as first written: the first version of each object, whatever was put or deleted over it since. */
+  async read(): Promise<AuditRead> {
+    const originals: ListedVersion[] = [];
+    const altered: string[] = [];
+    for (const [name, versions] of await this.versions()) {
+      // A listing gives each name's versions newest first: the original is the last that is not a delete marker.
+      const kept = versions.filter((v) => !v.deleteMarker);
+      const original = kept[kept.length - 1];
+      if (versions.length > 1) altered.push(name);
+      if (original && parseObjectName(name)) originals.push(original);
+    }
+    const entries: AuditEvent[] = [];
+    const unreadable: string[] = [];
+    const queue = [...originals];
+    const worker = async (): Promise<void> => {
+      for (let v = queue.shift(); v; v = queue.shift()) {
+        const { name, versionId } = v;
+        const body = await transient(`read ${name}`, async () => text(await this.client.getObject(this.bucket, name, versionId ? { versionId } : {})));
+        try {
+          entries.push(...decodeLines(body, name));
+        } catch (err) {
+          unreadable.push((err as Error).message);
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(READ_CONCURRENCY, queue.length) }, worker));
+    return { entries, objects: originals.length, altered: altered.sort(), unreadable: unreadable.sort() };
+  }
+}

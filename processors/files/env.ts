@@ -1,0 +1,33 @@
+/**
+ * How the pipeline builds what the file rules need from its shared connections: the Redis
+ * state of trees, turns and thresholds, and the file store.
+ */
+import type { Redis } from "ioredis";
+import type { AgentDefinition } from "../../config/agent.ts";
+import { resolveOffloadThreshold, type OffloadThreshold } from "../../config/resolve.ts";
+import type { TenantSettings } from "../../config/tenant.ts";
+import type { FileStore } from "../../store/files.ts";
+import { Keys } from "../../store/redis/keys.ts";
+import type { ConfigView } from "../runner/config-table.ts";
+import type { FileArgumentsEnv } from "./arguments.ts";
+import { RedisFilesState, type FilesState } from "./state.ts";
+
+export function filesState(redis: Redis, keys: Keys = new Keys()): FilesState {
+  return new RedisFilesState(redis, keys);
+}
+
+/** FILE-1, FILE-3: a call's tree reads as itself and its earlier turns. */
+export function fileArgumentsEnv(state: FilesState, files: Pick<FileStore, "readable">): FileArgumentsEnv {
+  return { reader: (tenant, tree) => state.reader(tenant, tree), readable: (reader, ref) => files.readable(reader, ref) };
+}
+
+/**
+ * OFF-13: the threshold a job started with. Kept at its start by files-jobs, or here at its
+ * first result when that comes first; later settings never change it.
+ */
+export function keptThreshold(state: FilesState, config: ConfigView): (job: { tenant: string; tree_id: string; job_id: string; agent: string }) => Promise<OffloadThreshold> {
+  return (job) => {
+    const resolved = resolveOffloadThreshold(config.get("agent", job.agent) as AgentDefinition | undefined, config.get("tenant", job.tenant) as TenantSettings | undefined);
+    return state.threshold(job.tree_id, job.job_id, resolved);
+  };
+}

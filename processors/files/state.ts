@@ -1,0 +1,148 @@
+/**
+ * The state the file rules keep in Redis (FILE-3, FILE-5, OFF-13): each tree's start (its
+ * root job, whether it runs, its conversation), each conversation's turns, and each job's
+ * offload threshold. Every change is a Lua script, idempotent by input offset or by setting
+ * only what is absent; reads are plain reads.
+ */
+import type { Redis } from "ioredis";
+import type { OffloadThreshold } from "../../config/resolve.ts";
+import type { FileReader } from "../../store/files.ts";
+import { Keys } from "../../store/redis/keys.ts";
+import { runScript } from "../../store/redis/scripts.ts";
+import { earlierTurns } from "./lineage.ts";
+
+/** Trees and conversations are kept past the 90 days their files may live. */
+export const LINEAGE_TTL_S = 100 * 24 * 60 * 60;
+/** A job's threshold outlives any job. */
+export const THRESHOLD_TTL_S = 30 * 24 * 60 * 60;
+
+export interface TreeRecord {
+  readonly rootJob: string;
+  readonly startEvent: string;
+  readonly status: "running" | "ended";
+  /** The conversation the tree is a turn of, or null. */
+  readonly conversation: string | null;
+}
+
+/** Where the input was read, for idempotence by offset. */
+export interface InputPosition {
+  readonly source: string;
+  readonly offset: string;
+}
+
+export interface FilesState {
+  tree(treeId: string): Promise<TreeRecord | null>;
+  start(treeId: string, start: { readonly event: string; readonly job: string; readonly conversation: string | null }, at: InputPosition): Promise<void>;
+  end(treeId: string, job: string, at: InputPosition): Promise<void>;
+  /** Records a turn of a conversation; the first record of a turn stands. */
+  turn(tenant: string, conversation: string, tree: string, previous: string | null): Promise<void>;
+  /** The tree as a reader of files: with its earlier turns when it is a conversation's turn. */
+  reader(tenant: string, tree: string): Promise<FileReader>;
+  /** The job's threshold: the one kept, else `resolved`, which is kept from now on. */
+  threshold(treeId: string, jobId: string, resolved: OffloadThreshold): Promise<OffloadThreshold>;
+}
+
+function thresholdText(t: OffloadThreshold): string {
+  return t === "off" ? "off" : String(t);
+}
+
+export function parseThreshold(text: string): OffloadThreshold {
+  if (text === "off") return "off";
+  const n = Number(text);
+  if (!Number.isInteger(n) || n <= 0) throw new Error(`a kept offload threshold is a positive whole number of tokens or "off"; Redis holds ${JSON.stringify(text)}`);
+  return n;
+}
+
+export class RedisFilesState implements FilesState {
+  readonly #redis: Redis;
+  readonly #keys: Keys;
+
+  constructor(redis: Redis, keys: Keys = new Keys()) {
+    this.#redis = redis;
+    this.#keys = keys;
+  }
+
+  async tree(treeId: string): Promise<TreeRecord | null> {
+    const h = await this.#redis.hgetall(this.#keys.filesTree(treeId));
+    if (!h.root_job) return null;
+    return { rootJob: h.root_job, startEvent: h.start_event ?? "", status: h.status === "ended" ? "ended" : "running", conversation: h.conversation ?? null };
+  }
+
+  async start(treeId: string, s: { event: string; job: string; conversation: string | null }, at: InputPosition): Promise<void> {
+    await runScript(this.#redis, "filesTree", [this.#keys.filesTree(treeId)], ["start", s.event, s.job, s.conversation ?? "", at.source, at.offset, LINEAGE_TTL_S]);
+  }
+
+  async end(treeId: string, job: string, at: InputPosition): Promise<void> {
+    await runScript(this.#redis, "filesTree", [this.#keys.filesTree(treeId)], ["end", "", job, "", at.source, at.offset, LINEAGE_TTL_S]);
+  }
+
+  async turn(tenant: string, conversation: string, tree: string, previous: string | null): Promise<void> {
+    await runScript(this.#redis, "conversationTurn", [this.#keys.conversation(tenant, conversation)], [tree, previous ?? "", LINEAGE_TTL_S]);
+  }
+
+  async reader(tenant: string, tree: string): Promise<FileReader> {
+    const conversation = await this.#redis.hget(this.#keys.filesTree(tree), "conversation");
+    if (!conversation) return { tenant, tree };
+    const turns = await this.#redis.hgetall(this.#keys.conversation(tenant, conversation));
+    return { tenant, tree, earlierTurns: earlierTurns(turns, tree) };
+  }
+
+  async threshold(treeId: string, jobId: string, resolved: OffloadThreshold): Promise<OffloadThreshold> {
+    const kept = await runScript(this.#redis, "offloadThreshold", [this.#keys.jobOffload(treeId, jobId)], [thresholdText(resolved), THRESHOLD_TTL_S]);
+    return parseThreshold(String(kept));
+  }
+}
+
+/** The same state in memory, for tests of the cores. */
+export class MemoryFilesState implements FilesState {
+  readonly trees = new Map<string, TreeRecord & { offsets: Map<string, bigint> }>();
+  readonly conversations = new Map<string, Record<string, string>>();
+  readonly thresholds = new Map<string, OffloadThreshold>();
+
+  #applied(treeId: string, at: InputPosition): boolean {
+    const seen = this.trees.get(treeId)?.offsets.get(at.source);
+    return seen !== undefined && seen >= BigInt(at.offset);
+  }
+
+  tree(treeId: string): Promise<TreeRecord | null> {
+    const t = this.trees.get(treeId);
+    return Promise.resolve(t ? { rootJob: t.rootJob, startEvent: t.startEvent, status: t.status, conversation: t.conversation } : null);
+  }
+
+  start(treeId: string, s: { event: string; job: string; conversation: string | null }, at: InputPosition): Promise<void> {
+    if (this.#applied(treeId, at)) return Promise.resolve();
+    const before = this.trees.get(treeId);
+    const offsets = before?.offsets ?? new Map<string, bigint>();
+    offsets.set(at.source, BigInt(at.offset));
+    this.trees.set(treeId, { rootJob: s.job, startEvent: s.event, status: "running", conversation: before?.conversation ?? s.conversation, offsets });
+    return Promise.resolve();
+  }
+
+  end(treeId: string, job: string, at: InputPosition): Promise<void> {
+    const t = this.trees.get(treeId);
+    if (!t || this.#applied(treeId, at)) return Promise.resolve();
+    t.offsets.set(at.source, BigInt(at.offset));
+    if (t.rootJob === job) this.trees.set(treeId, { ...t, status: "ended" });
+    return Promise.resolve();
+  }
+
+  turn(tenant: string, conversation: string, tree: string, previous: string | null): Promise<void> {
+    const key = `${tenant}/${conversation}`;
+    const turns = this.conversations.get(key) ?? {};
+    if (!Object.hasOwn(turns, tree)) turns[tree] = previous ?? "";
+    this.conversations.set(key, turns);
+    return Promise.resolve();
+  }
+
+  reader(tenant: string, tree: string): Promise<FileReader> {
+    const conversation = this.trees.get(tree)?.conversation;
+    if (!conversation) return Promise.resolve({ tenant, tree });
+    return Promise.resolve({ tenant, tree, earlierTurns: earlierTurns(this.conversations.get(`${tenant}/${conversation}`) ?? {}, tree) });
+  }
+
+  threshold(treeId: string, jobId: string, resolved: OffloadThreshold): Promise<OffloadThreshold> {
+    const key = `${treeId}/${jobId}`;
+    if (!this.thresholds.has(key)) this.thresholds.set(key, resolved);
+    return Promise.resolve(this.thresholds.get(key) ?? resolved);
+  }
+}

@@ -1,0 +1,45 @@
+/**
+ * Decides a batch's trees concurrently, each tree's inputs in their order. Trees need no order
+ * between them: each script is atomic on its own keys, and the keys trees share (a tenant's
+ * month, a principal's or team's month, an agent's forecast) are changed only by atomic,
+ * idempotent scripts. The round trips of many trees then share the Redis connection.
+ */
+import type { InputRecord, Outcome } from "../runner/processor.ts";
+
+/**
+ * One outcome per input, in input order, from `decide` run tree by tree (`treeOf`), the trees
+ * at once. Every tree finishes before an error is thrown, so no step of the batch is still
+ * under way when the runner tries it again.
+ */
+export async function byTree<In, Tree>(
+  records: ReadonlyArray<InputRecord<In>>,
+  treeOf: (value: In) => string,
+  newTree: () => Tree,
+  decide: (value: In, tree: Tree) => Promise<Outcome>,
+): Promise<Outcome[]> {
+  const groups = new Map<string, number[]>();
+  records.forEach(({ value }, i) => {
+    const key = treeOf(value);
+    const list = groups.get(key);
+    if (list) list.push(i);
+    else groups.set(key, [i]);
+  });
+  const out = new Array<Outcome>(records.length);
+  const settled = await Promise.allSettled(
+    [...groups.values()].map(async (indexes) => {
+      const tree = newTree();
+      for (const i of indexes) out[i] = await decide((records[i] as InputRecord<In>).value, tree);
+    }),
+  );
+  const failed = settled.find((r): r is PromiseRejectedResult => r.status === "rejected");
+  if (failed) throw failed.reason;
+  return out;
+}
+
+/** Promise.all that waits for every step before it throws the first error, so none is left under way. */
+export async function allSettledOrThrow<T extends readonly unknown[]>(steps: { -readonly [K in keyof T]: Promise<T[K]> }): Promise<T> {
+  const settled = await Promise.allSettled(steps);
+  const failed = settled.find((r): r is PromiseRejectedResult => r.status === "rejected");
+  if (failed) throw failed.reason;
+  return settled.map((r) => (r as PromiseFulfilledResult<unknown>).value) as unknown as T;
+}

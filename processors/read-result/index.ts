@@ -1,0 +1,64 @@
+/**
+ * oz.read_result (OFF-6..OFF-9): the processor, the pure decisions runtimes share, and the
+ * environment the pipeline builds from its connections (the file store, Redis, the config table).
+ */
+import type { Redis } from "ioredis";
+import { FileNotFound } from "../../store/file-errors.ts";
+import type { FileReader, FileStore } from "../../store/files.ts";
+import { Keys } from "../../store/redis/keys.ts";
+import { runScript } from "../../store/redis/scripts.ts";
+import type { ConfigView } from "../runner/config-table.ts";
+import { messageOf, TransientError } from "../runner/errors.ts";
+import type { ReadResultEnv } from "./processor.ts";
+
+export { parseRange, readArguments, type ReadArguments } from "./arguments.ts";
+export { jobAgents, labelsAboveClearance, listsPluginTool, offersReadResult, type AgentLookup } from "./offered.ts";
+export { READ_SECTION, readResult, readResultProcessor, type ReadOutcome, type ReadResultEnv } from "./processor.ts";
+export { builtinManifest, isBuiltinTool, isReadResult, OZ_MANIFEST, READ_RESULT, READ_RESULT_INPUT_SCHEMA, READ_RESULT_NAME } from "./tool.ts";
+
+/** A job's joined labels are kept this long after its last read (the files they came from are kept 90 days). */
+export const JOB_LABELS_TTL_SECONDS = 90 * 24 * 60 * 60;
+
+/** OFF-9: joins labels into the job's set in Redis; returns how many the job holds. A Redis failure is a TransientError (the batch is tried again). */
+export async function joinJobLabels(redis: Redis, keys: Keys, job: { readonly tree: string; readonly job: string }, labels: readonly string[]): Promise<number> {
+  const key = keys.jobLabels(job.tree, job.job);
+  try {
+    if (labels.length === 0) return await redis.scard(key);
+    const [, total] = (await runScript(redis, "joinJobLabels", [key], [JOB_LABELS_TTL_SECONDS, ...labels])) as [number, number];
+    return total;
+  } catch (err) {
+    throw new TransientError(`Redis failed joining labels into job ${job.job} of tree ${job.tree}: ${messageOf(err)}; the batch is tried again`, { cause: err });
+  }
+}
+
+/** The labels a job has joined (OFF-9), sorted. */
+export async function jobLabels(redis: Redis, keys: Keys, job: { readonly tree: string; readonly job: string }): Promise<string[]> {
+  return (await redis.smembers(keys.jobLabels(job.tree, job.job))).sort();
+}
+
+export interface ReadResultDeps {
+  readonly config: ConfigView;
+  readonly files: FileStore;
+  readonly redis: Redis;
+  readonly keys?: Keys;
+  /**
+   * FILE-3: the call's tree as a reader, with the earlier turns of its conversation. Left out,
+   * the tree alone.
+   */
+  readonly reader?: (tenant: string, tree: string) => Promise<FileReader>;
+}
+
+export function readResultEnv({ config, files, redis, keys = new Keys(), reader }: ReadResultDeps): ReadResultEnv {
+  return {
+    config,
+    readFile: async (owner, ref) =>
+      files.read(reader ? await reader(owner.tenant, owner.tree) : owner, ref).then(
+        (f) => ({ bytes: f.bytes, labels: f.labels }),
+        (err: unknown) => {
+          if (err instanceof FileNotFound) return null;
+          throw err;
+        },
+      ),
+    joinLabels: (job, labels) => joinJobLabels(redis, keys, job, labels),
+  };
+}

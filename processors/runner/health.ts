@@ -1,0 +1,115 @@
+/**
+ * Whether a pipeline process is live and ready, as a small state machine fed by the pipeline
+ * (starting, started, stopping, failed) and by the monitor (each consumer group as the broker
+ * sees it). Pure: the clock is given.
+ *
+ * Ready means: the pipeline finished starting, every processor it runs started, the broker
+ * shows each processor's group stable with a member, seen recently, and nothing fatal
+ * happened. Live means the process answers; only a fatal error ends it.
+ */
+
+export type Phase = "starting" | "running" | "stopping" | "failed";
+
+export interface GroupSeen {
+  /** The broker's group state: `Stable`, `PreparingRebalance`, `Empty`, `Dead`, ... */
+  readonly state: string;
+  readonly members: number;
+}
+
+export interface ProcessorHealth {
+  readonly started: boolean;
+  readonly group: string;
+  readonly seen?: GroupSeen & { readonly at: number };
+}
+
+export interface Readiness {
+  readonly ready: boolean;
+  readonly phase: Phase;
+  /** Why it is not ready, one line each; empty when ready. */
+  readonly reasons: string[];
+  readonly processors: Record<string, { started: boolean; group: string; state: string; members: number }>;
+}
+
+export interface HealthOptions {
+  /** A group state older than this is unknown (the monitor stopped answering). */
+  staleAfterMs?: number;
+  now?: () => number;
+}
+
+export class Health {
+  private phase: Phase = "starting";
+  private failure: string | undefined;
+  private readonly processors = new Map<string, ProcessorHealth>();
+  private readonly staleAfterMs: number;
+  private readonly now: () => number;
+  private readonly startedAt: number;
+
+  constructor(opts: HealthOptions = {}) {
+    this.staleAfterMs = opts.staleAfterMs ?? 30_000;
+    this.now = opts.now ?? Date.now;
+    this.startedAt = this.now();
+  }
+
+  /** A processor is about to start under `group`. */
+  starting(name: string, group: string): void {
+    this.processors.set(name, { started: false, group });
+  }
+
+  started(name: string): void {
+    const p = this.processors.get(name);
+    if (!p) throw new Error(`health: processor ${name} started without being announced by starting()`);
+    this.processors.set(name, { ...p, started: true });
+  }
+
+  /** Every processor of the pipeline started; ready once their groups show. */
+  running(): void {
+    if (this.phase === "starting") this.phase = "running";
+  }
+
+  stopping(): void {
+    if (this.phase !== "failed") this.phase = "stopping";
+  }
+
+  /** Something the process cannot recover from: not ready, and not live, from now on. */
+  failed(reason: string): void {
+    this.phase = "failed";
+    this.failure ??= reason;
+  }
+
+  /** What the broker shows of a processor's group. */
+  groupSeen(name: string, seen: GroupSeen): void {
+    const p = this.processors.get(name);
+    if (p) this.processors.set(name, { ...p, seen: { ...seen, at: this.now() } });
+  }
+
+  get current(): Phase {
+    return this.phase;
+  }
+
+  live(): { live: boolean; phase: Phase; uptimeS: number; reason?: string } {
+    const uptimeS = Math.round((this.now() - this.startedAt) / 1000);
+    if (this.phase === "failed") return { live: false, phase: this.phase, uptimeS, reason: this.failure ?? "failed" };
+    return { live: true, phase: this.phase, uptimeS };
+  }
+
+  ready(): Readiness {
+    const reasons: string[] = [];
+    if (this.phase === "starting") reasons.push("the pipeline is starting");
+    if (this.phase === "stopping") reasons.push("the pipeline is stopping");
+    if (this.phase === "failed") reasons.push(`the pipeline failed: ${this.failure ?? "unknown error"}`);
+    if (this.processors.size === 0) reasons.push("no processor runs");
+    const now = this.now();
+    const processors: Readiness["processors"] = {};
+    for (const [name, p] of this.processors) {
+      processors[name] = { started: p.started, group: p.group, state: p.seen?.state ?? "unknown", members: p.seen?.members ?? 0 };
+      if (!p.started) {
+        reasons.push(`${name} has not started`);
+        continue;
+      }
+      if (!p.seen) reasons.push(`${name}: group ${p.group} not seen yet`);
+      else if (now - p.seen.at > this.staleAfterMs) reasons.push(`${name}: group ${p.group} last seen ${Math.round((now - p.seen.at) / 1000)} s ago`);
+      else if (p.seen.state !== "Stable" || p.seen.members === 0) reasons.push(`${name}: group ${p.group} is ${p.seen.state} with ${p.seen.members} members`);
+    }
+    return { ready: reasons.length === 0, phase: this.phase, reasons, processors };
+  }
+}

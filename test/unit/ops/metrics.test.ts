@@ -1,0 +1,121 @@
+import { describe, expect, it } from "vitest";
+import { FIT_SECTION, OFFLOAD_SECTION } from "../../../processors/fit-results/processor.ts";
+import { CONTENT_TYPE, Histogram, renderMetrics } from "../../../processors/runner/metrics.ts";
+import { pipelineFamilies, type Measured } from "../../../processors/runner/ops-metrics.ts";
+import { FITTED_SECTION, OFFLOADED_SECTION, outcomeKind } from "../../../processors/runner/outcomes.ts";
+import type { RunnerStats } from "../../../processors/runner/runner.ts";
+
+function measured(name: string, over: Partial<RunnerStats> = {}, latency = new Histogram()): Measured {
+  return { name, stats: { in: 0, out: 0, deadLetters: 0, batches: 0, retries: 0, outcomes: {}, deadLetterErrors: {}, ...over }, latency };
+}
+
+describe("Prometheus text exposition", () => {
+  it("renders HELP, TYPE and one line per sample, with label values escaped", () => {
+    const text = renderMetrics([
+      { name: "oz0_x_total", help: "Things\\counted\non two lines.", type: "counter", samples: [{ labels: { processor: 'a"b\\c\nd' }, value: 3 }] },
+      { name: "oz0_lag", help: "Lag.", type: "gauge", samples: [{ value: NaN }, { labels: { p: "inf" }, value: Infinity }] },
+    ]);
+    expect(text).toBe(
+      [
+        "# HELP oz0_x_total Things\\\\counted\\non two lines.",
+        "# TYPE oz0_x_total counter",
+        'oz0_x_total{processor="a\\"b\\\\c\\nd"} 3',
+        "# HELP oz0_lag Lag.",
+        "# TYPE oz0_lag gauge",
+        "oz0_lag NaN",
+        'oz0_lag{p="inf"} +Inf',
+        "",
+      ].join("\n"),
+    );
+    expect(CONTENT_TYPE).toMatch(/^text\/plain; version=0\.0\.4/);
+  });
+
+  it("refuses an invalid metric or label name and a family listed twice", () => {
+    expect(() => renderMetrics([{ name: "oz0-bad", help: "", type: "gauge", samples: [] }])).toThrow(/not valid/);
+    expect(() => renderMetrics([{ name: "ok", help: "", type: "gauge", samples: [{ labels: { "1x": "v" }, value: 1 }] }])).toThrow(/label name/);
+    expect(() => renderMetrics([{ name: "ok", help: "", type: "gauge", samples: [] }, { name: "ok", help: "", type: "gauge", samples: [] }])).toThrow(/twice/);
+  });
+});
+
+describe("histogram buckets", () => {
+  it("counts a value in the first bucket whose bound is at least it, cumulatively, with +Inf equal to the count", () => {
+    const h = new Histogram([0.1, 1, 10]);
+    for (const v of [0.05, 0.1, 0.1000001, 1, 5, 10, 11, 1000]) h.observe(v);
+    expect(h.cumulative()).toEqual([
+      { le: 0.1, count: 2 },
+      { le: 1, count: 4 },
+      { le: 10, count: 6 },
+      { le: Infinity, count: 8 },
+    ]);
+    expect(h.count).toBe(8);
+    expect(h.sum).toBeCloseTo(0.05 + 0.1 + 0.1000001 + 1 + 5 + 10 + 11 + 1000, 6);
+    const lines = renderMetrics([{ name: "lat_seconds", help: "h", type: "histogram", samples: h.samples({ processor: "p" }) }]).split("\n");
+    expect(lines).toContain('lat_seconds_bucket{processor="p",le="0.1"} 2');
+    expect(lines).toContain('lat_seconds_bucket{processor="p",le="+Inf"} 8');
+    expect(lines).toContain('lat_seconds_count{processor="p"} 8');
+  });
+
+  it("ignores NaN and refuses bounds that do not increase", () => {
+    const h = new Histogram([1, 2]);
+    h.observe(NaN);
+    expect(h.count).toBe(0);
+    expect(() => new Histogram([1, 1])).toThrow(/increase/);
+    expect(() => new Histogram([])).toThrow(/at least one/);
+  });
+
+  it("estimates quantiles by interpolating within the bucket, as histogram_quantile does", () => {
+    const h = new Histogram([1, 2, 4]);
+    expect(h.quantile(0.5)).toBeNaN();
+    for (let i = 0; i < 10; i++) h.observe(0.5);
+    for (let i = 0; i < 10; i++) h.observe(1.5);
+    expect(h.quantile(0.5)).toBeCloseTo(1, 6);
+    expect(h.quantile(0.75)).toBeCloseTo(1.5, 6);
+    h.observe(100);
+    expect(h.quantile(1)).toBe(4);
+  });
+});
+
+describe("what an output counts as", () => {
+  it("keeps the fit processor's trace sections in step with its own names", () => {
+    expect(FITTED_SECTION).toBe(FIT_SECTION);
+    expect(OFFLOADED_SECTION).toBe(OFFLOAD_SECTION);
+  });
+
+  it("counts a decision by its verdict, a delivered result, and a fitted or offloaded result by its trace entry", () => {
+    expect(outcomeKind({ to: "oz0.call-decisions", value: { verdict: "stop" } })).toBe("stop");
+    expect(outcomeKind({ to: "oz0.admissions", value: { verdict: "refuse" } })).toBe("refuse");
+    expect(outcomeKind({ to: "oz0.results-delivered", value: {} })).toBe("delivered");
+    expect(outcomeKind({ to: "oz0.trace", value: { section: FIT_SECTION } })).toBe("fitted");
+    expect(outcomeKind({ to: "oz0.trace", value: { section: OFFLOAD_SECTION } })).toBe("offloaded");
+    expect(outcomeKind({ to: "oz0.trace", value: { section: "Loop findings" } })).toBeUndefined();
+    expect(outcomeKind({ to: "oz0.tool-calls", value: {} })).toBeUndefined();
+  });
+});
+
+describe("the pipeline's metrics", () => {
+  it("has counters per processor, dead letters by every error class, decisions by kind, lag and the latency histogram", () => {
+    const h = new Histogram([0.1, 1]);
+    h.observe(0.05);
+    const text = renderMetrics(
+      pipelineFamilies({
+        processors: [measured("loop-calls", { in: 7, out: 6, deadLetters: 1, batches: 2, retries: 3, outcomes: { report: 1, allow: 5 }, deadLetterErrors: { invalid: 1 } }, h), measured("fit-results")],
+        lag: (n) => (n === "loop-calls" ? 4 : NaN),
+        readiness: () => ({ ready: false, phase: "starting", reasons: ["the pipeline is starting"], processors: {} }),
+      }),
+    );
+    const lines = text.split("\n");
+    expect(lines).toContain('oz0_processor_events_in_total{processor="loop-calls"} 7');
+    expect(lines).toContain('oz0_processor_events_out_total{processor="loop-calls"} 6');
+    expect(lines).toContain('oz0_processor_batches_total{processor="loop-calls"} 2');
+    expect(lines).toContain('oz0_processor_retries_total{processor="loop-calls"} 3');
+    expect(lines).toContain('oz0_processor_dead_letters_total{processor="loop-calls",error="invalid"} 1');
+    expect(lines).toContain('oz0_processor_dead_letters_total{processor="fit-results",error="undecodable"} 0');
+    expect(lines.filter((l) => l.startsWith("oz0_processor_decisions_total"))).toEqual(['oz0_processor_decisions_total{processor="loop-calls",kind="allow"} 5', 'oz0_processor_decisions_total{processor="loop-calls",kind="report"} 1']);
+    expect(lines).toContain('oz0_processor_consumer_lag{processor="loop-calls"} 4');
+    expect(lines).toContain('oz0_processor_consumer_lag{processor="fit-results"} NaN');
+    expect(lines).toContain('oz0_processor_decision_latency_seconds_bucket{processor="loop-calls",le="0.1"} 1');
+    expect(lines).toContain('oz0_processor_decision_latency_seconds_count{processor="fit-results"} 0');
+    expect(lines).toContain("oz0_ready 0");
+    expect(lines).toContain("# TYPE oz0_processor_decision_latency_seconds histogram");
+  });
+});
