@@ -1,20 +1,24 @@
 /**
  * Runs the fault drills against the services of the local stack (or the OZ0_* endpoints):
  *
- *   npm run drill -- kill9 [--subject loop-calls|limits-model-calls|fit-results|all] [--events N] [--rate R] [--kills K]
+ *   npm run drill -- kill9  [--subject S|all] [--events N] [--rate R] [--times K]
+ *   npm run drill -- outage --service kafka|redis|minio|registry [--kill] [--down-seconds D] [--subject S|all] [--events N] [--rate R] [--times K]
  *
- * Each drill works in labs of its own (topics `drill.<lab>.*`, Redis keys `drill_<lab>:*`,
- * removed at the end) and never touches the live pipeline. Prints a Markdown table (also
+ * S is loop-calls, limits-model-calls, fit-results or fit-offload. Each drill works in labs of
+ * its own (topics `drill.<lab>.*`, Redis keys `drill_<lab>:*`, a bucket `drill-<lab>`, removed
+ * at the end) and never touches the live pipeline's data; an outage drill does stop and start
+ * the stack's service (stack/down.sh --only, stack/up.sh). Prints a Markdown table (also
  * written to bench/out/drills.md) and exits 1 when a drill fails its checks.
  */
 import { mkdir, writeFile } from "node:fs/promises";
 import { parseArgs } from "node:util";
-import { Redis } from "ioredis";
+import { redisClient } from "../store/redis/client.ts";
 import kafkajs from "kafkajs";
 import { endpointsFromEnv, kafkaConfig } from "../processors/runner/endpoints.ts";
 import { createLogger } from "../processors/runner/log.ts";
 import { Serde } from "../schemas/serde.ts";
-import { kill9Drill } from "../drills/kill9.ts";
+import { minioClient } from "../store/objects.ts";
+import { disruptDrill, type Disruption, type StackService } from "../drills/disrupt.ts";
 import { drillTable, passed, type DrillRow } from "../drills/report.ts";
 import { isSubjectName, SUBJECT_NAMES, type SubjectName } from "../drills/subjects.ts";
 
@@ -24,19 +28,35 @@ const { values, positionals } = parseArgs({
     subject: { type: "string", default: "all" },
     events: { type: "string", default: "3000" },
     rate: { type: "string", default: "500" },
-    kills: { type: "string", default: "2" },
+    times: { type: "string", default: "2" },
+    service: { type: "string" },
+    kill: { type: "boolean", default: false },
+    "down-seconds": { type: "string", default: "10" },
   },
 });
-const usage = "usage: npm run drill -- kill9 [--subject loop-calls|limits-model-calls|fit-results|all] [--events N] [--rate R] [--kills K]";
+const usage = [
+  "usage: npm run drill -- kill9  [--subject S|all] [--events N] [--rate R] [--times K]",
+  "       npm run drill -- outage --service kafka|redis|minio|registry [--kill] [--down-seconds D] [--subject S|all] [--events N] [--rate R] [--times K]",
+  `       S is one of ${SUBJECT_NAMES.join(", ")}`,
+].join("\n");
+const fail = (why: string): never => {
+  process.stderr.write(`${why}\n${usage}\n`);
+  process.exit(2);
+};
 const drill = positionals[0];
 const events = Number(values.events);
 const rate = Number(values.rate);
-const kills = Number(values.kills);
-const subjects: SubjectName[] = values.subject === "all" ? [...SUBJECT_NAMES] : isSubjectName(values.subject) ? [values.subject] : [];
-if (drill !== "kill9" || subjects.length === 0 || !(events > 0 && rate > 0 && Number.isInteger(kills) && kills >= 0)) {
-  process.stderr.write(`${usage}\n`);
-  process.exit(2);
-}
+const times = Number(values.times);
+const downMs = Number(values["down-seconds"]) * 1000;
+if (!(events > 0 && rate > 0 && Number.isInteger(times) && times >= 0 && downMs >= 0)) fail("--events, --rate, --times and --down-seconds take positive numbers");
+const subjects: SubjectName[] = values.subject === "all" ? [...SUBJECT_NAMES] : isSubjectName(values.subject) ? [values.subject] : fail(`unknown subject ${values.subject}`);
+const SERVICES: readonly StackService[] = ["kafka", "redis", "minio", "registry"];
+let disruption: Disruption;
+if (drill === "kill9") disruption = { kind: "kill9" };
+else if (drill === "outage") {
+  const service = SERVICES.find((s) => s === values.service) ?? fail(`--service takes ${SERVICES.join(", ")}`);
+  disruption = { kind: "outage", service, kill: values.kill, downMs };
+} else disruption = fail(`unknown drill ${drill ?? "(none)"}`);
 
 process.env.OZ0_LOG_LEVEL ??= "warn";
 const log = createLogger({ component: "drill" });
@@ -44,14 +64,15 @@ const endpoints = endpointsFromEnv();
 const kafka = new kafkajs.Kafka(kafkaConfig("oz0-drill", endpoints, process.env, log));
 const admin = kafka.admin();
 const serde = new Serde({ registryUrl: endpoints.registryUrl });
-const redis = new Redis(endpoints.redisUrl, { maxRetriesPerRequest: 3 });
+const redis = redisClient(endpoints, { maxRetriesPerRequest: 3 });
+const minio = minioClient(endpoints);
 const say = (line: string): void => void process.stderr.write(`${line}\n`);
 const rows: DrillRow[] = [];
 try {
   await admin.connect();
   await serde.registerAll();
   for (const subject of subjects) {
-    const row = await kill9Drill({ kafka, admin, serde, redis }, { subject, events, rate, kills, say });
+    const row = await disruptDrill({ kafka, admin, serde, redis, minio }, { subject, events, rate, times, disruption, say });
     rows.push(row);
     say(`${row.drill} ${row.subject}: ${passed(row) ? "passed" : "FAILED"} ${row.details.join("; ")}`);
   }

@@ -11,8 +11,11 @@ import { fileURLToPath } from "node:url";
 import type { Redis } from "ioredis";
 import kafkajs from "kafkajs";
 import type { Admin, Consumer, Kafka, Producer } from "kafkajs";
+import type { Client as MinioClient } from "minio";
 import type { Serde } from "../schemas/serde.ts";
 import type { DeadLetter } from "../schemas/types.ts";
+import { FileStore } from "../store/files.ts";
+import { PayloadKeys } from "../store/payload-keys.ts";
 import { ensureTopics } from "../topology/create.ts";
 import { labNames, type DrillSubject, type LabNames } from "./subjects.ts";
 
@@ -21,6 +24,7 @@ export interface Services {
   readonly admin: Admin;
   readonly serde: Serde;
   readonly redis: Redis;
+  readonly minio: MinioClient;
 }
 
 export interface Lab extends LabNames {
@@ -42,6 +46,11 @@ export async function openLab(s: Services, subject: DrillSubject, lab = newLabId
       await s.admin.deleteTopics({ topics: names.specs.map((t) => t.name), timeout: 30_000 }).catch(() => undefined);
       for await (const batch of s.redis.scanStream({ match: `${names.keys.prefix}:*`, count: 500 }) as AsyncIterable<string[]>) {
         if (batch.length > 0) await s.redis.del(...batch);
+      }
+      if (await s.minio.bucketExists(names.bucket)) {
+        const store = new FileStore({ client: s.minio, bucket: names.bucket, keys: PayloadKeys.fromEnv() });
+        for (const tenant of subject.tenants) await store.eraseTenant(tenant);
+        await s.minio.removeBucket(names.bucket).catch(() => undefined);
       }
     },
   };

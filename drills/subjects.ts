@@ -12,19 +12,26 @@ import { loopCallsProcessor, RedisLoopStore, type LoopEnv } from "../processors/
 import { staticConfig } from "../processors/runner/config-table.ts";
 import { DEAD_LETTER_TOPIC } from "../processors/runner/runner.ts";
 import type { SchemaName } from "../schemas/catalog.ts";
+import type { FileStore } from "../store/files.ts";
 import { Keys } from "../store/redis/keys.ts";
 import { topic as topicSpec, type TopicName, type TopicSpec } from "../topology/topics.ts";
 import { BENCH_AGENTS, loadCorpus, modelCalls, toolCalls, toolResults, type EventKind } from "../bench/pipeline/events.ts";
 
-export const SUBJECT_NAMES = ["loop-calls", "limits-model-calls", "fit-results"] as const;
+export const SUBJECT_NAMES = ["loop-calls", "limits-model-calls", "fit-results", "fit-offload"] as const;
 export type SubjectName = (typeof SUBJECT_NAMES)[number];
 
 export interface DrillSubject {
   readonly name: SubjectName;
   readonly processor: Processor<never, unknown>;
   readonly kind: EventKind<{ id: string; ts: number }>;
-  env(redis: Redis, keys: Keys): unknown;
+  /** `files`: the lab's own bucket, for a subject that offloads. */
+  env(redis: Redis, keys: Keys, files: () => Promise<FileStore>): Promise<unknown>;
+  /** Tenants whose files a lab of this subject stores (erased with the lab). */
+  readonly tenants: readonly string[];
 }
+
+/** An offload threshold low enough that most of the corpus's results are stored in MinIO. */
+export const OFFLOAD_DRILL_THRESHOLD = 400;
 
 const config = staticConfig(BENCH_AGENTS.map((a) => ({ kind: "agent" as const, id: a.name, value: a })));
 
@@ -38,11 +45,26 @@ const fitEnv: FitEnv = {
 export async function drillSubject(name: SubjectName): Promise<DrillSubject> {
   switch (name) {
     case "loop-calls":
-      return { name, processor: loopCallsProcessor, kind: toolCalls, env: (redis, keys): LoopEnv => ({ config, store: new RedisLoopStore(redis, keys) }) };
+      return { name, processor: loopCallsProcessor, kind: toolCalls, env: (redis, keys) => Promise.resolve<LoopEnv>({ config, store: new RedisLoopStore(redis, keys) }), tenants: [] };
     case "limits-model-calls":
-      return { name, processor: limitsModelCallsProcessor, kind: modelCalls, env: (redis, keys) => limitsEnv({ redis, config, keys }) };
+      return { name, processor: limitsModelCallsProcessor, kind: modelCalls, env: (redis, keys) => Promise.resolve(limitsEnv({ redis, config, keys })), tenants: [] };
     case "fit-results":
-      return { name, processor: fitResultsProcessor, kind: toolResults(await loadCorpus()), env: () => fitEnv };
+      return { name, processor: fitResultsProcessor, kind: toolResults(await loadCorpus()), env: () => Promise.resolve(fitEnv), tenants: [] };
+    case "fit-offload":
+      return {
+        name,
+        processor: fitResultsProcessor,
+        kind: toolResults(await loadCorpus()),
+        env: async (_redis, _keys, files): Promise<FitEnv> => {
+          const store = await files();
+          return {
+            load: () => Promise.resolve(null),
+            threshold: () => OFFLOAD_DRILL_THRESHOLD,
+            storeFile: (owner, bytes, options) => store.store(owner, bytes, options),
+          };
+        },
+        tenants: ["tenant-0", "tenant-1", "tenant-2"],
+      };
   }
 }
 
@@ -59,6 +81,8 @@ export interface LabNames {
   readonly topics: ReadonlyMap<string, string>;
   readonly specs: readonly TopicSpec[];
   readonly keys: Keys;
+  /** The lab's MinIO bucket (used by subjects that offload). */
+  readonly bucket: string;
   /** The lab's outputs the drill reads, with the schema of each. */
   readonly answers: ReadonlyArray<{ readonly topic: string; readonly schema: SchemaName; readonly deadLetters: boolean }>;
 }
@@ -82,5 +106,5 @@ export function labNames(subject: DrillSubject, lab: string): LabNames {
   topics.set(DEAD_LETTER_TOPIC, dl);
   specs.push(copy(DEAD_LETTER_TOPIC, dl));
   answers.push({ topic: dl, schema: "DeadLetter", deadLetters: true });
-  return { lab, groupId: `${base}.${subject.name}`, input, topics, specs, keys: new Keys(`drill_${lab}`), answers };
+  return { lab, groupId: `${base}.${subject.name}`, input, topics, specs, keys: new Keys(`drill_${lab}`), bucket: `drill-${lab}`, answers };
 }

@@ -8,19 +8,22 @@
  * consumer runs, then `{"in","out","deadLetters","rss"}` every 200 ms. SIGTERM stops it
  * gracefully; SIGKILL is what the drills are about.
  */
-import { Redis } from "ioredis";
+import { redisClient } from "../store/redis/client.ts";
 import kafkajs from "kafkajs";
 import { endpointsFromEnv, kafkaConfig } from "../processors/runner/endpoints.ts";
 import { createLogger } from "../processors/runner/log.ts";
 import { startProcessor } from "../processors/runner/runner.ts";
 import { KafkaTransport } from "../processors/runner/transport.ts";
 import { Serde } from "../schemas/serde.ts";
+import { FileStore } from "../store/files.ts";
+import { minioClient } from "../store/objects.ts";
+import { PayloadKeys } from "../store/payload-keys.ts";
 import { MappedTransport } from "../bench/pipeline/subjects.ts";
 import { drillSubject, isSubjectName, labNames } from "./subjects.ts";
 
 const [name, lab] = process.argv.slice(2);
 if (!name || !lab || !isSubjectName(name)) {
-  process.stderr.write("usage: npx tsx drills/worker.ts <loop-calls|limits-model-calls|fit-results> <lab>\n");
+  process.stderr.write("usage: npx tsx drills/worker.ts <loop-calls|limits-model-calls|fit-results|fit-offload> <lab>\n");
   process.exit(2);
 }
 
@@ -31,9 +34,14 @@ const names = labNames(subject, lab);
 const kafka = new kafkajs.Kafka(kafkaConfig(`oz0-drill-${lab}`, endpoints, process.env, log));
 const serde = new Serde({ registryUrl: endpoints.registryUrl });
 await serde.registerAll();
-const redis = new Redis(endpoints.redisUrl, { maxRetriesPerRequest: 3 });
+const redis = redisClient(endpoints, { maxRetriesPerRequest: 3 });
 const transport = new MappedTransport(new KafkaTransport({ kafka, groupId: names.groupId, topic: names.input, log, fromBeginning: true }), names.topics);
-const running = await startProcessor(subject.processor, subject.env(redis, names.keys), { transport, serde, log });
+const files = async (): Promise<FileStore> => {
+  const store = new FileStore({ client: minioClient(endpoints), bucket: names.bucket, keys: PayloadKeys.fromEnv() });
+  await store.ensureBucket();
+  return store;
+};
+const running = await startProcessor(subject.processor, await subject.env(redis, names.keys, files), { transport, serde, log });
 
 const say = (v: unknown): void => void process.stdout.write(`${JSON.stringify(v)}\n`);
 say({ ready: true });

@@ -4,25 +4,53 @@
 # SIGTERM, a bounded wait, then SIGKILL. Removes the pid files.
 #   bash stack/down.sh            # stop; data is kept
 #   bash stack/down.sh --purge    # stop and delete the data dirs (installs are kept)
+#   bash stack/down.sh --only redis [--only kafka] [--kill]
+#                                 # stop only these services (drills), with SIGKILL at once if --kill
 set -euo pipefail
 
 # shellcheck source=stack/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 purge=0
-for arg in "$@"; do
-  case "$arg" in
+kill_now=0
+only=()
+while (($# > 0)); do
+  case "$1" in
     --purge) purge=1 ;;
+    --kill) kill_now=1 ;;
+    --only)
+      shift
+      case "${1:-}" in
+        kafka | registry | redis | minio) only+=("$1") ;;
+        *)
+          printf 'stack/down.sh: --only takes kafka, registry, redis or minio, not %s\n' "${1:-nothing}" >&2
+          exit 2
+          ;;
+      esac
+      ;;
     -h | --help)
-      sed -n '2,7p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+      sed -n '2,9p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
       exit 0
       ;;
     *)
-      printf 'stack/down.sh: unknown argument %s (use --purge)\n' "$arg" >&2
+      printf 'stack/down.sh: unknown argument %s (use --purge, --only <service>, --kill)\n' "$1" >&2
       exit 2
       ;;
   esac
+  shift
 done
+if ((purge)) && ((${#only[@]} > 0)); then
+  printf 'stack/down.sh: --purge stops everything; it does not go with --only\n' >&2
+  exit 2
+fi
+
+# selected <service>: true when the service is to be stopped
+selected() {
+  local s
+  ((${#only[@]} == 0)) && return 0
+  for s in "${only[@]}"; do [[ "$s" == "$1" ]] && return 0; done
+  return 1
+}
 
 mkdir -p "$RUN_DIR"
 exec 9>"$RUN_DIR/stack.lock"
@@ -33,6 +61,7 @@ fi
 # stop_service <service> <grace seconds>
 stop_service() {
   local svc="$1" grace="$2" pidf pid t0="$EPOCHREALTIME"
+  selected "$svc" || return 0
   pidf="$(pid_file "$svc")"
   if ! pid="$(svc_pid "$svc")"; then
     if [[ -e "$pidf" ]]; then
@@ -43,8 +72,14 @@ stop_service() {
     fi
     return 0
   fi
-  say "$svc: stopping pid $pid (SIGTERM, up to $grace s)"
-  kill -TERM "$pid" 2>/dev/null || true
+  if ((kill_now)); then
+    say "$svc: killing pid $pid (SIGKILL)"
+    kill -KILL "$pid" 2>/dev/null || true
+    grace=10
+  else
+    say "$svc: stopping pid $pid (SIGTERM, up to $grace s)"
+    kill -TERM "$pid" 2>/dev/null || true
+  fi
   local deadline=$((SECONDS + grace))
   while pid_matches "$svc" "$pid" && ((SECONDS < deadline)); do
     sleep 0.2

@@ -319,14 +319,14 @@ start_registry_wait() {
 }
 
 start_redis() {
-  step "redis: start (127.0.0.1:$OZ0_REDIS_PORT, appendonly)"
+  step "redis: start (127.0.0.1:$OZ0_REDIS_PORT, appendonly, fsync always)"
   if ! already_running redis; then
     ports_free redis
     command -v redis-server >/dev/null || fail redis "redis-server not found" "$LOG_DIR/install-redis.log"
     rotate_log redis
     mkdir -p "$DATA_DIR/redis"
     if ! redis-server --port "$OZ0_REDIS_PORT" --bind 127.0.0.1 --protected-mode yes \
-      --save "" --appendonly yes --dir "$DATA_DIR/redis" --daemonize yes \
+      --save "" --appendonly yes --appendfsync always --dir "$DATA_DIR/redis" --daemonize yes \
       --pidfile "$(pid_file redis)" --logfile "$LOG_DIR/redis.log" 9>&-; then
       fail redis "redis-server refused to start"
     fi
