@@ -48,8 +48,9 @@ export function stepAnswer(flags: RunFlags, answer: Decision): LaneStep<Approval
     state: {},
     emits: [
       decision(LOOP_APPROVALS, s, { verdict: "stop", reason_code: "LoopDetected", message, evidence: { approval: { id: approval, kind: "loop" }, answered_by: answer.processor } }),
-      // Loops held before the call's function was kept name none: the result still answers the call ID.
-      refusedResult(LOOP_APPROVALS, { ...s, plugin: hold.plugin ?? "", tool: hold.tool ?? "", function: hold.function ?? "" }, message),
+      // The held call's result, by its event ID. Loops held before the call's event and function were kept name
+      // neither: the result still answers the call ID.
+      refusedResult(LOOP_APPROVALS, { ...s, id: hold.event_id ?? s.id, plugin: hold.plugin ?? "", tool: hold.tool ?? "", function: hold.function ?? "" }, message),
       finding(LOOP_APPROVALS, s, { finding: answer.processor === LOOP_DEADLINES ? "loop_deadline_passed" : "loop_denied", ...facts }, {}),
     ],
     remember: true,

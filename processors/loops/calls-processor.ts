@@ -116,7 +116,7 @@ function act(config: ConfigView, state: CallsLaneState, flags: RunFlags, call: T
   const escalation = reachableSteps(settings.escalation, waits).map((step) => ({ at: call.ts + step.after, to: step.to }));
   const message = `${words} It waits for a person to approve it (approval ${approval}, kind loop); a denial, or no decision by ${new Date(deadline).toISOString()}, stops the job with LoopDetected.`;
   const wait = decision(LOOP_CALLS, s, { verdict: "wait", reason_code: "LoopDetected", limit, numbers: { ...numbers, deadline }, message, evidence: evidence(loop, call, threshold, { id: approval, deadline, escalation }) });
-  const hold: Deadline = { approval, at: deadline, tenant: call.tenant, tree_id: call.tree_id, job_id: call.job_id, run_id: call.run_id, call_id: call.call_id, plugin: call.plugin, tool: call.tool, function: call.function, escalation };
+  const hold: Deadline = { approval, at: deadline, tenant: call.tenant, tree_id: call.tree_id, job_id: call.job_id, run_id: call.run_id, call_id: call.call_id, event_id: call.id, plugin: call.plugin, tool: call.tool, function: call.function, escalation };
   return {
     state: { calls, hold: { approval, call_id: call.call_id, deadline } },
     emits: [wait, finding(LOOP_CALLS, s, { finding: "loop_waits", approval, ...facts }, numbers), acted],
@@ -174,7 +174,7 @@ export const loopCallsProcessor = defineProcessor<ToolCall, LoopEnv>({
   validate(call) {
     const reasons: string[] = [];
     for (const field of ["id", "tenant", "tree_id", "job_id", "run_id", "call_id", "plugin", "tool", "function"] as const) {
-      if (!call[field]) reasons.push(`${field} is empty`);
+      if (!call[field]) reasons.push(`${field} is empty: the runtime must set it on every event`);
     }
     const args = parseArguments(call.arguments);
     if (typeof args === "string") reasons.push(args);

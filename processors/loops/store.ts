@@ -78,6 +78,8 @@ export interface Deadline {
   readonly job_id: string;
   readonly run_id: string;
   readonly call_id: string;
+  /** The held call's event ID: a runtime awaits the call's result by it (`input_id`). */
+  readonly event_id?: string;
   /** The held call's plugin, tool and function: what a failed result for it names. */
   readonly plugin?: string;
   readonly tool?: string;

@@ -24,6 +24,7 @@ export function toolResult(call: ToolCall, over: Partial<ToolResult> & { text?: 
     content_ref: null,
     size_bytes: Buffer.byteLength(content),
     ts: call.ts,
+    labels: [],
     ...rest,
   };
 }

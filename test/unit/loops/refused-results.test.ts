@@ -66,7 +66,7 @@ describe("LOOP-7 the words of a refusal reach what the model reads", () => {
     const out = await answers.pipe(deny, { key: run });
     const [stop] = of<Decision>(out.emits, "oz0.call-decisions");
     expect(of<ResultDelivered>(out.emits, "oz0.results-delivered")).toEqual([
-      expect.objectContaining({ processor: "loop-approvals", call_id: held.call_id, plugin: "acme_docs", tool: "acme_docs", function: "get_page", is_error: true }),
+      expect.objectContaining({ processor: "loop-approvals", input_id: held.id, call_id: held.call_id, plugin: "acme_docs", tool: "acme_docs", function: "get_page", is_error: true }),
     ]);
     expect(words(of<ResultDelivered>(out.emits, "oz0.results-delivered")[0])).toBe(stop?.message);
   });
