@@ -5,8 +5,10 @@
  * processor runs undisturbed. Then:
  *
  * - every input must have its answer (lost = inputs without one),
- * - no output may be read twice (duplicated = outputs a consumer dropping duplicates by ID drops),
- * - every input's answers must equal the reference's, numbers (counts, spend) included,
+ * - outputs read twice must be copies under one ID (duplicated counts what a consumer dropping
+ *   duplicates by ID drops; none may differ from its first copy),
+ * - every input's answers, duplicates dropped, must equal the reference's, numbers (counts,
+ *   spend) included,
  * - the Redis state must equal the reference's, key by key,
  * - for a service outage, the processor must have lived through it (no exit).
  */
@@ -14,7 +16,7 @@ import { execFile } from "node:child_process";
 import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
-import { answersById, dumpState, duplicates, feed, openLab, OutputReader, producerOf, stateDifferences, Worker, type Lab, type Services } from "./lab.ts";
+import { answersById, conflicting, dumpState, endpointsEnv, duplicates, feed, openLab, OutputReader, producerOf, stateDifferences, Worker, type Lab, type Services } from "./lab.ts";
 import type { DrillRow } from "./report.ts";
 import { drillSubject, type SubjectName } from "./subjects.ts";
 
@@ -22,6 +24,8 @@ export type StackService = "kafka" | "redis" | "minio" | "registry";
 
 export type Disruption =
   | { readonly kind: "kill9" }
+  /** Another instance joins the group (odd times) or the oldest leaves it (even times): a rebalance mid-stream. */
+  | { readonly kind: "rebalance" }
   /** Stop the service (SIGTERM, or SIGKILL with `kill`), keep it down `downMs`, start it again. */
   | { readonly kind: "outage"; readonly service: StackService; readonly kill: boolean; readonly downMs: number };
 
@@ -39,8 +43,8 @@ export interface DisruptOptions {
 }
 
 /** What a drill's worker is told: a stable instance name (so a restart fences what the killed one left open) and a short session. */
-export function workerEnv(lab: string): Record<string, string> {
-  return { OZ0_INSTANCE_ID: `drill-${lab}`, OZ0_KAFKA_SESSION_TIMEOUT_MS: "6000", OZ0_PARTITIONS_CONCURRENTLY: "4" };
+export function workerEnv(s: Services, lab: string, slot = 0): Record<string, string> {
+  return { ...endpointsEnv(s.endpoints), OZ0_INSTANCE_ID: `drill-${lab}-${slot}`, OZ0_KAFKA_SESSION_TIMEOUT_MS: "6000", OZ0_PARTITIONS_CONCURRENTLY: "4" };
 }
 
 const exec = promisify(execFile);
@@ -58,13 +62,14 @@ export async function startStack(): Promise<void> {
 
 export function describe(d: Disruption, times: number): string {
   if (d.kind === "kill9") return `kill -9 x${times}`;
+  if (d.kind === "rebalance") return `rebalance x${times}`;
   return `${d.service} ${d.kill ? "killed" : "stopped"} ${(d.downMs / 1000).toFixed(0)} s x${times}`;
 }
 
 function command(o: DisruptOptions): string {
   const d = o.disruption;
-  const base = `npm run drill -- ${d.kind === "kill9" ? "kill9" : "outage"} --subject ${o.subject} --events ${o.events} --rate ${o.rate} --times ${o.times}`;
-  return d.kind === "kill9" ? base : `${base} --service ${d.service}${d.kill ? " --kill" : ""} --down-seconds ${d.downMs / 1000}`;
+  const base = `npm run drill -- ${d.kind} --subject ${o.subject} --events ${o.events} --rate ${o.rate} --times ${o.times}`;
+  return d.kind !== "outage" ? base : `${base} --service ${d.service}${d.kill ? " --kill" : ""} --down-seconds ${d.downMs / 1000}`;
 }
 
 interface RunResult {
@@ -78,8 +83,11 @@ async function run(s: Services, lab: Lab, messages: ReadonlyArray<{ key: string;
   const say = o.say ?? (() => {});
   const producer = producerOf(s.kafka);
   await producer.connect();
-  let worker = new Worker(lab.subject.name, lab.lab, workerEnv(lab.lab));
+  let worker = new Worker(lab.subject.name, lab.lab, workerEnv(s, lab.lab));
   workers.push(worker);
+  /** Instances in the group, oldest first (rebalance). */
+  const members: Worker[] = [worker];
+  let slots = 1;
   let restarts = 0;
   let unplannedExits = 0;
   let planned = false;
@@ -102,10 +110,26 @@ async function run(s: Services, lab: Lab, messages: ReadonlyArray<{ key: string;
         await worker.kill9();
         planned = false;
         say(`  kill -9 after ${sent} sent (${seen} read by the worker); starting it again`);
-        worker = new Worker(lab.subject.name, lab.lab, workerEnv(lab.lab));
+        worker = new Worker(lab.subject.name, lab.lab, workerEnv(s, lab.lab));
         workers.push(worker);
         watch(worker);
         await worker.ready;
+        restarts++;
+      } else if (d.kind === "rebalance") {
+        if (restarts % 2 === 0) {
+          say(`  another instance joins the group after ${sent} sent`);
+          const joining = new Worker(lab.subject.name, lab.lab, workerEnv(s, lab.lab, slots++));
+          workers.push(joining);
+          watch(joining);
+          members.push(joining);
+          await joining.ready;
+        } else {
+          const leaving = members.shift();
+          say(`  the oldest instance leaves the group after ${sent} sent`);
+          planned = true;
+          await leaving?.stop();
+          planned = false;
+        }
         restarts++;
       } else {
         say(`  ${d.kill ? "killing" : "stopping"} ${d.service} after ${sent} sent, for ${d.downMs / 1000} s`);
@@ -166,13 +190,18 @@ export async function disruptDrill(s: Services, o: DisruptOptions): Promise<Dril
     for (const id of want) {
       if (JSON.stringify(ref.get(id) ?? []) !== JSON.stringify(got.get(id) ?? [])) differing++;
     }
-    const stateDiff = stateDifferences(await dumpState(s.redis, reference), await dumpState(s.redis, drill));
+    const refState = await dumpState(s.redis, reference);
+    const drillState = await dumpState(s.redis, drill);
+    const stateDiff = stateDifferences(refState, drillState);
+    for (const key of stateDiff.slice(0, 2)) say(`  ${key}: reference ${(refState.get(key) ?? "(none)").slice(0, 300)} / drill ${(drillState.get(key) ?? "(none)").slice(0, 300)}`);
     const checks: Record<string, boolean> = {
       "reference complete": refMissing === 0,
+      "no two outputs of one ID differ": conflicting(readers[1].outputs) === 0,
       "answers equal the reference": differing === 0,
       "Redis state equals the reference": stateDiff.length === 0,
     };
     if (o.disruption.kind === "kill9") checks[`restarted ${o.times} times`] = result.restarts === o.times;
+    else if (o.disruption.kind === "rebalance") checks[`${o.times} rebalances`] = result.restarts === o.times && result.unplannedExits === 0;
     else checks["the processor lived through it"] = result.unplannedExits === 0;
     return {
       drill: describe(o.disruption, o.times),

@@ -14,6 +14,7 @@ import type { Admin, Consumer, Kafka, Producer } from "kafkajs";
 import type { Client as MinioClient } from "minio";
 import type { Serde } from "../schemas/serde.ts";
 import type { DeadLetter } from "../schemas/types.ts";
+import type { Endpoints } from "../processors/runner/endpoints.ts";
 import { FileStore } from "../store/files.ts";
 import { PayloadKeys } from "../store/payload-keys.ts";
 import { ensureTopics } from "../topology/create.ts";
@@ -25,6 +26,20 @@ export interface Services {
   readonly serde: Serde;
   readonly redis: Redis;
   readonly minio: MinioClient;
+  /** Handed to worker processes, so they reach the same services. */
+  readonly endpoints: Endpoints;
+}
+
+/** The endpoints as the environment variables `endpointsFromEnv` reads. */
+export function endpointsEnv(e: Endpoints): Record<string, string> {
+  return {
+    OZ0_KAFKA_BROKERS: e.kafkaBrokers.join(","),
+    OZ0_REGISTRY_URL: e.registryUrl,
+    OZ0_REDIS_URL: e.redisUrl,
+    OZ0_MINIO_URL: e.minioUrl,
+    OZ0_MINIO_ACCESS_KEY: e.minioAccessKey,
+    OZ0_MINIO_SECRET_KEY: e.minioSecretKey,
+  };
 }
 
 export interface Lab extends LabNames {
@@ -228,10 +243,13 @@ export class OutputReader {
   }
 }
 
-/** Outputs by input ID, each as canonical JSON without the fields that name the lab. */
+/**
+ * Outputs by input ID, each as canonical JSON without its timestamp, after dropping outputs
+ * whose own ID was already read (as a consumer dropping duplicates by ID does).
+ */
 export function answersById(outputs: readonly Output[]): Map<string, string[]> {
   const by = new Map<string, string[]>();
-  for (const o of outputs) {
+  for (const o of unique(outputs)) {
     const { ts: _ts, ...rest } = o.value;
     const shown = o.deadLetter ? JSON.stringify({ dead: true, reason: rest.reason, error: rest.error }) : JSON.stringify(rest);
     const list = by.get(o.inputId) ?? [];
@@ -242,21 +260,51 @@ export function answersById(outputs: readonly Output[]): Map<string, string[]> {
   return by;
 }
 
+function outputId(o: Output): string {
+  return typeof o.value.id === "string" ? o.value.id : `${o.topic}/${o.partition}/${o.offset}`;
+}
+
+function shown(o: Output): string {
+  const { ts: _ts, ...rest } = o.value;
+  return JSON.stringify(rest);
+}
+
+/** The first output of each ID. */
+export function unique(outputs: readonly Output[]): Output[] {
+  const seen = new Set<string>();
+  return outputs.filter((o) => {
+    const id = outputId(o);
+    if (seen.has(id)) return false;
+    seen.add(id);
+    return true;
+  });
+}
+
 /** Outputs whose own ID was read more than once (what a consumer dropping duplicates by ID drops). */
 export function duplicates(outputs: readonly Output[]): number {
-  const seen = new Set<string>();
-  let dup = 0;
+  return outputs.length - unique(outputs).length;
+}
+
+/** IDs read more than once with different content: duplicates a consumer could not safely drop. */
+export function conflicting(outputs: readonly Output[]): number {
+  const first = new Map<string, string>();
+  const bad = new Set<string>();
   for (const o of outputs) {
-    const id = typeof o.value.id === "string" ? o.value.id : `${o.topic}/${o.partition}/${o.offset}`;
-    if (seen.has(id)) dup++;
-    else seen.add(id);
+    const id = outputId(o);
+    const was = first.get(id);
+    if (was === undefined) first.set(id, shown(o));
+    else if (was !== shown(o)) bad.add(id);
   }
-  return dup;
+  return bad.size;
 }
 
 /**
  * The lab's Redis state, key by key, with the lab's name replaced by `<lab>` in keys and
- * values, without TTLs. Two labs fed the same inputs in the same order must dump the same.
+ * values, without TTLs. Two labs fed the same inputs in the same order must dump the same,
+ * with one allowance: a key shared by every partition (a tenant's month, `{tenant:...}`) keeps
+ * per-request memos (hash fields named `<kind>:<request>`) of its running total at that
+ * moment, which depends on how the partitions happened to interleave. For those the dump keeps
+ * which requests were counted and the totals, not the snapshots.
  */
 export async function dumpState(redis: Redis, lab: LabNames): Promise<Map<string, string>> {
   const out = new Map<string, string>();
@@ -267,7 +315,12 @@ export async function dumpState(redis: Redis, lab: LabNames): Promise<Map<string
     const type = await redis.type(key);
     let value: unknown;
     if (type === "string") value = await redis.get(key);
-    else if (type === "hash") value = Object.entries(await redis.hgetall(key)).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    else if (type === "hash") {
+      const shared = key.includes("{tenant:");
+      value = Object.entries(await redis.hgetall(key))
+        .map(([f, v]): [string, string] => [f, shared && f.includes(":") ? "(memo)" : v])
+        .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    }
     else if (type === "set") value = (await redis.smembers(key)).sort();
     else if (type === "zset") value = await redis.zrange(key, 0, -1, "WITHSCORES");
     else if (type === "list") value = await redis.lrange(key, 0, -1);

@@ -21,8 +21,9 @@ export interface DrillRow {
   readonly command: string;
 }
 
+/** Duplicates are a figure, not a failure: consumers drop them by ID (a check makes sure they are true copies). */
 export function passed(row: DrillRow): boolean {
-  return row.lost === 0 && row.duplicated === 0 && Object.values(row.checks).every(Boolean);
+  return row.lost === 0 && Object.values(row.checks).every(Boolean);
 }
 
 export function drillTable(rows: readonly DrillRow[]): string {

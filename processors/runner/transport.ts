@@ -217,6 +217,10 @@ export class KafkaTransport implements Transport {
         const committed: Array<() => void> = [];
         const out = await handler(records, { heartbeat, isRunning, afterCommit: (fn) => void committed.push(fn) });
         const last = batch.messages[batch.messages.length - 1]?.offset ?? batch.lastOffset();
+        // The partition moved to another instance while the batch was in hand (a rebalance):
+        // its new owner handles the batch again from the committed offset, so committing here
+        // would only write its outputs twice.
+        if (payload.isStale()) return;
         const producer = await this.producers.take();
         try {
           await this.commit(producer, batch.topic, batch.partition, out, last);
