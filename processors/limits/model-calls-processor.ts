@@ -104,7 +104,7 @@ export const limitsModelCallsProcessor = defineProcessor<ModelCall, LimitsEnv>({
   validate(call) {
     const reasons: string[] = [];
     for (const field of ["id", "tenant", "tree_id", "job_id", "run_id", "request_id", "model"] as const) {
-      if (!call[field]) reasons.push(`${field} is empty`);
+      if (!call[field]) reasons.push(`${field} is empty: the runtime must set it on every event`);
     }
     for (const field of ["input_tokens", "max_output_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens"] as const) {
       const n = call[field];

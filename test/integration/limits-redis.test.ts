@@ -8,6 +8,7 @@ import { limitsJobsProcessor } from "../../processors/limits/jobs-processor.ts";
 import { limitsModelCallsProcessor } from "../../processors/limits/model-calls-processor.ts";
 import { newQuotaMonth, quotaAsk, quotaRelease, quotaSettle } from "../../processors/limits/quota.ts";
 import { staticConfig } from "../../processors/runner/config-table.ts";
+import { PIPELINE_REDIS } from "../../processors/runner/endpoints.ts";
 import { TestDriver } from "../../processors/runner/test-driver.ts";
 import type { Decision, JobEvent, ModelCall } from "../../schemas/types.ts";
 import { redisLimitsStore } from "../../processors/limits/redis-store.ts";
@@ -305,7 +306,8 @@ describe("LIM-10 monthly quotas per person and team in real Redis", () => {
   let redis: Redis;
   let keys: Keys;
   beforeAll(() => {
-    redis = new Redis(endpoints().redisUrl);
+    // The pipeline's own connection settings (auto-pipelining): concurrent scripts stay atomic through it.
+    redis = new Redis(endpoints().redisUrl, PIPELINE_REDIS);
     keys = new Keys(uid("lim").replace(/-/g, "_"));
   });
   afterAll(() => redis?.disconnect());
