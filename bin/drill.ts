@@ -2,7 +2,9 @@
  * Runs the fault drills against the services of the local stack (or the OZ0_* endpoints):
  *
  *   npm run drill -- kill9  [--subject S|all] [--events N] [--rate R] [--times K]
+ *   npm run drill -- rebalance [--subject S|all] [--events N] [--rate R] [--times K]
  *   npm run drill -- outage --service kafka|redis|minio|registry [--kill] [--down-seconds D] [--subject S|all] [--events N] [--rate R] [--times K]
+ *   npm run drill -- fuzz [--subject loop-calls|limits-model-calls|fit-results|all] [--messages N] [--rate R]
  *
  * S is loop-calls, limits-model-calls, fit-results or fit-offload. Each drill works in labs of
  * its own (topics `drill.<lab>.*`, Redis keys `drill_<lab>:*`, a bucket `drill-<lab>`, removed
@@ -20,6 +22,7 @@ import { Serde } from "../schemas/serde.ts";
 import { minioClient } from "../store/objects.ts";
 import { disruptDrill, type Disruption, type StackService } from "../drills/disrupt.ts";
 import { drillTable, passed, type DrillRow } from "../drills/report.ts";
+import { FUZZ_SUBJECTS, fuzzDrill, fuzzTables, type FuzzResult, type FuzzSubject } from "../drills/fuzz.ts";
 import { isSubjectName, SUBJECT_NAMES, type SubjectName } from "../drills/subjects.ts";
 
 const { values, positionals } = parseArgs({
@@ -32,11 +35,15 @@ const { values, positionals } = parseArgs({
     service: { type: "string" },
     kill: { type: "boolean", default: false },
     "down-seconds": { type: "string", default: "10" },
+    // fuzz: hostile messages in all, split evenly across the subjects.
+    messages: { type: "string", default: "100000" },
   },
 });
 const usage = [
   "usage: npm run drill -- kill9  [--subject S|all] [--events N] [--rate R] [--times K]",
+  "       npm run drill -- rebalance [--subject S|all] [--events N] [--rate R] [--times K]",
   "       npm run drill -- outage --service kafka|redis|minio|registry [--kill] [--down-seconds D] [--subject S|all] [--events N] [--rate R] [--times K]",
+  "       npm run drill -- fuzz [--subject loop-calls|limits-model-calls|fit-results|all] [--messages N] [--rate R]",
   `       S is one of ${SUBJECT_NAMES.join(", ")}`,
 ].join("\n");
 const fail = (why: string): never => {
@@ -51,12 +58,16 @@ const downMs = Number(values["down-seconds"]) * 1000;
 if (!(events > 0 && rate > 0 && Number.isInteger(times) && times >= 0 && downMs >= 0)) fail("--events, --rate, --times and --down-seconds take positive numbers");
 const subjects: SubjectName[] = values.subject === "all" ? [...SUBJECT_NAMES] : isSubjectName(values.subject) ? [values.subject] : fail(`unknown subject ${values.subject}`);
 const SERVICES: readonly StackService[] = ["kafka", "redis", "minio", "registry"];
-let disruption: Disruption;
+const fuzzSubjects: FuzzSubject[] = values.subject === "all" ? [...FUZZ_SUBJECTS] : FUZZ_SUBJECTS.filter((s) => s === values.subject);
+const messages = Number(values.messages);
+if (drill === "fuzz" && !(fuzzSubjects.length > 0 && Number.isInteger(messages) && messages >= fuzzSubjects.length)) fail(`fuzz takes --subject ${FUZZ_SUBJECTS.join("|")}|all and --messages of at least one per subject`);
+let disruption: Disruption | null = null;
 if (drill === "kill9") disruption = { kind: "kill9" };
+else if (drill === "rebalance") disruption = { kind: "rebalance" };
 else if (drill === "outage") {
   const service = SERVICES.find((s) => s === values.service) ?? fail(`--service takes ${SERVICES.join(", ")}`);
   disruption = { kind: "outage", service, kill: values.kill, downMs };
-} else disruption = fail(`unknown drill ${drill ?? "(none)"}`);
+} else if (drill !== "fuzz") disruption = fail(`unknown drill ${drill ?? "(none)"}`);
 
 process.env.OZ0_LOG_LEVEL ??= "warn";
 const log = createLogger({ component: "drill" });
@@ -71,8 +82,21 @@ const rows: DrillRow[] = [];
 try {
   await admin.connect();
   await serde.registerAll();
+  const fuzzed: FuzzResult[] = [];
+  for (const [i, subject] of (disruption === null ? fuzzSubjects : []).entries()) {
+    const share = Math.floor(messages / fuzzSubjects.length) + (i < messages % fuzzSubjects.length ? 1 : 0);
+    const result = await fuzzDrill({ kafka, admin, serde, redis, minio, endpoints }, { subject, messages: share, rate, say });
+    fuzzed.push(result);
+    rows.push(result.row);
+    say(`${result.row.drill} ${subject}: ${passed(result.row) ? "passed" : "FAILED"} ${result.row.details.join("; ")}`);
+  }
+  if (fuzzed.length > 0) {
+    await mkdir(new URL("../bench/out/", import.meta.url), { recursive: true });
+    await writeFile(new URL("../bench/out/fuzz.md", import.meta.url), `${drillTable(rows)}\n\n${fuzzTables(fuzzed)}\n`);
+  }
   for (const subject of subjects) {
-    const row = await disruptDrill({ kafka, admin, serde, redis, minio }, { subject, events, rate, times, disruption, say });
+    if (disruption === null) break;
+    const row = await disruptDrill({ kafka, admin, serde, redis, minio, endpoints }, { subject, events, rate, times, disruption, say });
     rows.push(row);
     say(`${row.drill} ${row.subject}: ${passed(row) ? "passed" : "FAILED"} ${row.details.join("; ")}`);
   }

@@ -1,127 +1,55 @@
 /**
- * `npm run load`: plays many runtimes at once against the pipeline, through the runtime
- * client, and reports throughput and latency from publish to what the model reads. Bounded
- * in count and time: it stops by itself.
+ * `npm run load`: many runtimes at once, through the runtime client, against the pipeline, and
+ * the same plan against a bare kafkajs passthrough on the same broker; a report with figures
+ * and a chart. Bounded in count and time: it stops by itself.
  *
- *   npm run load -- [--results N] [--seconds S] [--runs R] [--external]
+ *   npm run load -- [--events N] [--seconds S] [--runtimes R] [--seed K] [--external] [--out DIR]
  *
- * Results are real text (the checked-in corpus of `test/fixtures/tokens`: docs, code, JSON,
- * diffs, logs, non-English text); a quarter of the calls ask for no fitting, the rest for a
- * budget, a view or a line range. Without --external the pipeline runs in this process.
- * The report goes to stdout and `bench/out/load.md`.
+ * Trees of several tenants: paging, large results offloaded to MinIO and read back with
+ * oz.read_result, loops, delegated children, budgets that run out (bench/load/mix.ts), with
+ * text from real documents of the repository. Without --external the pipeline runs in this
+ * process. The report goes to DIR/load.md and DIR/load.svg (default bench/out); progress to
+ * stderr. Exit status 0 when every awaited answer came, 1 otherwise, 2 on a usage mistake.
  */
-import { randomUUID } from "node:crypto";
-import { mkdir, readdir, readFile, writeFile } from "node:fs/promises";
+import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { RuntimeClient } from "../client/runtime-client.ts";
-import { random, syntheticResult } from "../client/synthetic.ts";
+import { runLoad } from "../bench/load/run.ts";
+import { MEASURED_KINDS } from "../bench/load/play.ts";
 import { createLogger } from "../processors/runner/log.ts";
-import { opsAddressFromEnv } from "../processors/runner/ops-server.ts";
-import type { ToolResult } from "../schemas/types.ts";
-import { startPipeline, type Pipeline } from "./pipeline.ts";
 import { servicesForCommand } from "./services.ts";
 
-const { values } = parseArgs({
-  options: {
-    results: { type: "string", default: "2000" },
-    seconds: { type: "string", default: "60" },
-    runs: { type: "string", default: "20" },
-    external: { type: "boolean", default: false },
-  },
-});
-const total = Number(values.results);
+const usage = "usage: npm run load -- [--events N>0] [--seconds S>0] [--runtimes R>0] [--seed K] [--external] [--out DIR]\n";
+let values;
+try {
+  ({ values } = parseArgs({
+    options: {
+      events: { type: "string", default: "3000" },
+      seconds: { type: "string", default: "120" },
+      runtimes: { type: "string", default: "24" },
+      seed: { type: "string", default: "1" },
+      external: { type: "boolean", default: false },
+      out: { type: "string", default: fileURLToPath(new URL("../bench/out/", import.meta.url)) },
+    },
+  }));
+} catch (err) {
+  process.stderr.write(`${err instanceof Error ? err.message : String(err)}\n${usage}`);
+  process.exit(2);
+}
+const events = Number(values.events);
 const seconds = Number(values.seconds);
-const runs = Number(values.runs);
-if (!(total > 0 && seconds > 0 && runs > 0)) {
-  process.stderr.write("usage: npm run load -- [--results N>0] [--seconds S>0] [--runs R>0] [--external]\n");
+const runtimes = Number(values.runtimes);
+const seed = Number(values.seed);
+if (!(Number.isInteger(events) && events > 0 && seconds > 0 && Number.isInteger(runtimes) && runtimes > 0 && Number.isInteger(seed))) {
+  process.stderr.write(usage);
   process.exit(2);
 }
 
-function percentile(sorted: number[], p: number): number {
-  if (sorted.length === 0) return NaN;
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
-}
-
-const log = createLogger({ component: "load" });
+// The runner and kafkajs log at info; a load run wants warnings only, unless told otherwise.
+process.env.OZ0_LOG_LEVEL ??= "warn";
 const endpoints = await servicesForCommand();
-const corpusDir = new URL("../test/fixtures/tokens/", import.meta.url);
-const corpus = await Promise.all((await readdir(corpusDir)).filter((f) => f.endsWith(".txt")).sort().map((f) => readFile(new URL(f, corpusDir), "utf8")));
-if (corpus.length === 0) throw new Error("no corpus in test/fixtures/tokens");
-
-let pipeline: Pipeline | undefined;
-// Its health and metrics on any free port unless OZ0_METRICS_PORT says, so a running `npm start` keeps 9464.
-if (!values.external) pipeline = await startPipeline(endpoints, createLogger({ component: "pipeline" }, () => {}), { ops: opsAddressFromEnv({ OZ0_METRICS_PORT: "0", ...process.env }) });
-const client = await RuntimeClient.connect(endpoints, { log, listen: ["delivered"] });
-
-const rnd = random(42);
-const pick = <T>(list: readonly T[]): T => list[Math.floor(rnd() * list.length)] as T;
-const argsMix = [{}, { budget: 500 }, { budget: 2000 }, { view: "summary" }, { view: "stub" }, { query: "1-40" }, { budget: 4000, view: "full" }, { budget: 1000 }];
-const tag = randomUUID().slice(0, 8);
-const results: ToolResult[] = Array.from({ length: total }, (_, index) =>
-  syntheticResult({ prefix: `load-${tag}`, index, runs, text: pick(corpus), args: pick(argsMix), agent: "acme-reviewer" }),
-);
-
-const deadline = Date.now() + seconds * 1000;
-const sentAt = new Map<string, number>();
-const latencies: number[] = [];
-let delivered = 0;
-let lost = 0;
-const started = Date.now();
-const bar = setInterval(() => {
-  const width = 30;
-  const done = Math.round((delivered / total) * width);
-  const rate = delivered / Math.max(0.001, (Date.now() - started) / 1000);
-  process.stderr.write(`\r[${"#".repeat(done)}${".".repeat(width - done)}] ${delivered}/${total} delivered, ${rate.toFixed(0)}/s  `);
-}, 500);
-
-const waits: Array<Promise<void>> = [];
-const BATCH = 200;
-for (let i = 0; i < results.length && Date.now() < deadline; i += BATCH) {
-  const batch = results.slice(i, i + BATCH);
-  const now = Date.now();
-  for (const r of batch) sentAt.set(r.id, now);
-  await client.publishToolResults(batch);
-  for (const r of batch) {
-    waits.push(
-      client.awaitDelivered(r.id, Math.max(1, deadline - Date.now())).then(
-        () => {
-          latencies.push(Date.now() - (sentAt.get(r.id) ?? now));
-          delivered++;
-        },
-        () => void lost++,
-      ),
-    );
-  }
-}
-await Promise.all(waits);
-clearInterval(bar);
-const elapsed = (Date.now() - started) / 1000;
-process.stderr.write("\n");
-latencies.sort((a, b) => a - b);
-
-const stats = pipeline?.running.map((r) => `| ${r.name} | ${r.stats.in} | ${r.stats.out} | ${r.stats.deadLetters} | ${r.stats.retries} |`) ?? [];
-const report = [
-  `# Load report (${new Date().toISOString()})`,
-  "",
-  `Results sent: ${sentAt.size} of ${total} asked, over ${runs} runs and 3 tenants; bounded by ${seconds} s.`,
-  "",
-  "| measure | value |",
-  "| --- | --- |",
-  `| delivered | ${delivered} |`,
-  `| not answered in time | ${lost} |`,
-  `| elapsed | ${elapsed.toFixed(1)} s |`,
-  `| throughput (delivered per second) | ${(delivered / elapsed).toFixed(0)} |`,
-  `| latency p50 publish to delivered | ${percentile(latencies, 50)} ms |`,
-  `| latency p95 | ${percentile(latencies, 95)} ms |`,
-  `| latency p99 | ${percentile(latencies, 99)} ms |`,
-  "",
-  ...(stats.length > 0 ? ["| processor | in | out | dead letters | retries |", "| --- | --- | --- | --- | --- |", ...stats] : ["(pipeline external: its counters are in its own progress lines)"]),
-  "",
-].join("\n");
-process.stdout.write(report);
-await mkdir(new URL("../bench/out/", import.meta.url), { recursive: true });
-await writeFile(new URL("../bench/out/load.md", import.meta.url), report);
-
-await client.close();
-await pipeline?.stop();
-process.exit(lost > 0 ? 1 : 0);
+const command = `npm run load -- ${process.argv.slice(2).join(" ")}`.trim();
+const { result, markdown, files } = await runLoad({ endpoints, events, seconds, runtimes, seed, external: values.external, outDir: values.out, command, log: createLogger({ component: "load" }) });
+process.stdout.write(`${markdown}\n`);
+process.stderr.write(`report: ${files.markdown}, chart: ${files.chart}\n`);
+const missing = MEASURED_KINDS.reduce((s, k) => s + result.pipeline.rec.unanswered[k], 0);
+process.exit(missing > 0 || result.pipeline.rec.errors.length > 0 ? 1 : 0);

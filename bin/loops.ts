@@ -6,7 +6,7 @@
  * Exit status: 0 fine, 2 usage.
  */
 import { parseArgs } from "node:util";
-import { Redis } from "ioredis";
+import { redisClient } from "../store/redis/client.ts";
 import kafkajs from "kafkajs";
 import { formatLoopReport, loopReport } from "../processors/loops/report.ts";
 import { ConfigTable } from "../processors/runner/config-table.ts";
@@ -35,7 +35,7 @@ const endpoints = await servicesForCommand();
 const log = createLogger({ component: "loops" });
 const kafka = new kafkajs.Kafka(kafkaConfig("oz0-loops", endpoints, process.env, log));
 const serde = new Serde({ registryUrl: endpoints.registryUrl });
-const redis = new Redis(endpoints.redisUrl, { maxRetriesPerRequest: 3 });
+const redis = redisClient(endpoints, { maxRetriesPerRequest: 3 });
 const config = await ConfigTable.start(kafka, serde, log);
 try {
   const tools = await loopReport(redis, new Keys(), { days, minTenants, config });

@@ -3,7 +3,7 @@
  * object store's bucket and the config table first, then each processor under its own
  * consumer group. Used by `npm start` and by the load generator.
  */
-import { Redis } from "ioredis";
+import { redisClient } from "../store/redis/client.ts";
 import { Kafka, type Admin } from "kafkajs";
 import { loopStore, startLoopDeadlines } from "../processors/loops/index.ts";
 import { PIPELINE } from "../processors/pipeline.ts";
@@ -51,7 +51,7 @@ export async function startPipeline(endpoints: Endpoints, log: Logger, options: 
   const serde = new Serde({ registryUrl: endpoints.registryUrl });
   await serde.registerAll();
   log.info("schemas registered");
-  const redis = new Redis(endpoints.redisUrl, PIPELINE_REDIS);
+  const redis = redisClient(endpoints, PIPELINE_REDIS);
   const keys = PayloadKeys.fromEnv();
   if (keys.development) log.warn("OZ0_PAYLOAD_KEY is not set: files are sealed with the public development key; set it for any real data");
   const files = new FileStore({ client: minioClient(endpoints), bucket: process.env.OZ0_BUCKET ?? "oz0-files", keys });

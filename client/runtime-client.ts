@@ -301,11 +301,13 @@ export class RuntimeClient {
 
   private async exchange<K extends AnswerKind>(kind: K, eventId: string, timeoutMs: number | undefined, publish: () => Promise<void>): Promise<AnswerOf[K]> {
     const answer = this.await(kind, eventId, timeoutMs);
+    // The await may time out while the publish is still under way: handled here so that is no
+    // unhandled rejection; the caller still gets the rejection from the promise returned.
+    answer.catch(() => undefined);
     try {
       await publish();
     } catch (err) {
       // Nothing was published: the await goes too, so the same event can be tried again.
-      answer.catch(() => undefined);
       this.answers[kind].cancel(eventId, err instanceof Error ? err : new Error(String(err)));
       throw err;
     }

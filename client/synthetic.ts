@@ -47,5 +47,6 @@ export function syntheticResult({ prefix, index, runs, text, args, agent }: Synt
     content_ref: null,
     size_bytes: Buffer.byteLength(content),
     ts: Date.now(),
+    labels: [],
   };
 }

@@ -105,6 +105,8 @@ async function run(s: Services, lab: Lab, messages: ReadonlyArray<{ key: string;
       at.shift();
       const d = o.disruption;
       if (d.kind === "kill9") {
+        // Killed mid-stream, not before it reads: a restarted worker first waits for its group.
+        for (let waited = 0; worker.stats.in === 0 && waited < 30_000; waited += 100) await sleep(100);
         const seen = worker.stats.in;
         planned = true;
         await worker.kill9();

@@ -6,13 +6,18 @@
  * schema, so an event written by an older or newer producer reads as the shape this code
  * expects, as long as the two are BACKWARD compatible.
  */
+import { isUtf8 } from "node:buffer";
 import { SchemaRegistry, SchemaType } from "@kafkajs/confluent-schema-registry";
 import avro from "avsc";
+import { redactUrl } from "../processors/runner/redact.ts";
 import { allSchemas, schema, schemaViolations, type SchemaName } from "./catalog.ts";
 import type { DeadLetterError } from "./types.ts";
 
 const MAGIC = 0;
 const HEADER = 5;
+/** How long, and for how many IDs, the registry's "no such schema" is remembered. */
+const MISSING_ID_TTL_MS = 60_000;
+const MISSING_IDS_KEPT = 4_096;
 
 /** An input that can never be decoded, however often it is retried. */
 export class DecodeError extends Error {
@@ -49,12 +54,28 @@ export class Serde {
   private readonly ids = new Map<SchemaName, number>();
   private readonly writers = new Map<number, avro.Type>();
   private readonly resolvers = new Map<string, avro.Resolver>();
+  /** Schema IDs the registry said it does not have, until when that answer is trusted. */
+  private readonly missing = new Map<number, number>();
+  /** Per writer schema ID: the same schema with every string read as UTF-8-checked bytes. */
+  private readonly checkers = new Map<number, avro.Type>();
 
   readonly options: SerdeOptions;
 
   constructor(options: SerdeOptions) {
     this.options = options;
     this.registry = new SchemaRegistry({ host: options.registryUrl, retry: { retries: 2 } });
+  }
+
+  /** An error text without the registry URL's password (the client may quote the URL). */
+  private scrub(text: string): string {
+    let url: URL;
+    try {
+      url = new URL(this.options.registryUrl);
+    } catch {
+      return text;
+    }
+    const secrets = [url.password, decodeURIComponent(url.password)].filter((s) => s !== "");
+    return secrets.reduce((t, s) => t.split(s).join("***"), text.split(this.options.registryUrl).join(redactUrl(this.options.registryUrl)));
   }
 
   /**
@@ -83,7 +104,7 @@ export class Serde {
       if (status === 409 || /RuleViolation|incompatible/i.test(detail)) {
         throw new Error(`schema ${entry.subject} is not BACKWARD compatible with the registered versions: ${detail}`, { cause: err });
       }
-      throw new RegistryUnavailable(`registering ${entry.subject} at ${this.options.registryUrl} failed: ${detail}`, { cause: err });
+      throw new RegistryUnavailable(`registering ${entry.subject} at ${redactUrl(this.options.registryUrl)} failed: ${this.scrub(detail)}`, { cause: err });
     }
   }
 
@@ -115,7 +136,7 @@ export class Serde {
    * a corrupt body) and RegistryUnavailable when the writer's schema cannot be fetched now.
    */
   async decode<T>(name: SchemaName, buf: Buffer | null): Promise<T> {
-    if (!buf || buf.length === 0) throw new DecodeError("undecodable", `empty message: expected an Avro-encoded ${name}`);
+    if (!buf || buf.length === 0) throw new DecodeError("undecodable", `empty message (no value): publish ${name} events Avro-encoded through the schema registry`);
     if (buf.length < HEADER || buf.readUInt8(0) !== MAGIC) {
       throw new DecodeError(
         "undecodable",
@@ -126,25 +147,49 @@ export class Serde {
     const writer = await this.writerType(id, name);
     const reader = schema(name).type;
     const resolver = this.resolver(id, name, writer, reader);
+    let value: T;
     try {
-      return reader.fromBuffer(buf.subarray(HEADER), resolver, true) as T;
+      value = reader.fromBuffer(buf.subarray(HEADER), resolver, true) as T;
     } catch (err) {
-      throw new DecodeError("undecodable", `the Avro body does not decode with schema ID ${id} as ${name}: ${(err as Error).message}`, { cause: err });
+      throw new DecodeError("undecodable", `the Avro body does not decode with schema ID ${id} as ${name} (${(err as Error).message}): the message is cut or corrupt; publish the event again as its producer encoded it`, { cause: err });
     }
+    // avsc reads invalid UTF-8 as U+FFFD without a word; only then are the string bytes checked.
+    if (holdsReplacementChar(value)) {
+      const field = invalidUtf8Field(this.utf8Checker(id, writer), buf.subarray(HEADER));
+      if (field !== null) {
+        throw new DecodeError("undecodable", `the string field ${field} of this ${name} (schema ID ${id}) is not valid UTF-8: Avro strings are UTF-8; encode the text as UTF-8, or send binary data as a file`);
+      }
+    }
+    return value;
+  }
+
+  private utf8Checker(id: number, writer: avro.Type): avro.Type {
+    let checker = this.checkers.get(id);
+    if (!checker) {
+      checker = avro.Type.forSchema(stringsAsCheckedBytes(writer.schema()) as avro.Schema, { logicalTypes: { [UTF8_CHECK]: Utf8CheckedBytes } });
+      this.checkers.set(id, checker);
+    }
+    return checker;
   }
 
   private async writerType(id: number, name: SchemaName): Promise<avro.Type> {
     const known = this.writers.get(id);
     if (known) return known;
+    const unknown = `schema ID ${id} is not in the registry at ${redactUrl(this.options.registryUrl)}: the producer used another registry, or the message is corrupt; publish through the registry the pipeline reads`;
+    if ((this.missing.get(id) ?? 0) > Date.now()) throw new DecodeError("unknown_schema", unknown);
     let fetched: unknown;
     try {
       fetched = await this.registry.getSchema(id);
     } catch (err) {
       const status = httpStatus(err);
       if (status === 404) {
-        throw new DecodeError("unknown_schema", `schema ID ${id} is not in the registry at ${this.options.registryUrl}: the producer used another registry, or the message is corrupt`, { cause: err });
+        // A flood of one wrong ID costs one lookup a minute, not one per message.
+        this.missing.delete(id);
+        this.missing.set(id, Date.now() + MISSING_ID_TTL_MS);
+        if (this.missing.size > MISSING_IDS_KEPT) this.missing.delete(this.missing.keys().next().value as number);
+        throw new DecodeError("unknown_schema", unknown, { cause: err });
       }
-      throw new RegistryUnavailable(`fetching schema ID ${id} for a ${name} from ${this.options.registryUrl} failed: ${(err as Error).message}`, { cause: err });
+      throw new RegistryUnavailable(`fetching schema ID ${id} for a ${name} from ${redactUrl(this.options.registryUrl)} failed: ${this.scrub((err as Error).message)}`, { cause: err });
     }
     // The registry client hands back an avsc type (or a wrapper holding its schema).
     const type = fetched instanceof avro.Type ? fetched : avro.Type.forSchema((fetched as { schema?: avro.Schema }).schema ?? (fetched as avro.Schema));
@@ -159,10 +204,71 @@ export class Serde {
       try {
         resolver = reader.createResolver(writer);
       } catch (err) {
-        throw new DecodeError("wrong_schema", `schema ID ${id} (${writer.name ?? "unnamed"}) cannot be read as ${name}: ${(err as Error).message}`, { cause: err });
+        throw new DecodeError("wrong_schema", `schema ID ${id} (${writer.name ?? "unnamed"}) cannot be read as ${name} (${(err as Error).message}): publish only ${name} events, in a schema BACKWARD compatible with it, to this topic`, { cause: err });
       }
       this.resolvers.set(key, resolver);
     }
     return resolver;
   }
+}
+
+/*
+ * Invalid UTF-8 in a string field (SYS-1). Avro encodes a string and bytes alike (a length,
+ * then the bytes), so the writer's schema with every `string` turned into bytes reads the same
+ * body and hands back each string's raw bytes, which are checked here. The hot path pays for a
+ * walk of the decoded value only; the second decode happens when a U+FFFD shows up, which is
+ * either genuine text (accepted) or the mark of a bad sequence (refused).
+ */
+const UTF8_CHECK = "oz0-utf8-check";
+const NOT_UTF8: unique symbol = Symbol("not UTF-8");
+
+class Utf8CheckedBytes extends avro.types.LogicalType {
+  protected override _fromValue(val: Buffer): unknown {
+    return isUtf8(val) ? 0 : NOT_UTF8;
+  }
+  protected override _toValue(val: unknown): unknown {
+    return val;
+  }
+}
+
+function stringsAsCheckedBytes(s: unknown): unknown {
+  const checked = { type: "bytes", logicalType: UTF8_CHECK };
+  if (s === "string") return checked;
+  if (Array.isArray(s)) return s.map(stringsAsCheckedBytes);
+  if (s === null || typeof s !== "object") return s;
+  const o = s as Record<string, unknown>;
+  if (o.type === "string") return checked;
+  const out: Record<string, unknown> = { ...o };
+  if (typeof o.type === "object") out.type = stringsAsCheckedBytes(o.type);
+  if (Array.isArray(o.fields)) out.fields = (o.fields as Array<Record<string, unknown>>).map(({ default: _default, ...f }) => ({ ...f, type: stringsAsCheckedBytes(f.type) }));
+  if (o.items !== undefined) out.items = stringsAsCheckedBytes(o.items);
+  if (o.values !== undefined) out.values = stringsAsCheckedBytes(o.values);
+  return out;
+}
+
+function holdsReplacementChar(v: unknown): boolean {
+  if (typeof v === "string") return v.includes("\uFFFD");
+  if (v === null || typeof v !== "object" || Buffer.isBuffer(v)) return false;
+  for (const x of Array.isArray(v) ? v : Object.values(v)) if (holdsReplacementChar(x)) return true;
+  return false;
+}
+
+/** The path of the first string field whose bytes are not UTF-8, or null when all are. */
+function invalidUtf8Field(checker: avro.Type, body: Buffer): string | null {
+  let value: unknown;
+  try {
+    value = checker.fromBuffer(body, undefined, true);
+  } catch {
+    return null;
+  }
+  const find = (v: unknown, path: string): string | null => {
+    if (v === NOT_UTF8) return path || "(the value)";
+    if (v === null || typeof v !== "object" || Buffer.isBuffer(v)) return null;
+    for (const [k, x] of Array.isArray(v) ? v.entries() : Object.entries(v)) {
+      const found = find(x, path ? `${path}.${String(k)}` : String(k));
+      if (found !== null) return found;
+    }
+    return null;
+  };
+  return find(value, "");
 }

@@ -39,6 +39,8 @@ export interface ToolResult {
   content_ref: string | null;
   size_bytes: number;
   ts: number;
+  /** OFF-9: the result's labels, kept with it when it is offloaded. */
+  labels: string[];
 }
 
 export type ModelCallKind = "ask" | "usage" | "rewarm";

@@ -27,7 +27,7 @@ import { randomUUID } from "node:crypto";
 import { mkdir, writeFile } from "node:fs/promises";
 import { setTimeout as sleep } from "node:timers/promises";
 import { parseArgs } from "node:util";
-import { Redis } from "ioredis";
+import { redisClient } from "../../store/redis/client.ts";
 import { Kafka, Partitioners, type Admin } from "kafkajs";
 import { fitResultsProcessor, type FitEnv } from "../../processors/fit-results/processor.ts";
 import { limitsEnv, limitsModelCallsProcessor } from "../../processors/limits/index.ts";
@@ -90,7 +90,7 @@ const kafka = new Kafka(kafkaConfig(`oz0-bench-${uid}`, endpoints, process.env, 
 const admin: Admin = kafka.admin();
 const serde = new Serde({ registryUrl: endpoints.registryUrl });
 // The pipeline's own Redis settings, so the processors run here as they do there.
-const redis = new Redis(endpoints.redisUrl, PIPELINE_REDIS);
+const redis = redisClient(endpoints, PIPELINE_REDIS);
 const keys = new Keys(`bench_${uid}`);
 const config = staticConfig(BENCH_AGENTS.map((a) => ({ kind: "agent" as const, id: a.name, value: a })));
 

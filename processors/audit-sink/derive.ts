@@ -66,11 +66,16 @@ export function fromAuditTopic(e: AuditEvent): AuditEvent {
 }
 
 /**
- * A decision about a tool call: a loop waiting for approval (`approval.requested`), the
- * outcome of an approval (`approval.decided`), a refusal or stop (`call.refused`,
- * `call.stopped`). Allowed calls and reported findings leave no entry.
+ * A decision about a tool call: a loop waiting for approval (`approval.requested`), an
+ * approval escalated a step (`approval.escalated`), the outcome of an approval
+ * (`approval.decided`), a refusal or stop (`call.refused`, `call.stopped`). Allowed calls and
+ * reported findings leave no entry.
  */
 export function fromCallDecision(d: Decision): AuditEvent | null {
+  if (d.processor === APPROVALS && d.verdict === "wait") {
+    const escalation = evidenceOf(d).escalation as { to?: unknown } | undefined;
+    return fromDecision(d, "approval.escalated", { reason: d.message || null }, { approval: approvalOf(d), to: typeof escalation?.to === "string" ? escalation.to : null });
+  }
   if (d.processor === APPROVALS) {
     const answeredBy = evidenceOf(d).answered_by;
     const outcome = d.verdict === "allow" ? "approved" : answeredBy === DEADLINES ? "deadline_passed" : "denied";
@@ -89,25 +94,44 @@ export function fromAdmission(d: Decision): AuditEvent | null {
   return null;
 }
 
-/** An answer to a loop's approval (`approval.answered`): who answered, and what. The first answer wins; `approval.decided` says which did. */
-export function fromLoopApproval(d: Decision): AuditEvent {
+/**
+ * An answer to a loop's approval (`approval.answered`): who answered, and what. The first
+ * answer wins; `approval.decided` says which did. A step of the escalation ladder (verdict
+ * `wait`) is no answer: its effect is recorded as `approval.escalated`.
+ */
+export function fromLoopApproval(d: Decision): AuditEvent | null {
+  if (d.verdict === "wait") return null;
   const answer = d.verdict === "allow" ? "approve" : d.processor === DEADLINES ? "deadline_passed" : "deny";
   return fromDecision(d, "approval.answered", { reason: d.message || null }, { approval: d.subject, answer, subject: null });
 }
 
-/** A tenant's settings published (`tenant.changed`) with the reason given; other rows leave no entry. */
-export function fromConfig(rec: ConfigRecord, at: RecordAt): AuditEvent | null {
-  if (rec.kind !== "tenant") return null;
+/**
+ * A tenant's settings published (`tenant.changed`) with the reason given, or removed by a
+ * tombstone (`tenant.removed`, from `npm run config -- publish --prune`); other rows leave no
+ * entry. A tombstone whose key is not `<kind>/<id>` is invalid.
+ */
+export function fromConfig(rec: ConfigRecord | null, at: RecordAt & { readonly key: string | null; readonly timestamp: string }): AuditEvent | null | { invalid: string } {
+  let tenant: string;
+  if (rec === null) {
+    const m = /^([a-z_]+)\/(.+)$/.exec(at.key ?? "");
+    if (!m) return { invalid: `a tombstone on ${at.topic} has the key ${JSON.stringify(at.key)}, not <kind>/<id>: no row can be removed by it` };
+    if (m[1] !== "tenant") return null;
+    tenant = m[2] as string;
+  } else {
+    if (rec.kind !== "tenant") return null;
+    tenant = rec.id;
+  }
+  const kind = rec === null ? "tenant.removed" : "tenant.changed";
   return {
-    id: deriveId(SINK, "tenant.changed", at.topic, at.partition, at.offset),
-    kind: "tenant.changed",
-    tenant: rec.id,
+    id: deriveId(SINK, kind, at.topic, at.partition, at.offset),
+    kind,
+    tenant,
     tree_id: null,
     job_id: null,
     actor: null,
-    reason: rec.reason,
-    facts: nonEmpty({ source: rec.source, settings: rec.value }),
+    reason: rec?.reason ?? null,
+    facts: rec ? nonEmpty({ source: rec.source, settings: rec.value }) : {},
     numbers: {},
-    ts: rec.ts,
+    ts: rec?.ts ?? (Number(at.timestamp) || 0),
   };
 }

@@ -28,9 +28,9 @@ export function objectName(r: ObjectRange): string {
   return `${partitionPrefix(r.topic, r.partition)}${pad(r.first)}-${pad(r.last)}.jsonl`;
 }
 
-/** Where objects that start at `first` are: a listing under this finds them whatever their last offset. */
-export function startingAt(topic: string, partition: number, first: bigint): string {
-  return `${partitionPrefix(topic, partition)}${pad(first)}-`;
+/** A listing that starts after this key yields the partition's objects that start at `first` or later, in offset order. */
+export function listAfter(topic: string, partition: number, first: bigint): string {
+  return `${partitionPrefix(topic, partition)}${pad(first)}`;
 }
 
 /** The range in an object's name, or null when the name is not one of the log's. */
@@ -63,7 +63,22 @@ export function decodeLines(text: string, name: string): AuditEvent[] {
     });
 }
 
-/** What is left to write of a batch once the objects already stored cover it up to `coveredThrough`. */
-export function remaining<T extends { readonly offset: string }>(records: readonly T[], coveredThrough: bigint | null): T[] {
-  return coveredThrough === null ? [...records] : records.filter((r) => BigInt(r.offset) > coveredThrough);
+/**
+ * A batch's records (in offset order) that no stored object covers, as runs of neighbours in
+ * the batch: each run becomes one object. A replay from where an earlier attempt started finds
+ * that attempt's objects and writes only past them; one from an earlier offset writes only what
+ * comes before and after them.
+ */
+export function uncoveredRuns<T extends { readonly offset: string }>(records: readonly T[], stored: readonly ObjectRange[]): T[][] {
+  const runs: T[][] = [];
+  let run: T[] = [];
+  for (const r of records) {
+    const o = BigInt(r.offset);
+    if (stored.some((s) => s.first <= o && o <= s.last)) {
+      if (run.length > 0) runs.push(run);
+      run = [];
+    } else run.push(r);
+  }
+  if (run.length > 0) runs.push(run);
+  return runs;
 }

@@ -22,16 +22,20 @@ export interface AuditSinkEnv {
   append(topic: string, partition: number, records: readonly AuditRecord[]): Promise<unknown>;
 }
 
-function auditSink<T>(name: string, input: TopicName, derive: (r: InputRecord<T>) => AuditEvent | null, validate?: (value: T) => string[]): Processor<T, AuditSinkEnv> {
+type Derived = AuditEvent | null | { readonly invalid: string };
+
+function auditSink<T>(name: string, input: TopicName, derive: (r: InputRecord<T>) => Derived, reading: Pick<Processor<T, AuditSinkEnv>, "validate" | "readsTombstones"> = {}): Processor<T, AuditSinkEnv> {
   return defineProcessor<T, AuditSinkEnv>({
     name,
     input,
     outputs: [],
-    ...(validate ? { validate } : {}),
+    ...reading,
     async process(records, env): Promise<Outcome[]> {
+      const derived = records.map(derive);
       const first = records[0];
-      if (first) await env.append(first.topic, first.partition, records.map((r) => ({ offset: r.offset, entry: derive(r) })));
-      return records.map(() => ({ emits: [] }));
+      const entry = (d: Derived): AuditEvent | null => (d === null || "invalid" in d ? null : d);
+      if (first) await env.append(first.topic, first.partition, records.map((r, i) => ({ offset: r.offset, entry: entry(derived[i] ?? null) })));
+      return derived.map((d) => (d !== null && "invalid" in d ? { invalid: d.invalid } : { emits: [] }));
     },
   });
 }
@@ -44,8 +48,9 @@ function checkAuditEvent(e: AuditEvent): string[] {
   return reasons;
 }
 
-export const auditSinkAudit = auditSink<AuditEvent>("audit-sink-audit", "oz0.audit", (r) => fromAuditTopic(r.value), checkAuditEvent);
+export const auditSinkAudit = auditSink<AuditEvent>("audit-sink-audit", "oz0.audit", (r) => fromAuditTopic(r.value), { validate: checkAuditEvent });
 export const auditSinkCallDecisions = auditSink<Decision>("audit-sink-call-decisions", "oz0.call-decisions", (r) => fromCallDecision(r.value));
 export const auditSinkLoopApprovals = auditSink<Decision>("audit-sink-loop-approvals", "oz0.loop-approvals", (r) => fromLoopApproval(r.value));
 export const auditSinkAdmissions = auditSink<Decision>("audit-sink-admissions", "oz0.admissions", (r) => fromAdmission(r.value));
-export const auditSinkConfig = auditSink<ConfigRecord>("audit-sink-config", "oz0.config", (r) => fromConfig(r.value, r));
+// `npm run config -- publish --prune` removes a row with a tombstone: for a tenant, that is an entry too.
+export const auditSinkConfig = auditSink<ConfigRecord | null>("audit-sink-config", "oz0.config", (r) => fromConfig(r.value, r), { readsTombstones: true });

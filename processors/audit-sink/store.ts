@@ -6,8 +6,8 @@
  *
  * Writing: a batch's entries go to one object named by its topic, partition and offset range,
  * written only if no object of that name exists (`If-None-Match: *`). Before writing, the sink
- * looks for objects a failed attempt of the same batch already wrote (a replay starts at the
- * same offset) and writes only what they do not cover, so a replay adds nothing.
+ * lists the objects that start within the batch's offsets (an earlier attempt at the batch, or
+ * a replay of it) and writes only what they do not cover, so a replay adds nothing.
  *
  * Reading: a versioned bucket lets anyone PUT a new version over a name or add a delete marker,
  * but never remove the first version within the retention. The reader therefore reads the first
@@ -16,7 +16,7 @@
 import type { Client, ObjectLockInfo } from "minio";
 import type { AuditEvent } from "../../schemas/types.ts";
 import { TransientError } from "../runner/errors.ts";
-import { decodeLines, encodeLines, LOG_ROOT, objectName, parseObjectName, remaining, startingAt, type ObjectRange } from "./log-objects.ts";
+import { decodeLines, encodeLines, listAfter, LOG_ROOT, objectName, parseObjectName, partitionPrefix, uncoveredRuns, type ObjectRange } from "./log-objects.ts";
 
 export type LockMode = "COMPLIANCE" | "GOVERNANCE";
 
@@ -131,17 +131,19 @@ export class AuditLog {
     }
   }
 
-  /** The objects that start at `first` in a partition, widest first. */
-  private async startingAt(topic: string, partition: number, first: bigint): Promise<ObjectRange[]> {
-    const prefix = startingAt(topic, partition, first);
+  /** The objects of a partition that start within `first`..`last`, in offset order. */
+  private async startingWithin(topic: string, partition: number, first: bigint, last: bigint): Promise<ObjectRange[]> {
+    const prefix = partitionPrefix(topic, partition);
     const found: ObjectRange[] = [];
     await transient(`list ${prefix}`, async () => {
-      for await (const item of this.client.listObjectsV2(this.bucket, prefix, false)) {
+      for await (const item of this.client.listObjectsV2(this.bucket, prefix, false, listAfter(topic, partition, first))) {
         const range = parseObjectName((item as { name?: string }).name ?? "");
-        if (range) found.push(range);
+        if (!range) continue;
+        if (range.first > last) break;
+        found.push(range);
       }
     });
-    return found.sort((a, b) => (a.last < b.last ? 1 : a.last > b.last ? -1 : 0));
+    return found;
   }
 
   /**
@@ -159,35 +161,32 @@ export class AuditLog {
   }
 
   /**
-   * Appends a batch of one partition (records in offset order). Writes one object with the
-   * entries no stored object covers yet, or nothing; returns the object's name, or null.
+   * Appends a batch of one partition (records in offset order): the entries of the records no
+   * stored object covers, one object per run of them. Returns the names written (or found
+   * written by a concurrent attempt); none when everything was already stored.
    */
-  async append(topic: string, partition: number, records: readonly AuditRecord[]): Promise<string | null> {
+  async append(topic: string, partition: number, records: readonly AuditRecord[]): Promise<string[]> {
+    const first = records[0];
     const last = records[records.length - 1];
-    if (!last || !records.some((r) => r.entry !== null)) return null;
-    const end = BigInt(last.offset);
-    let covered: bigint | null = null;
-    for (let next = records[0]; next; next = remaining(records, covered)[0]) {
-      const [widest] = await this.startingAt(topic, partition, BigInt(next.offset));
-      if (!widest) break;
-      await this.checkHolds(widest, records);
-      covered = widest.last;
-      if (covered >= end) return null;
+    if (!first || !last || !records.some((r) => r.entry !== null)) return [];
+    const stored = await this.startingWithin(topic, partition, BigInt(first.offset), BigInt(last.offset));
+    for (const range of stored) await this.checkHolds(range, records);
+    const names: string[] = [];
+    for (const run of uncoveredRuns(records, stored)) {
+      const entries = run.map((r) => r.entry).filter((e): e is AuditEvent => e !== null);
+      const [from, to] = [run[0], run[run.length - 1]];
+      if (!from || !to || entries.length === 0) continue;
+      const name = objectName({ topic, partition, first: BigInt(from.offset), last: BigInt(to.offset) });
+      const body = encodeLines(entries);
+      try {
+        await this.client.putObject(this.bucket, name, body, body.length, { "Content-Type": "application/x-ndjson", "If-None-Match": "*" });
+      } catch (err) {
+        // Another attempt at the same batch wrote it first: the log already holds these entries.
+        if (codeOf(err) !== "PreconditionFailed") throw new TransientError(`the audit log could not write ${name}: ${(err as Error).message ?? String(err)}`, { cause: err });
+      }
+      names.push(name);
     }
-    const rest = remaining(records, covered);
-    const entries = rest.map((r) => r.entry).filter((e): e is AuditEvent => e !== null);
-    const start = rest[0];
-    if (!start || entries.length === 0) return null;
-    const name = objectName({ topic, partition, first: BigInt(start.offset), last: end });
-    const body = encodeLines(entries);
-    try {
-      await this.client.putObject(this.bucket, name, body, body.length, { "Content-Type": "application/x-ndjson", "If-None-Match": "*" });
-    } catch (err) {
-      // Another attempt at the same batch wrote it first: the log already holds these entries.
-      if (codeOf(err) === "PreconditionFailed") return name;
-      throw new TransientError(`the audit log could not write ${name}: ${(err as Error).message ?? String(err)}`, { cause: err });
-    }
-    return name;
+    return names;
   }
 
   private async versions(): Promise<Map<string, ListedVersion[]>> {

@@ -8,7 +8,8 @@
  *
  * After fitting, a result that weighs more than the job's offload threshold is stored whole as
  * a file of the tree and the model reads a stub (OFF-3); one above 31 MiB is a failed call
- * (OFF-1). The trace shows an offload's size and digest, never its outline (OFF-11).
+ * (OFF-1). The trace shows an offload's size and digest, never its outline (OFF-11). The file keeps
+ * the result's labels (OFF-9), so read_result withholds it from an agent without the clearance.
  *
  * Every result the runtime awaits gets an answer: arguments the convention cannot use (a view
  * that is not one of the four, a budget that is not a positive whole number) are answered as a
@@ -157,7 +158,8 @@ async function offloaded(r: ToolResult, outcome: Outcome, env: FitEnv): Promise<
   if (!first) return outcome;
   const value = first.value as ResultDelivered;
   const { decision, delivered: replaced } = await offloadResult(
-    { result: value.content, threshold: await env.threshold(r), origin: r.origin, name: `${r.tool}.${r.function}`, tenant: r.tenant, tree: r.tree_id },
+    // OFF-9: the result's labels are kept with the file, so read_result's clearance check applies to it.
+    { result: value.content, threshold: await env.threshold(r), origin: r.origin, name: `${r.tool}.${r.function}`, tenant: r.tenant, tree: r.tree_id, labels: r.labels },
     env,
   );
   if (replaced === null) return outcome;
@@ -198,7 +200,7 @@ async function storeEmbeddedFiles(r: ToolResult, text: string, env: FitEnv): Pro
   if ("error" in extracted) return { invalid: extracted.error };
   if (extracted.files.length === 0) return { text };
   for (const f of extracted.files) {
-    const { ref } = await env.storeFile({ tenant: r.tenant, tree: r.tree_id }, f.bytes, { labels: [] });
+    const { ref } = await env.storeFile({ tenant: r.tenant, tree: r.tree_id }, f.bytes, { labels: r.labels });
     if (ref !== f.ref) throw new Error(`the file store named an embedded file ${ref}, but the result names it ${f.ref}: both must be the SHA-256 of the bytes`);
   }
   return { text: JSON.stringify(extracted.result) };
@@ -211,10 +213,11 @@ export const fitResultsProcessor = defineProcessor<ToolResult, FitEnv>({
   validate(r) {
     const reasons: string[] = [];
     for (const field of ["id", "tenant", "tree_id", "job_id", "run_id", "call_id"] as const) {
-      if (!r[field]) reasons.push(`${field} is empty`);
+      if (!r[field]) reasons.push(`${field} is empty: the runtime must set it on every event`);
     }
     if ((r.content === null) === (r.content_ref === null)) reasons.push("a result carries exactly one of content and content_ref");
     if (r.size_bytes < 0) reasons.push(`size_bytes is ${r.size_bytes}: a size cannot be negative`);
+    if (r.labels.some((l) => l === "")) reasons.push("a label is empty: each label names what the result holds, such as pii");
     return reasons;
   },
   async process(records, env) {

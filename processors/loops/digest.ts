@@ -85,5 +85,13 @@ export function summarizeResult(result: { is_error: boolean; content: string | n
   } catch {
     return { hash: sha256(`${tag}:text:${result.content}`), empty: EMPTY_TEXTS.has(result.content.trim()), error };
   }
-  return { hash: sha256(`${tag}:json:${canonicalJson(parsed)}`), empty: isEmptyMcp(parsed), error };
+  let canonical: string;
+  try {
+    canonical = canonicalJson(parsed);
+  } catch (err) {
+    // JSON nested deeper than the stack (JSON.parse itself does not recurse): its text is its identity.
+    if (!(err instanceof RangeError)) throw err;
+    return { hash: sha256(`${tag}:text:${result.content}`), empty: false, error };
+  }
+  return { hash: sha256(`${tag}:json:${canonical}`), empty: isEmptyMcp(parsed), error };
 }

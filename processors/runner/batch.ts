@@ -28,6 +28,11 @@ export interface BatchOptions {
   onRetry?: (err: unknown, attempt: number) => Promise<void>;
   /** Non-retriable failures of a whole batch before its records are tried one by one. */
   isolateAfter?: number;
+  /**
+   * Why one output (already known to fit its schema) cannot be written, such as a record larger
+   * than its topic takes; the input it answers is dead-lettered with that reason instead.
+   */
+  checkEmit?: (e: Emit) => string | undefined;
 }
 
 function reject(r: InputRecord<unknown>, error: DeadLetterError, reason: string): Rejected {
@@ -39,6 +44,14 @@ function checkEmits<In, Env>(p: Processor<In, Env>, emits: readonly Emit[]): str
     if (!p.outputs.includes(e.to)) return `processor ${p.name} emitted to ${e.to}, which is not one of its outputs`;
     const problems = schemaViolations(topic(e.to).schema, e.value);
     if (problems.length > 0) return `processor ${p.name} emitted a ${topic(e.to).schema} to ${e.to} that does not fit its schema: ${problems.join("; ")}`;
+  }
+  return undefined;
+}
+
+function firstDefined(emits: readonly Emit[], check: (e: Emit) => string | undefined): string | undefined {
+  for (const e of emits) {
+    const wrong = check(e);
+    if (wrong !== undefined) return wrong;
   }
   return undefined;
 }
@@ -111,7 +124,7 @@ export async function runBatch<In, Env>(p: Processor<In, Env>, records: InputRec
     if ("failed" in o) rejected.push(reject(r, "failed", o.failed));
     else if ("invalid" in o) rejected.push(reject(r, "invalid", o.invalid));
     else {
-      const wrong = checkEmits(p, o.emits);
+      const wrong = checkEmits(p, o.emits) ?? (opts.checkEmit ? firstDefined(o.emits, opts.checkEmit) : undefined);
       if (wrong) rejected.push(reject(r, "failed", wrong));
       else emits.push(...o.emits);
     }

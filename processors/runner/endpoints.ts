@@ -5,25 +5,24 @@
  */
 import type { RedisOptions } from "ioredis";
 import { logLevel, Partitioners, type KafkaConfig, type ProducerConfig, type SASLOptions } from "kafkajs";
+import { LOCAL_STACK } from "../../stack/local.ts";
 import { createLogger, kafkaLogCreator, type Logger } from "./log.ts";
 
 export interface Endpoints {
   kafkaBrokers: string[];
   registryUrl: string;
   redisUrl: string;
+  /** `OZ0_REDIS_USERNAME`: a Redis ACL user kept out of the URL (`store/redis/client.ts`). */
+  redisUsername?: string;
+  /** `OZ0_REDIS_PASSWORD`: Redis AUTH kept out of the URL, so the URL can be shown. */
+  redisPassword?: string;
   minioUrl: string;
   minioAccessKey: string;
   minioSecretKey: string;
 }
 
-const LOCAL = {
-  OZ0_KAFKA_BROKERS: "127.0.0.1:19092",
-  OZ0_REGISTRY_URL: "http://127.0.0.1:18081/apis/ccompat/v7",
-  OZ0_REDIS_URL: "redis://127.0.0.1:16379",
-  OZ0_MINIO_URL: "http://127.0.0.1:19000",
-  OZ0_MINIO_ACCESS_KEY: "oz0admin",
-  OZ0_MINIO_SECRET_KEY: "oz0-local-secret",
-} as const;
+/** The local stack's, with its documented development credentials (kept in stack/, never here). */
+const LOCAL = LOCAL_STACK;
 
 type Env = Record<string, string | undefined>;
 
@@ -33,6 +32,8 @@ export function endpointsFromEnv(env: Env = process.env): Endpoints {
     kafkaBrokers: get("OZ0_KAFKA_BROKERS").split(",").map((s) => s.trim()).filter(Boolean),
     registryUrl: get("OZ0_REGISTRY_URL").replace(/\/+$/, ""),
     redisUrl: get("OZ0_REDIS_URL"),
+    ...(env.OZ0_REDIS_USERNAME ? { redisUsername: env.OZ0_REDIS_USERNAME } : {}),
+    ...(env.OZ0_REDIS_PASSWORD ? { redisPassword: env.OZ0_REDIS_PASSWORD } : {}),
     minioUrl: get("OZ0_MINIO_URL"),
     minioAccessKey: get("OZ0_MINIO_ACCESS_KEY"),
     minioSecretKey: get("OZ0_MINIO_SECRET_KEY"),
@@ -86,6 +87,8 @@ export function kafkaConfig(clientId: string, endpoints: Endpoints, env: Env = p
     if (mechanism !== "plain" && mechanism !== "scram-sha-256" && mechanism !== "scram-sha-512") {
       throw new Error(`OZ0_KAFKA_SASL_MECHANISM=${mechanism} is not supported: use plain, scram-sha-256 or scram-sha-512`);
     }
+    // Named, never quoted: the password is a secret (docs/security.md).
+    if (username === "" || password === "") throw new Error(`OZ0_KAFKA_SASL_MECHANISM=${mechanism} needs OZ0_KAFKA_USERNAME and OZ0_KAFKA_PASSWORD; ${username === "" ? "the username" : "the password"} is not set`);
     config.sasl = { mechanism, username, password } as SASLOptions;
   }
   return config;

@@ -56,7 +56,7 @@ export function createLogger(base: Record<string, unknown> = {}, write: (line: s
 }
 
 /** kafkajs error texts that are transient right after start or a rebalance; logged at debug. */
-const TRANSIENT_KAFKA = /not the correct coordinator|coordinator is not available|CONCURRENT_TRANSACTIONS|COORDINATOR_LOAD_IN_PROGRESS|concurrent transactions|another concurrent operation|not the leader for that topic-partition|loading the group|rebalanc/i;
+const TRANSIENT_KAFKA = /not the correct coordinator|coordinator is not available|CONCURRENT_TRANSACTIONS|COORDINATOR_LOAD_IN_PROGRESS|concurrent transactions|another concurrent operation|not the leader for that topic-partition|does not host this topic-partition|loading the group|rebalanc/i;
 
 /**
  * Routes kafkajs's own logs into a structured logger, with the transient coordinator errors

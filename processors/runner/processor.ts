@@ -34,6 +34,12 @@ export interface Processor<In, Env = void> {
   /** Reasons an input is unusable though it decoded; none when it is fine. */
   validate?(value: In): string[];
   /**
+   * A compacted input's tombstones (a null value: the key's row removed) reach the core as
+   * records whose value is null, so `In` includes null. Left out, a tombstone is dead-lettered
+   * as undecodable.
+   */
+  readonly readsTombstones?: boolean;
+  /**
    * Decides a batch of inputs, in order, returning one outcome per input. May use `env`
    * (Redis scripts, the object store, the config table); throws a retriable error when one of
    * them fails for now, and the whole batch is tried again.

@@ -13,7 +13,8 @@ import { deriveId } from "./ids.ts";
 import type { Logger } from "./log.ts";
 import { Histogram } from "./metrics.ts";
 import { outcomeKind } from "./outcomes.ts";
-import type { InputRecord, Processor } from "./processor.ts";
+import type { Emit, InputRecord, Processor } from "./processor.ts";
+import { capReason, deadLetterBytes, outputTooLarge } from "./record-size.ts";
 import type { BatchContext, OutMessage, RawRecord, Transport } from "./transport.ts";
 
 export const DEAD_LETTER_TOPIC = "oz0.dead-letter";
@@ -55,15 +56,17 @@ class Stopping extends Error {
 }
 
 function deadLetter(processor: string, raw: RawRecord, r: Pick<Rejected, "error" | "reason">): DeadLetter {
+  // A huge input cannot go whole into the dead-letter topic: its first MiB does, with a note.
+  const { key, value, reason } = deadLetterBytes(raw, r.reason);
   return {
     id: deriveId("dead-letter", raw.topic, raw.partition, raw.offset),
     processor,
     topic: raw.topic,
     partition: raw.partition,
     offset: raw.offset,
-    key: raw.key,
-    value: raw.value,
-    reason: r.reason,
+    key,
+    value,
+    reason,
     error: r.error,
     ts: Date.now(),
   };
@@ -93,6 +96,10 @@ export async function startProcessor<In, Env>(p: Processor<In, Env>, env: Env, d
     const records: InputRecord<In>[] = [];
     const rejected: Rejected[] = [];
     for (const raw of raws) {
+      if (raw.value === null && p.readsTombstones) {
+        records.push({ topic: raw.topic, partition: raw.partition, offset: raw.offset, key: raw.key?.toString("utf8") ?? null, value: null as In, timestamp: raw.timestamp });
+        continue;
+      }
       for (let attempt = 1; ; attempt++) {
         try {
           const value = await deps.serde.decode<In>(inputSchema, raw.value);
@@ -108,12 +115,19 @@ export async function startProcessor<In, Env>(p: Processor<In, Env>, env: Env, d
         }
       }
     }
-    const result = await runBatch(p, records, env, { onRetry: (err, attempt) => backoff(ctx, err, attempt) });
-    const out: OutMessage[] = result.emits.map((e) => ({ topic: e.to, key: e.key, value: deps.serde.encodeChecked(topic(e.to).schema, e.value) }));
+    // Each output is encoded once, when its size is checked: one too large for its topic dead-letters its input.
+    const encoded = new Map<Emit, Buffer>();
+    const checkEmit = (e: Emit): string | undefined => {
+      const value = deps.serde.encodeChecked(topic(e.to).schema, e.value);
+      encoded.set(e, value);
+      return outputTooLarge(e, value);
+    };
+    const result = await runBatch(p, records, env, { onRetry: (err, attempt) => backoff(ctx, err, attempt), checkEmit });
+    const out: OutMessage[] = result.emits.map((e) => ({ topic: e.to, key: e.key, value: encoded.get(e) ?? deps.serde.encodeChecked(topic(e.to).schema, e.value) }));
     for (const r of [...rejected, ...result.rejected]) {
       const raw = byOffset.get(r.offset);
       if (!raw) continue;
-      log.warn("input dead-lettered", { topic: raw.topic, partition: raw.partition, offset: raw.offset, error: r.error, reason: r.reason });
+      log.warn("input dead-lettered", { topic: raw.topic, partition: raw.partition, offset: raw.offset, error: r.error, reason: capReason(r.reason) });
       out.push({ topic: DEAD_LETTER_TOPIC, key: `${raw.topic}/${raw.partition}/${raw.offset}`, value: deps.serde.encode("DeadLetter", deadLetter(p.name, raw, r)) });
       stats.deadLetters++;
       stats.deadLetterErrors[r.error] = (stats.deadLetterErrors[r.error] ?? 0) + 1;

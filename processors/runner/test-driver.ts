@@ -51,6 +51,19 @@ export class TestDriver<In, Env = void> {
     return result;
   }
 
+  /** Pipes a tombstone (a null value under `key`) to a processor that reads them. */
+  async pipeTombstone(key: string | null, opts: PipeOptions = {}): Promise<{ emits: Emit[]; rejected: Rejected[] }> {
+    if (!this.processor.readsTombstones) throw new Error(`processor ${this.processor.name} reads no tombstones: on Kafka one is dead-lettered as undecodable`);
+    const partition = opts.partition ?? 0;
+    const offset = this.offsets.get(partition) ?? 0;
+    this.offsets.set(partition, offset + 1);
+    const record: InputRecord<In> = { topic: this.processor.input, partition, offset: String(offset), key, value: null as In, timestamp: String(Date.now()) };
+    const result = await runBatch(this.processor, [record], this.env);
+    this.emitted.push(...result.emits);
+    this.deadLetters.push(...result.rejected);
+    return result;
+  }
+
   /** Values emitted to one topic so far, in order. */
   read<T = unknown>(to: TopicName): T[] {
     return this.emitted.filter((e) => e.to === to).map((e) => e.value as T);

@@ -55,7 +55,7 @@ describe("files between tools on real Kafka, Redis and MinIO", () => {
     const result: ToolResult = {
       id: uid("res"), tenant, tree_id: tree, job_id: tree, run_id: run, call_id: uid("call"), agent: "fixer", plugin: "github", tool: "github", function: "download_archive", arguments: "{}", origin: "model", is_error: false,
       content: JSON.stringify({ content: [{ type: "text", text: `Archive: ${ref}` }, { type: "resource", resource: { uri: ref, mimeType: "application/gzip", blob: archive.toString("base64") } }] }),
-      content_ref: null, size_bytes: 200, ts: Date.now(),
+      content_ref: null, size_bytes: 200, ts: Date.now(), labels: [],
     };
     await producer.send({ topic: "oz0.tool-results", messages: [{ key: run, value: s.encode("ToolResult", result) }] });
     const [delivered] = await collect<ResultDelivered>("oz0.results-delivered", "ResultDelivered", s, (d) => d.input_id === result.id, 1, 60_000);

@@ -55,6 +55,7 @@ describe("budget fill-in and fit processors on the real broker and registry", ()
       content: JSON.stringify({ content: [{ type: "text", text }] }),
       content_ref: null,
       size_bytes: text.length,
+      labels: [],
     };
     delete (res as Partial<ToolCall>).context_used;
     delete (res as Partial<ToolCall>).spend_share;

@@ -54,7 +54,7 @@ describe("fit-results offloading while the file store's MinIO is unreachable", (
   const big = (run: string, n: number): ToolResult => {
     const text = [`# Report ${run} ${n}`, "", ...Array.from({ length: 300 }, (_, i) => `Line ${i} of report ${n} says something about item ${i} of run ${run}.`)].join("\n");
     const content = JSON.stringify({ content: [{ type: "text", text }] });
-    return { id: uid("res"), tenant, tree_id: uid("tree"), job_id: "job-1", run_id: run, call_id: uid("call"), agent: "fixer", plugin: "docs", tool: "docs", function: "get_page", arguments: "{}", origin: "model", is_error: false, content, content_ref: null, size_bytes: content.length, ts: Date.now() };
+    return { id: uid("res"), tenant, tree_id: uid("tree"), job_id: "job-1", run_id: run, call_id: uid("call"), agent: "fixer", plugin: "docs", tool: "docs", function: "get_page", arguments: "{}", origin: "model", is_error: false, content, content_ref: null, size_bytes: content.length, ts: Date.now(), labels: [] };
   };
 
   it("OFF-2 no offloaded result is lost while MinIO is cut: each is delivered after it returns, stored whole, and the processor keeps running", async () => {

@@ -87,7 +87,7 @@ describe("oz.read_result on the real broker, registry, MinIO and Redis", () => {
   /** Publishes a model's tool result of the tenant and returns its stub as the model read it. */
   async function offload(text: string, tree: string, run: string): Promise<{ ref: string; lines: number; delivered: ResultDelivered }> {
     const content = JSON.stringify({ content: [{ type: "text", text }] });
-    const res: ToolResult = { ...toolCall({ tenant, tree_id: tree, job_id: tree, run_id: run, agent: "rr-reviewer" }), id: uid("res"), is_error: false, content, content_ref: null, size_bytes: content.length };
+    const res: ToolResult = { ...toolCall({ tenant, tree_id: tree, job_id: tree, run_id: run, agent: "rr-reviewer" }), id: uid("res"), is_error: false, content, content_ref: null, size_bytes: content.length, labels: [] };
     delete (res as Partial<ToolCall>).context_used;
     delete (res as Partial<ToolCall>).spend_share;
     await producer.send({ topic: "oz0.tool-results", messages: [{ key: run, value: s.encode("ToolResult", res) }] });

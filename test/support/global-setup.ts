@@ -8,12 +8,15 @@ import { Kafka, logLevel } from "kafkajs";
 import { Serde } from "../../schemas/serde.ts";
 import { ensureTopics } from "../../topology/create.ts";
 import { TOPICS } from "../../topology/topics.ts";
-import type { Endpoints } from "../../processors/runner/endpoints.ts";
+import { kafkaConfig, type Endpoints } from "../../processors/runner/endpoints.ts";
+import { redactUrl } from "../../processors/runner/redact.ts";
 import { resolveServices, type Services } from "./services.ts";
 
 declare module "vitest" {
   export interface ProvidedContext {
     endpoints: Endpoints;
+    /** Where the services come from; only the local stack can be stopped and started by a drill. */
+    servicesMode: Services["mode"];
   }
 }
 
@@ -22,8 +25,8 @@ let services: Services | undefined;
 export async function setup(project: TestProject): Promise<void> {
   services = await resolveServices();
   const e = services.endpoints;
-  process.stderr.write(`integration tests: services from ${services.mode}: kafka ${e.kafkaBrokers.join(",")}, registry ${e.registryUrl}, redis ${e.redisUrl}, minio ${e.minioUrl}\n`);
-  const admin = new Kafka({ clientId: "oz0-test-setup", brokers: e.kafkaBrokers, logLevel: logLevel.WARN }).admin();
+  process.stderr.write(`integration tests: services from ${services.mode}: kafka ${e.kafkaBrokers.join(",")}, registry ${redactUrl(e.registryUrl)}, redis ${redactUrl(e.redisUrl)}, minio ${redactUrl(e.minioUrl)}\n`);
+  const admin = new Kafka({ ...kafkaConfig("oz0-test-setup", e), logLevel: logLevel.WARN }).admin();
   await admin.connect();
   try {
     await ensureTopics(admin, TOPICS);
@@ -40,6 +43,7 @@ export async function setup(project: TestProject): Promise<void> {
     OZ0_MINIO_SECRET_KEY: e.minioSecretKey,
   });
   project.provide("endpoints", e);
+  project.provide("servicesMode", services.mode);
 }
 
 export async function teardown(): Promise<void> {

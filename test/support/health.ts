@@ -4,8 +4,9 @@
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import { Kafka, logLevel } from "kafkajs";
-import { Redis } from "ioredis";
-import type { Endpoints } from "../../processors/runner/endpoints.ts";
+import { redisClient } from "../../store/redis/client.ts";
+import { kafkaConfig, type Endpoints } from "../../processors/runner/endpoints.ts";
+import { redactUrl } from "../../processors/runner/redact.ts";
 
 type Check = { name: string; where: string; probe: () => Promise<void> };
 
@@ -15,7 +16,7 @@ function checks(e: Endpoints): Check[] {
       name: "Kafka",
       where: e.kafkaBrokers.join(","),
       probe: async () => {
-        const admin = new Kafka({ brokers: e.kafkaBrokers, logLevel: logLevel.NOTHING, retry: { retries: 0 }, connectionTimeout: 3_000 }).admin();
+        const admin = new Kafka({ ...kafkaConfig("oz0-health", e), logLevel: logLevel.NOTHING, retry: { retries: 0 }, connectionTimeout: 3_000 }).admin();
         try {
           await admin.connect();
           await admin.describeCluster();
@@ -26,7 +27,7 @@ function checks(e: Endpoints): Check[] {
     },
     {
       name: "schema registry",
-      where: e.registryUrl,
+      where: redactUrl(e.registryUrl),
       probe: async () => {
         const res = await fetch(`${e.registryUrl}/subjects`, { signal: AbortSignal.timeout(3_000) });
         if (!res.ok) throw new Error(`GET /subjects answered ${res.status}`);
@@ -34,9 +35,9 @@ function checks(e: Endpoints): Check[] {
     },
     {
       name: "Redis",
-      where: e.redisUrl,
+      where: redactUrl(e.redisUrl),
       probe: async () => {
-        const redis = new Redis(e.redisUrl, { lazyConnect: true, maxRetriesPerRequest: 0, connectTimeout: 3_000, retryStrategy: () => null });
+        const redis = redisClient(e, { lazyConnect: true, maxRetriesPerRequest: 0, connectTimeout: 3_000, retryStrategy: () => null });
         try {
           await redis.connect();
           await redis.ping();
@@ -47,7 +48,7 @@ function checks(e: Endpoints): Check[] {
     },
     {
       name: "MinIO",
-      where: e.minioUrl,
+      where: redactUrl(e.minioUrl),
       probe: async () => {
         const res = await fetch(`${e.minioUrl}/minio/health/ready`, { signal: AbortSignal.timeout(3_000) });
         if (!res.ok) throw new Error(`GET /minio/health/ready answered ${res.status}`);

@@ -45,6 +45,7 @@ function result(args: Record<string, unknown>, content: string | null = mcp(PAGE
     content_ref: null,
     size_bytes: content?.length ?? 0,
     ts: 1_700_000_000_000,
+    labels: [],
     ...over,
   };
 }

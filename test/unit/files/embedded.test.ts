@@ -16,7 +16,7 @@ function embedded(over: Record<string, unknown> = {}): Record<string, unknown> {
 function result(content: unknown[], args: Record<string, unknown> = {}): ToolResult {
   return {
     id: uid("res"), tenant: "acme", tree_id: "tree-1", job_id: "job-1", run_id: "run-1", call_id: uid("call"), agent: "fixer", plugin: "github", tool: "github", function: "download_archive",
-    arguments: JSON.stringify(args), origin: "model", is_error: false, content: JSON.stringify({ content }), content_ref: null, size_bytes: 100, ts: Date.now(),
+    arguments: JSON.stringify(args), origin: "model", is_error: false, content: JSON.stringify({ content }), content_ref: null, size_bytes: 100, ts: Date.now(), labels: [],
   };
 }
 

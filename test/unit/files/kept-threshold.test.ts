@@ -12,7 +12,7 @@ const TEXT = ["# Report", "", ...Array.from({ length: 200 }, (_, i) => `Line ${i
 
 function result(job: string): ToolResult {
   const content = JSON.stringify({ content: [{ type: "text", text: TEXT }] });
-  return { id: uid("res"), tenant: "acme", tree_id: "tree-1", job_id: job, run_id: "run-1", call_id: uid("call"), agent: "fixer", plugin: "docs", tool: "docs", function: "get_page", arguments: "{}", origin: "model", is_error: false, content, content_ref: null, size_bytes: content.length, ts: Date.now() };
+  return { id: uid("res"), tenant: "acme", tree_id: "tree-1", job_id: job, run_id: "run-1", call_id: uid("call"), agent: "fixer", plugin: "docs", tool: "docs", function: "get_page", arguments: "{}", origin: "model", is_error: false, content, content_ref: null, size_bytes: content.length, ts: Date.now(), labels: [] };
 }
 
 describe("OFF-13 the offload threshold a job started with", () => {

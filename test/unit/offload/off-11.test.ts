@@ -10,7 +10,7 @@ const PAGE = ["# Handbook", "", "The handbook says how things are done.", ...Arr
 
 function result(text: string): ToolResult {
   const content = JSON.stringify({ content: [{ type: "text", text }] });
-  return { ...toolCall({ arguments: JSON.stringify({ path: "handbook.md" }) }), id: uid("res"), is_error: false, content, content_ref: null, size_bytes: content.length };
+  return { ...toolCall({ arguments: JSON.stringify({ path: "handbook.md" }) }), id: uid("res"), is_error: false, content, content_ref: null, size_bytes: content.length, labels: [] };
 }
 
 function env(stored: Map<string, Buffer>): FitEnv {

@@ -117,6 +117,7 @@ describe("read-result processor", () => {
       content: JSON.stringify({ content: [{ type: "text", text: LIST }] }),
       content_ref: null,
       size_bytes: LIST.length,
+      labels: [],
     };
     const fitter = new TestDriver(fitResultsProcessor, files.fitEnv());
     await fitter.pipe(result);

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { auditSinkAdmissions, auditSinkAudit, auditSinkCallDecisions, auditSinkConfig, auditSinkLoopApprovals, type AuditSinkEnv } from "../../../processors/audit-sink/processor.ts";
 import { fromAdmission, fromCallDecision, fromConfig, fromLoopApproval } from "../../../processors/audit-sink/derive.ts";
-import { decodeLines, encodeLines, objectName, parseObjectName, remaining, startingAt } from "../../../processors/audit-sink/log-objects.ts";
+import { decodeLines, encodeLines, listAfter, objectName, parseObjectName, uncoveredRuns } from "../../../processors/audit-sink/log-objects.ts";
 import { formatEntries, formatLoopCounts, loopCounts, selectEntries } from "../../../processors/audit-sink/query.ts";
 import type { AuditRecord } from "../../../processors/audit-sink/store.ts";
 import { TestDriver } from "../../../processors/runner/test-driver.ts";
@@ -60,6 +60,10 @@ describe("what the audit sink derives", () => {
     expect(denied).toMatchObject({ kind: "approval.decided", reason: "A person denied the loop.", facts: { approval: "ap-2", outcome: "denied", answered_by: "alice" } });
     const late = fromCallDecision(decision({ processor: "loop-approvals", verdict: "stop", evidence: JSON.stringify({ approval: { id: "ap-3" }, answered_by: "loop-deadlines" }) }));
     expect(late?.facts.outcome).toBe("deadline_passed");
+    const escalated = fromCallDecision(
+      decision({ processor: "loop-approvals", verdict: "wait", reason_code: "LoopEscalated", message: "it goes to ops as well", evidence: JSON.stringify({ approval: { id: "ap-4" }, escalation: { step: 1, to: "ops@acme" } }) }),
+    );
+    expect(escalated).toMatchObject({ kind: "approval.escalated", reason: "it goes to ops as well", facts: { approval: "ap-4", to: "ops@acme" } });
   });
 
   it("SYS-5 every answer to an approval is recorded with who gave it and why", () => {
@@ -69,8 +73,9 @@ describe("what the audit sink derives", () => {
       reason: "the tool is broken",
       facts: { approval: "ap-1", answer: "deny" },
     });
-    expect(fromLoopApproval(decision({ processor: "loop-deadlines", subject: "ap-1", verdict: "stop" })).facts.answer).toBe("deadline_passed");
-    expect(fromLoopApproval(decision({ subject: "ap-1", verdict: "allow" })).facts.answer).toBe("approve");
+    expect(fromLoopApproval(decision({ processor: "loop-deadlines", subject: "ap-1", verdict: "stop" }))?.facts.answer).toBe("deadline_passed");
+    expect(fromLoopApproval(decision({ subject: "ap-1", verdict: "allow" }))?.facts.answer).toBe("approve");
+    expect(fromLoopApproval(decision({ processor: "loop-escalations", subject: "ap-1", verdict: "wait" }))).toBeNull();
   });
 
   it("SYS-5 refusals and stops on calls and admissions are recorded with their reasons; allowed ones are not", () => {
@@ -90,11 +95,26 @@ describe("what the audit sink derives", () => {
 
   it("SYS-5 a tenant's settings published are recorded with the reason given; other rows are not", () => {
     const rec: ConfigRecord = { kind: "tenant", id: "acme", value: '{"offload":{"default":6000}}', source: "tenants/acme.yaml", reason: "larger results for the review team", ts: 5 };
-    const at = { topic: "oz0.config", partition: 0, offset: "17" };
-    expect(fromConfig(rec, at)).toMatchObject({ kind: "tenant.changed", tenant: "acme", reason: "larger results for the review team", facts: { source: "tenants/acme.yaml", settings: rec.value }, ts: 5 });
-    expect(fromConfig(rec, at)?.id).toBe(fromConfig(rec, at)?.id);
-    expect(fromConfig(rec, at)?.id).not.toBe(fromConfig(rec, { ...at, offset: "18" })?.id);
+    const at = { topic: "oz0.config", partition: 0, offset: "17", key: "tenant/acme", timestamp: "5" };
+    const entry = fromConfig(rec, at) as AuditEvent;
+    expect(entry).toMatchObject({ kind: "tenant.changed", tenant: "acme", reason: "larger results for the review team", facts: { source: "tenants/acme.yaml", settings: rec.value }, ts: 5 });
+    expect((fromConfig(rec, at) as AuditEvent).id).toBe(entry.id);
+    expect((fromConfig(rec, { ...at, offset: "18" }) as AuditEvent).id).not.toBe(entry.id);
     expect(fromConfig({ ...rec, kind: "agent" }, at)).toBeNull();
+  });
+
+  it("SYS-5 a tenant's row removed by a tombstone is recorded; a tombstone with no kind/id key is invalid", async () => {
+    const at = { topic: "oz0.config", partition: 0, offset: "20", key: "tenant/acme", timestamp: "1700000000000" };
+    expect(fromConfig(null, at)).toMatchObject({ kind: "tenant.removed", tenant: "acme", reason: null, ts: 1_700_000_000_000 });
+    expect(fromConfig(null, { ...at, key: "agent/reviewer" })).toBeNull();
+    expect(fromConfig(null, { ...at, key: "nonsense" })).toMatchObject({ invalid: expect.stringMatching(/not <kind>\/<id>/) as unknown });
+
+    const log = new MemoryLog();
+    const driver = new TestDriver(auditSinkConfig, log);
+    await driver.pipeTombstone("tenant/globex");
+    await driver.pipeTombstone(null);
+    expect(log.entries().map((e) => [e.kind, e.tenant])).toEqual([["tenant.removed", "globex"]]);
+    expect(driver.deadLetters.map((d) => d.offset)).toEqual(["1"]);
   });
 
   it("SYS-5 derived entries keep the IDs of a replay and never take the input's ID as their own", () => {
@@ -139,7 +159,8 @@ describe("the audit log's objects", () => {
   it("names an object by topic, partition and offset range, and reads the range back", () => {
     const name = objectName({ topic: "oz0.admissions", partition: 4, first: 7n, last: 120n });
     expect(name).toBe("log/oz0.admissions/4/00000000000000000007-00000000000000000120.jsonl");
-    expect(name.startsWith(startingAt("oz0.admissions", 4, 7n))).toBe(true);
+    expect(name > listAfter("oz0.admissions", 4, 7n)).toBe(true);
+    expect(objectName({ topic: "oz0.admissions", partition: 4, first: 6n, last: 9n }) < listAfter("oz0.admissions", 4, 7n)).toBe(true);
     expect(parseObjectName(name)).toEqual({ topic: "oz0.admissions", partition: 4, first: 7n, last: 120n });
     expect(parseObjectName("log/oz0.admissions/4/7-120.jsonl")).toBeNull();
     expect(() => objectName({ topic: "../x", partition: 0, first: 0n, last: 0n })).toThrow(/not a Kafka topic/);
@@ -152,11 +173,15 @@ describe("the audit log's objects", () => {
     expect(() => decodeLines("nope\n", "n")).toThrow(/not JSON/);
   });
 
-  it("leaves out of a replayed batch what stored objects already cover", () => {
-    const records = ["5", "6", "9"].map((offset) => ({ offset, entry: null }));
-    expect(remaining(records, null).map((r) => r.offset)).toEqual(["5", "6", "9"]);
-    expect(remaining(records, 6n).map((r) => r.offset)).toEqual(["9"]);
-    expect(remaining(records, 9n)).toEqual([]);
+  it("SYS-5 leaves out of a replayed batch what stored objects cover, writing what lies before and after them", () => {
+    const records = ["5", "6", "9", "10", "12"].map((offset) => ({ offset, entry: null }));
+    const offsets = (runs: Array<Array<{ offset: string }>>) => runs.map((run) => run.map((r) => r.offset));
+    expect(offsets(uncoveredRuns(records, []))).toEqual([["5", "6", "9", "10", "12"]]);
+    // A replay from where the earlier attempt started: only what lies past its object.
+    expect(offsets(uncoveredRuns(records, [{ topic: "t", partition: 0, first: 5n, last: 9n }]))).toEqual([["10", "12"]]);
+    // A replay from an earlier offset: before and after the stored object.
+    expect(offsets(uncoveredRuns(records, [{ topic: "t", partition: 0, first: 6n, last: 10n }]))).toEqual([["5"], ["12"]]);
+    expect(uncoveredRuns(records, [{ topic: "t", partition: 0, first: 0n, last: 20n }])).toEqual([]);
   });
 });
 

@@ -39,6 +39,7 @@ function toolResult(job: string, args: Record<string, unknown>): ToolResult {
     content_ref: null,
     size_bytes: PAGE.length,
     ts: 1_700_000_000_000,
+    labels: [],
   };
 }
 

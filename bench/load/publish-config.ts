@@ -1,0 +1,35 @@
+/**
+ * The load's agents and its docs plugin (`bench/load/config/`), published to the configuration
+ * table as `npm run config -- publish` does: only rows that differ, so a second run writes
+ * nothing. They are named `load-*` and `load_docs`, apart from any real agent or plugin.
+ */
+import { fileURLToPath } from "node:url";
+import type { Kafka } from "kafkajs";
+import { loadConfigDir, toConfigRecords, toTableRecords } from "../../config/load.ts";
+import { planPublish } from "../../config/publish-plan.ts";
+import { CONFIG_TOPIC, ConfigTable } from "../../processors/runner/config-table.ts";
+import { EXACTLY_ONCE_PRODUCER } from "../../processors/runner/endpoints.ts";
+import type { Logger } from "../../processors/runner/log.ts";
+import type { Serde } from "../../schemas/serde.ts";
+
+export const LOAD_CONFIG_DIR = fileURLToPath(new URL("./config/", import.meta.url));
+
+/** Publishes what changed; returns the keys written. */
+export async function publishLoadConfig(kafka: Kafka, serde: Serde, log: Logger): Promise<string[]> {
+  const config = await loadConfigDir(LOAD_CONFIG_DIR);
+  if (config.errors.length > 0) throw new Error(`the load's configuration in ${LOAD_CONFIG_DIR} has errors: ${config.errors.map((e) => e.message).join("; ")}`);
+  const table = await ConfigTable.start(kafka, serde, log);
+  const plan = planPublish(table.entries(), toTableRecords(config));
+  await table.stop();
+  if (plan.upserts.length === 0) return [];
+  const records = toConfigRecords(plan.upserts, { ts: Date.now(), reason: "load generator agents" });
+  if (!records.ok) throw new Error(records.errors.map((e) => e.message).join("; "));
+  const producer = kafka.producer(EXACTLY_ONCE_PRODUCER);
+  await producer.connect();
+  try {
+    await producer.send({ topic: CONFIG_TOPIC, acks: -1, messages: records.value.map((r) => ({ key: `${r.kind}/${r.id}`, value: serde.encode("ConfigRecord", r) })) });
+  } finally {
+    await producer.disconnect();
+  }
+  return plan.upserts.map((r) => r.key);
+}

@@ -1,0 +1,186 @@
+/**
+ * The load report: Markdown with every figure, and an SVG chart of consumer lag and events per
+ * second over time. Pure: what a run measured in, text out.
+ */
+import { chartSvg, type Series } from "./chart.ts";
+import type { LagSample } from "./lag.ts";
+import { STEP_KINDS, TREE_KINDS, type StepKind, type TreeKind } from "./mix.ts";
+import { MEASURED, MEASURED_KINDS, type Recorder } from "./play.ts";
+import { bytes, fmt, latency, perSecond, ratio } from "./stats.ts";
+
+export interface PhaseResult {
+  /** When the phase's clock started (its first runtime started) and stopped (the last runtime finished). */
+  readonly startedAt: number;
+  readonly endedAt: number;
+  readonly rec: Recorder;
+  readonly lag: readonly LagSample[];
+}
+
+export interface ProcessorCounters {
+  readonly name: string;
+  readonly in: number;
+  readonly out: number;
+  readonly deadLetters: number;
+  readonly retries: number;
+}
+
+export interface LoadResult {
+  readonly at: Date;
+  readonly command: string;
+  readonly seed: number;
+  readonly seconds: number;
+  readonly runtimes: number;
+  /** Whether the pipeline ran elsewhere (`--external`) rather than in this process. */
+  readonly external: boolean;
+  readonly node: string;
+  readonly plan: { readonly events: number; readonly trees: Readonly<Record<TreeKind, number>>; readonly steps: Readonly<Record<StepKind, number>> };
+  readonly pipeline: PhaseResult;
+  readonly passthrough: PhaseResult;
+  /** The in-process pipeline's own counters; none when it runs elsewhere. */
+  readonly processors?: readonly ProcessorCounters[];
+  /** The chart's file name, beside the report. */
+  readonly chartFile: string;
+}
+
+/** Events published over the phase's active time (first publish to last answer), per second. */
+export function sustained(p: PhaseResult): { seconds: number; perSecond: number } {
+  const { firstAt, lastAt } = p.rec;
+  if (firstAt === undefined || lastAt === undefined) return { seconds: 0, perSecond: NaN };
+  const seconds = Math.max(0.001, (lastAt - firstAt) / 1000);
+  return { seconds, perSecond: p.rec.events / seconds };
+}
+
+function lagSeries(p: PhaseResult, dashed = false, only?: string): Series[] {
+  const names = [...new Set(p.lag.flatMap((s) => Object.keys(s.lags)))].filter((n) => only === undefined || n === only);
+  return names.map((name) => ({
+    name,
+    dashed,
+    points: p.lag.filter((s) => s.lags[name] !== undefined).map((s) => [Math.max(0, (s.at - p.startedAt) / 1000), s.lags[name] ?? 0] as [number, number]),
+  }));
+}
+
+export function loadChart(r: LoadResult): string {
+  const rate = (p: PhaseResult): Array<[number, number]> => perSecond(p.rec.sentAt, p.startedAt, p.endedAt);
+  return chartSvg(`Load ${r.at.toISOString()}: ${r.pipeline.rec.events} events through the pipeline, ${r.passthrough.rec.events} through the passthrough`, [
+    {
+      title: "Consumer lag per processor (dashed: the bare passthrough)",
+      xLabel: "seconds since the phase started",
+      yLabel: "consumer lag (messages)",
+      series: [...lagSeries(r.pipeline), ...lagSeries(r.passthrough, true).map((s) => ({ ...s, name: `${s.name} (baseline)` }))],
+    },
+    {
+      title: "Events published per second",
+      xLabel: "seconds since the phase started",
+      yLabel: "events per second",
+      series: [
+        { name: "pipeline", points: rate(r.pipeline) },
+        { name: "passthrough", points: rate(r.passthrough), dashed: true },
+      ],
+    },
+  ]);
+}
+
+function lagRows(p: PhaseResult, group: (name: string) => string): string[] {
+  const names = [...new Set(p.lag.flatMap((s) => Object.keys(s.lags)))].sort();
+  return names.map((name) => {
+    const values = p.lag.map((s) => s.lags[name]).filter((v): v is number => v !== undefined);
+    return `| ${name} | ${group(name)} | ${fmt(values[0] ?? NaN)} | ${fmt(Math.max(...values))} | ${fmt(values[values.length - 1] ?? NaN)} | ${values.length} |`;
+  });
+}
+
+export function loadMarkdown(r: LoadResult): string {
+  const pipe = r.pipeline;
+  const base = r.passthrough;
+  const sp = sustained(pipe);
+  const sb = sustained(base);
+  const unanswered = (p: PhaseResult): number => MEASURED_KINDS.reduce((s, k) => s + p.rec.unanswered[k], 0);
+  const where = r.external ? "against a pipeline running elsewhere (`--external`)" : "with the pipeline in this process";
+  const lines: string[] = [
+    `# Load report (${r.at.toISOString()})`,
+    "",
+    `\`${r.command}\`: seed ${r.seed}, ${r.runtimes} runtimes at once, each phase bounded by ${r.seconds} s, ${where}; Node ${r.node}.`,
+    "",
+    "Two phases on the same broker, one after the other, with the same plan and the same runtimes:",
+    "the pipeline (every event through the runtime client, each answer awaited), then a bare kafkajs",
+    "consume-and-produce passthrough (`bench/pipeline/subjects.ts`) on topics of its own, where the",
+    "copy of each event stands for its answer. Ratios are pipeline over passthrough.",
+    "",
+    "## Throughput",
+    "",
+    "| measure | pipeline | passthrough | ratio |",
+    "| --- | ---: | ---: | ---: |",
+    `| events published | ${pipe.rec.events} | ${base.rec.events} | ${ratio(pipe.rec.events, base.rec.events)} |`,
+    `| answers awaited and received | ${pipe.rec.answers} | ${base.rec.answers} | ${ratio(pipe.rec.answers, base.rec.answers)} |`,
+    `| not answered in time | ${unanswered(pipe)} | ${unanswered(base)} | |`,
+    `| trees played whole / cut short | ${pipe.rec.treesDone} / ${pipe.rec.treesCut} | ${base.rec.treesDone} / ${base.rec.treesCut} | |`,
+    `| active seconds (first publish to last answer) | ${fmt(sp.seconds, 1)} | ${fmt(sb.seconds, 1)} | |`,
+    `| sustained events per second | ${fmt(sp.perSecond, 1)} | ${fmt(sb.perSecond, 1)} | ${ratio(sp.perSecond, sb.perSecond)} |`,
+    "",
+    "The runtimes wait for each answer before their next step, as runtimes do, so the rate is set by",
+    "the latency of the answers: the passthrough plays every step (nothing refuses), the pipeline fewer.",
+    "",
+    "## Latency from ask to decision",
+    "",
+    "From the publish to the answer the runtime awaited, in ms. The passthrough's is the same event's copy.",
+    "",
+    "| exchange | processors | answers | p50 | p95 | p99 | passthrough p50 | p95 | p99 | p50 ratio | p99 ratio |",
+    "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+  ];
+  for (const k of MEASURED_KINDS) {
+    const a = latency(pipe.rec.latencies[k]);
+    const b = latency(base.rec.latencies[k]);
+    lines.push(
+      `| ${MEASURED[k].exchange} | ${MEASURED[k].processor} | ${a.count} | ${fmt(a.p50)} | ${fmt(a.p95)} | ${fmt(a.p99)} | ${fmt(b.p50)} | ${fmt(b.p95)} | ${fmt(b.p99)} | ${ratio(a.p50, b.p50)} | ${ratio(a.p99, b.p99)} |`,
+    );
+  }
+  lines.push(
+    "",
+    "## Consumer lag",
+    "",
+    `Sampled about once a second; messages of the input not yet committed, summed over partitions (a partition drained in transactions shows 1 for its marker). Chart: [${r.chartFile}](${r.chartFile}).`,
+    "",
+    `![consumer lag and events per second over time](${r.chartFile})`,
+    "",
+    "| processor | consumer group | at start | max | at end | samples |",
+    "| --- | --- | ---: | ---: | ---: | ---: |",
+    ...lagRows(pipe, (n) => `oz0.${n}`),
+    ...lagRows(base, () => "its own (baseline)"),
+    "",
+    "## Offloaded results",
+    "",
+    "| measure | value |",
+    "| --- | ---: |",
+    `| results offloaded to MinIO | ${pipe.rec.offloaded} |`,
+    `| bytes offloaded | ${pipe.rec.offloadedBytes} (${bytes(pipe.rec.offloadedBytes)}) |`,
+    `| results fitted | ${pipe.rec.outcomes.get("tool_result:fitted") ?? 0} |`,
+    `| results delivered as sent | ${pipe.rec.outcomes.get("tool_result:as-is") ?? 0} |`,
+    `| results answered as failed calls | ${pipe.rec.outcomes.get("tool_result:failed") ?? 0} |`,
+    `| oz.read_result answers (failed) | ${pipe.rec.outcomes.get("read_result:read") ?? 0} (${pipe.rec.outcomes.get("read_result:failed") ?? 0}) |`,
+    "",
+    "## Mix",
+    "",
+    `The plan: ${r.plan.events} events in ${TREE_KINDS.reduce((s, k) => s + r.plan.trees[k], 0)} trees (${TREE_KINDS.map((k) => `${k} ${r.plan.trees[k]}`).join(", ")}).`,
+    "",
+    "| event | planned | published (pipeline) | published (passthrough) |",
+    "| --- | ---: | ---: | ---: |",
+    ...STEP_KINDS.map((k) => `| ${k} | ${r.plan.steps[k]} | ${pipe.rec.published[k]} | ${base.rec.published[k]} |`),
+    "",
+    "Answers by outcome (pipeline):",
+    "",
+    "| exchange | outcome | count |",
+    "| --- | --- | ---: |",
+    ...[...pipe.rec.outcomes].sort(([a], [b]) => (a < b ? -1 : 1)).map(([key, n]) => {
+      const [k, outcome] = key.split(":");
+      return `| ${k} | ${outcome} | ${n} |`;
+    }),
+    "",
+  );
+  if (r.processors && r.processors.length > 0) {
+    lines.push("## Processors (in this process)", "", "| processor | in | out | dead letters | retries |", "| --- | ---: | ---: | ---: | ---: |");
+    for (const p of r.processors) lines.push(`| ${p.name} | ${p.in} | ${p.out} | ${p.deadLetters} | ${p.retries} |`);
+    lines.push("");
+  }
+  const errors = [...pipe.rec.errors.map((e) => `pipeline: ${e}`), ...base.rec.errors.map((e) => `passthrough: ${e}`)];
+  if (errors.length > 0) lines.push("## Errors", "", ...errors.map((e) => `- ${e}`), "");
+  return lines.join("\n");
+}

@@ -1,0 +1,185 @@
+/**
+ * One load run: the plan (bench/load/mix.ts) played by many runtimes through the runtime
+ * client against the pipeline, then the same plan against a bare kafkajs passthrough on topics
+ * of its own on the same broker; consumer lag sampled throughout; the report and its chart
+ * written. Bounded in count (the plan's events) and in time (each phase's seconds).
+ */
+import { randomUUID } from "node:crypto";
+import { mkdir, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+import kafkajs from "kafkajs";
+import { startPipeline, type Pipeline } from "../../bin/pipeline.ts";
+import { RuntimeClient } from "../../client/runtime-client.ts";
+import { PIPELINE } from "../../processors/pipeline.ts";
+import { kafkaConfig, type Endpoints } from "../../processors/runner/endpoints.ts";
+import { createLogger, type Logger } from "../../processors/runner/log.ts";
+import { opsAddressFromEnv } from "../../processors/runner/ops-server.ts";
+import { Serde } from "../../schemas/serde.ts";
+import type { ModelCall } from "../../schemas/types.ts";
+import { ensureTopics } from "../../topology/create.ts";
+import { topic as topicSpec, type TopicSpec } from "../../topology/topics.ts";
+import { startPassthrough } from "../pipeline/subjects.ts";
+import { loadCorpus } from "./corpus.ts";
+import { EchoTarget } from "./echo.ts";
+import { LagSampler, type WatchedGroup } from "./lag.ts";
+import { countSteps, countTrees, makePlan, type Plan } from "./mix.ts";
+import { MEASURED_KINDS, playAll, Recorder, type LoadTarget } from "./play.ts";
+import { Progress } from "./progress.ts";
+import { publishLoadConfig } from "./publish-config.ts";
+import { loadChart, loadMarkdown, type LoadResult, type PhaseResult } from "./report.ts";
+
+export interface LoadOptions {
+  readonly endpoints: Endpoints;
+  /** Events the plan holds (it stops at the first tree that reaches them). */
+  readonly events: number;
+  /** Each phase stops starting steps after this many seconds; every await ends by then too. */
+  readonly seconds: number;
+  /** Runtimes playing trees at once. */
+  readonly runtimes: number;
+  readonly seed: number;
+  /** A pipeline runs elsewhere (`npm start`, compose): none is started here. */
+  readonly external: boolean;
+  /** Where load.md and load.svg go. */
+  readonly outDir: string;
+  /** The command line the report names. */
+  readonly command: string;
+  /** Draw progress on stderr. @default true */
+  readonly progress?: boolean;
+  readonly log?: Logger;
+}
+
+export interface LoadOutcome {
+  readonly result: LoadResult;
+  readonly markdown: string;
+  readonly svg: string;
+  readonly files: { readonly markdown: string; readonly chart: string };
+}
+
+const CHART_FILE = "load.svg";
+
+async function phase(name: string, plan: Plan, target: LoadTarget, sampler: LagSampler, o: LoadOptions): Promise<PhaseResult> {
+  const rec = new Recorder();
+  const limitMs = o.seconds * 1000;
+  const startedAt = Date.now();
+  const progress = o.progress === false ? undefined : new Progress();
+  const state = () => ({
+    phase: name,
+    events: rec.events,
+    planned: plan.events,
+    answers: rec.answers,
+    unanswered: MEASURED_KINDS.reduce((s, k) => s + rec.unanswered[k], 0),
+    elapsedMs: Date.now() - startedAt,
+    limitMs,
+  });
+  sampler.start(1_000);
+  progress?.start(state);
+  try {
+    await playAll(plan, target, rec, { deadline: startedAt + limitMs, runtimes: o.runtimes });
+  } finally {
+    progress?.stop(state());
+    await sampler.stop();
+  }
+  return { startedAt, endedAt: Date.now(), rec, lag: sampler.samples };
+}
+
+/**
+ * One exchange before the clock starts, so joining groups and first transactions are not
+ * counted against the first trees: a model-call ask of a probe tree. A pipeline elsewhere may
+ * still be starting (compose starts the load beside it), so it is given longer.
+ */
+async function warmUp(target: LoadTarget, uid: string, phaseName: string, timeoutMs = 60_000): Promise<void> {
+  const tree = `load-${uid}-probe-${phaseName}`;
+  const ask: ModelCall = { id: `${tree}-ask`, tenant: "load-probe", tree_id: tree, job_id: tree, run_id: `${tree}-run`, request_id: `${tree}-req`, kind: "ask", model: "claude-haiku-3.5", input_tokens: 10, max_output_tokens: 10, output_tokens: null, cache_read_tokens: 0, cache_write_tokens: 0, agent: null, ts: Date.now() };
+  await target.askModelCall(ask, timeoutMs);
+}
+
+/** Until the in-process pipeline's groups are all stable with members (its /health/ready), at most `timeoutMs`. */
+async function untilReady(pipeline: Pipeline, timeoutMs: number): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    const r = pipeline.ops.health.ready();
+    if (r.ready) return;
+    if (Date.now() > until) throw new Error(`the pipeline was not ready within ${timeoutMs} ms: ${r.reasons.join("; ")}`);
+    await sleep(250);
+  }
+}
+
+export async function runLoad(o: LoadOptions): Promise<LoadOutcome> {
+  const log = o.log ?? createLogger({ component: "load" });
+  const uid = randomUUID().slice(0, 8);
+  const corpus = await loadCorpus();
+  const plan = makePlan({ seed: o.seed, events: o.events, tag: uid, corpus });
+  const kafka = new kafkajs.Kafka(kafkaConfig(`oz0-load-${uid}`, o.endpoints, process.env, log));
+  const admin = kafka.admin();
+  const serde = new Serde({ registryUrl: o.endpoints.registryUrl });
+  let pipeline: Pipeline | undefined;
+  let client: RuntimeClient | undefined;
+  const passIn = `load.${uid}.passthrough.in`;
+  const passOut = `load.${uid}.passthrough.out`;
+  let topicsMade = false;
+  try {
+    await admin.connect();
+    await serde.registerAll();
+    const published = await publishLoadConfig(kafka, serde, log);
+    if (published.length > 0) log.info("the load's agents published", { keys: published });
+    if (!o.external) {
+      // Its health and metrics on any free port unless OZ0_METRICS_PORT says, so a running `npm start` keeps 9464.
+      pipeline = await startPipeline(o.endpoints, createLogger({ component: "pipeline" }, () => {}), { ops: opsAddressFromEnv({ OZ0_METRICS_PORT: "0", ...process.env }) });
+    } else if (published.length > 0) {
+      // A running pipeline follows the table; give it a moment to read the new rows.
+      await sleep(2_000);
+    }
+    if (pipeline) await untilReady(pipeline, 120_000);
+    client = await RuntimeClient.connect(o.endpoints, { log, timeoutMs: 30_000 });
+    await warmUp(client, uid, "pipeline", o.external ? 300_000 : 60_000);
+    const watched: WatchedGroup[] = PIPELINE.map((e) => ({ name: e.processor.name, group: `oz0.${e.processor.name}`, topic: e.processor.input }));
+    const pipe = await phase("pipeline", plan, client, new LagSampler(admin, watched), o);
+    const processors = pipeline?.running.map((r) => ({ name: r.name, in: r.stats.in, out: r.stats.out, deadLetters: r.stats.deadLetters, retries: r.stats.retries }));
+
+    // The baseline: the same plan through a bare passthrough on topics of this run, with the real topics' partitions.
+    const spec = (name: string): TopicSpec => ({ ...topicSpec("oz0.tool-results"), name, retentionMs: 3_600_000, compacted: false, doc: `load ${uid}: the passthrough baseline` });
+    await ensureTopics(admin, [spec(passIn), spec(passOut)]);
+    topicsMade = true;
+    const group = `load.${uid}.passthrough`;
+    const subject = await startPassthrough({ kafka, serde, log, groupId: group, input: passIn, outputs: new Map([["out", passOut]]) });
+    const echo = new EchoTarget(kafka, serde, { input: passIn, output: passOut });
+    let base: PhaseResult;
+    try {
+      await echo.start();
+      await warmUp(echo, uid, "passthrough");
+      base = await phase("passthrough", plan, echo, new LagSampler(admin, [{ name: "passthrough", group, topic: passIn }]), o);
+    } finally {
+      await echo.close().catch(() => undefined);
+      await subject.stop().catch(() => undefined);
+    }
+
+    const result: LoadResult = {
+      at: new Date(),
+      command: o.command,
+      seed: o.seed,
+      seconds: o.seconds,
+      runtimes: o.runtimes,
+      external: o.external,
+      node: process.version,
+      plan: { events: plan.events, trees: countTrees(plan), steps: countSteps(plan) },
+      pipeline: pipe,
+      passthrough: base,
+      ...(processors ? { processors } : {}),
+      chartFile: CHART_FILE,
+    };
+    const markdown = loadMarkdown(result);
+    const svg = loadChart(result);
+    await mkdir(o.outDir, { recursive: true });
+    const files = { markdown: join(o.outDir, "load.md"), chart: join(o.outDir, CHART_FILE) };
+    await writeFile(files.markdown, markdown);
+    await writeFile(files.chart, svg);
+    return { result, markdown, svg, files };
+  } finally {
+    if (topicsMade) await admin.deleteTopics({ topics: [passIn, passOut], timeout: 30_000 }).catch((err: unknown) => log.warn("deleting the passthrough's topics failed; delete them by hand", { topics: [passIn, passOut], error: String(err) }));
+    await client?.close().catch(() => undefined);
+    await pipeline?.stop().catch((err: unknown) => log.warn("stopping the pipeline failed", { error: String(err) }));
+    await admin.disconnect().catch(() => undefined);
+  }
+}
+

@@ -1,0 +1,159 @@
+import { describe, expect, it } from "vitest";
+import { chartSvg, escapeXml, ticks } from "../../../bench/load/chart.ts";
+import { leadingId } from "../../../bench/load/echo.ts";
+import { MEASURED_KINDS, offloadOf, Recorder } from "../../../bench/load/play.ts";
+import { progressLine } from "../../../bench/load/progress.ts";
+import { loadChart, loadMarkdown, sustained, type LoadResult, type PhaseResult } from "../../../bench/load/report.ts";
+import { latency, percentile, perSecond } from "../../../bench/load/stats.ts";
+import { STEP_KINDS, TREE_KINDS } from "../../../bench/load/mix.ts";
+import type { ResultDelivered } from "../../../schemas/types.ts";
+import avro from "avsc";
+import { readFileSync } from "node:fs";
+
+/** Well-formed XML as far as an SVG needs: one root, every tag closed in order, no raw `&` or `<` in text. */
+function wellFormed(xml: string): { ok: boolean; why: string } {
+  const body = xml.replace(/^<\?xml[^>]*\?>\s*/, "");
+  const stack: string[] = [];
+  const re = /<(\/?)([a-zA-Z][\w:-]*)((?:\s+[\w:-]+="[^"<]*")*)\s*(\/?)>|([^<]+)|(<)/g;
+  let roots = 0;
+  for (const m of body.matchAll(re)) {
+    const [, close, name, , self, text, stray] = m;
+    if (stray) return { ok: false, why: `a stray < at ${m.index}` };
+    if (text !== undefined) {
+      if (/&(?!(amp|lt|gt|quot|apos);)/.test(text)) return { ok: false, why: `a raw & in ${JSON.stringify(text.slice(0, 40))}` };
+      if (stack.length === 0 && text.trim() !== "") return { ok: false, why: "text outside the root" };
+      continue;
+    }
+    if (close) {
+      if (stack.pop() !== name) return { ok: false, why: `</${name}> closes nothing open` };
+    } else if (!self) {
+      if (stack.length === 0) roots++;
+      stack.push(name ?? "");
+    } else if (stack.length === 0) roots++;
+  }
+  if (stack.length > 0) return { ok: false, why: `<${stack.join("><")}> left open` };
+  return roots === 1 ? { ok: true, why: "" } : { ok: false, why: `${roots} roots` };
+}
+
+describe("the load report's figures", () => {
+  it("SYS-6 takes nearest-rank percentiles", () => {
+    const hundred = Array.from({ length: 100 }, (_, i) => i + 1);
+    expect(percentile(hundred, 50)).toBe(50);
+    expect(percentile(hundred, 95)).toBe(95);
+    expect(percentile(hundred, 99)).toBe(99);
+    expect(percentile(hundred, 100)).toBe(100);
+    expect(percentile([7], 99)).toBe(7);
+    expect(percentile([1, 2, 3, 4], 50)).toBe(2);
+    expect(percentile([], 50)).toBeNaN();
+    const l = latency([30, 10, 20, 40, 1_000]);
+    expect(l).toEqual({ count: 5, p50: 30, p95: 1_000, p99: 1_000, max: 1_000 });
+  });
+
+  it("SYS-6 counts events per whole second from the start", () => {
+    const start = 10_000;
+    expect(perSecond([10_000, 10_400, 10_999, 11_000, 12_500, 9_000], start, 13_000)).toEqual([
+      [0, 3],
+      [1, 1],
+      [2, 1],
+    ]);
+  });
+
+  it("SYS-6 picks round ticks covering the data", () => {
+    expect(ticks(10)).toEqual([0, 2, 4, 6, 8, 10]);
+    expect(ticks(97)).toEqual([0, 20, 40, 60, 80, 100]);
+    expect(ticks(0)).toEqual([0, 1]);
+    const t = ticks(1234);
+    expect(t[t.length - 1]).toBeGreaterThanOrEqual(1234);
+  });
+
+  it("SYS-6 draws a valid SVG with titles, axis labels, ticks and a legend, escaping names", () => {
+    const svg = chartSvg("a <chart> & more", [
+      { title: "Lag", xLabel: "seconds since the phase started", yLabel: "consumer lag (messages)", series: [{ name: "fit-results", points: [[0, 3], [1, 12], [2, 0]] }, { name: "a&b", points: [[0, 1]], dashed: true }] },
+      { title: "Rate", xLabel: "seconds", yLabel: "events per second", series: [{ name: "pipeline", points: [] }] },
+    ]);
+    expect(wellFormed(svg)).toEqual({ ok: true, why: "" });
+    expect(svg).toContain('xmlns="http://www.w3.org/2000/svg"');
+    expect(svg).toContain("a &lt;chart&gt; &amp; more");
+    expect(svg).toMatch(/<text class="x-label"[^>]*>seconds since the phase started<\/text>/);
+    expect(svg).toMatch(/<text class="y-label"[^>]*rotate\(-90[^>]*>consumer lag \(messages\)<\/text>/);
+    expect(svg).toMatch(/<text class="y-label"[^>]*>events per second<\/text>/);
+    expect(svg).toContain(">a&amp;b</text>");
+    expect(svg).toContain('stroke-dasharray="6 4"');
+    expect(svg.match(/<path /g)?.length).toBe(2);
+    // y ticks of the lag panel cover 12 in round steps: 0, 5, 10, 15.
+    expect(svg).toMatch(/>15<\/text>/);
+    expect(svg).toMatch(/>10<\/text>/);
+    expect(escapeXml(`"'`)).toBe("&quot;&apos;");
+  });
+
+  it("SYS-6 the checker itself refuses broken SVG", () => {
+    expect(wellFormed("<svg><g></svg>").ok).toBe(false);
+    expect(wellFormed("<svg><text>a & b</text></svg>").ok).toBe(false);
+    expect(wellFormed("<svg/><svg/>").ok).toBe(false);
+  });
+
+  it("SYS-6 draws progress as one line with the bar, the rate and the time left", () => {
+    const line = progressLine({ phase: "pipeline", events: 50, planned: 100, answers: 30, unanswered: 2, elapsedMs: 10_000, limitMs: 60_000 }, 10);
+    expect(line).toBe("pipeline [#####.....] 50/100 events, 30 answers, 2 unanswered, 5/s, 50s left");
+    expect(line).not.toContain("\n");
+    expect(progressLine({ phase: "p", events: 500, planned: 100, answers: 0, unanswered: 0, elapsedMs: 70_000, limitMs: 60_000 }, 4)).toBe("p [####] 500/100 events, 0 answers, 7/s, 0s left");
+  });
+
+  it("SYS-6 reads the event ID first in an Avro event in the wire format, as the echo does", () => {
+    const schema = JSON.parse(readFileSync(new URL("../../../schemas/ToolCall.avsc", import.meta.url), "utf8")) as object;
+    const type = avro.Type.forSchema(schema as avro.Schema);
+    const id = "evt-äö-".repeat(30);
+    const body = type.toBuffer({ id, tenant: "t", tree_id: "r", job_id: "j", run_id: "r", call_id: "c", agent: "a", plugin: "p", tool: "p", function: "f", arguments: "{}", origin: "model", context_used: null, spend_share: null, ts: 1 });
+    const header = Buffer.from([0, 0, 0, 0, 42]);
+    expect(leadingId(Buffer.concat([header, body]))).toBe(id);
+    expect(leadingId(Buffer.concat([Buffer.from([1, 0, 0, 0, 42]), body]))).toBeUndefined();
+    expect(leadingId(Buffer.concat([header, body.subarray(0, 10)]))).toBeUndefined();
+    expect(leadingId(null)).toBeUndefined();
+  });
+
+  it("SYS-6 finds an offloaded result's ref and size in what the model reads", () => {
+    const d = { content: JSON.stringify({ content: [{ type: "text", text: "{}" }], _meta: { "oz0/offload": { ref: "oz0-file:sha256:ab", size: 1234 } } }) } as ResultDelivered;
+    expect(offloadOf(d)).toEqual({ ref: "oz0-file:sha256:ab", size: 1234 });
+    expect(offloadOf({ content: "not json" } as ResultDelivered)).toBeUndefined();
+    expect(offloadOf({ content: JSON.stringify({ content: [] }) } as ResultDelivered)).toBeUndefined();
+  });
+
+  it("SYS-6 writes every section of the report with its figures and ratios to the passthrough", () => {
+    const phase = (scale: number, lagName: string): PhaseResult => {
+      const rec = new Recorder();
+      for (let i = 0; i < 100; i++) rec.sent("tool_call", 1_000 + i * 10);
+      for (const k of MEASURED_KINDS) for (let i = 1; i <= 20; i++) rec.answered(k, 0, i * scale, "allow");
+      rec.lastAt = 3_000;
+      rec.offloaded = scale === 10 ? 3 : 0;
+      rec.offloadedBytes = scale === 10 ? 150_000 : 0;
+      return { startedAt: 1_000, endedAt: 3_000, rec, lag: [{ at: 1_000, lags: { [lagName]: 5 } }, { at: 2_000, lags: { [lagName]: 40 } }, { at: 3_000, lags: { [lagName]: 1 } }] };
+    };
+    const zeros = <K extends string>(keys: readonly K[]) => Object.fromEntries(keys.map((k) => [k, 2])) as Record<K, number>;
+    const r: LoadResult = {
+      at: new Date(0),
+      command: "npm run load -- --events 100",
+      seed: 1,
+      seconds: 60,
+      runtimes: 4,
+      external: false,
+      node: "v20",
+      plan: { events: 100, trees: zeros(TREE_KINDS), steps: zeros(STEP_KINDS) },
+      pipeline: phase(10, "fit-results"),
+      passthrough: phase(2, "passthrough"),
+      processors: [{ name: "fit-results", in: 10, out: 20, deadLetters: 0, retries: 0 }],
+      chartFile: "load.svg",
+    };
+    expect(sustained(r.pipeline).perSecond).toBeCloseTo(50, 5);
+    const md = loadMarkdown(r);
+    for (const h of ["## Throughput", "## Latency from ask to decision", "## Consumer lag", "## Offloaded results", "## Mix", "## Processors (in this process)"]) expect(md).toContain(h);
+    expect(md).toContain("| sustained events per second | 50.0 | 50.0 | 1.00x |");
+    expect(md).toContain("| model-call ask to admission | limits-model-calls | 20 | 100 | 190 | 200 | 20 | 38 | 40 | 5.00x | 5.00x |");
+    expect(md).toContain("| fit-results | oz0.fit-results | 5 | 40 | 1 | 3 |");
+    expect(md).toContain("| bytes offloaded | 150000 (146.5 KiB) |");
+    expect(md).toContain("![consumer lag and events per second over time](load.svg)");
+    const svg = loadChart(r);
+    expect(wellFormed(svg).ok).toBe(true);
+    expect(svg).toContain(">fit-results</text>");
+    expect(svg).toContain(">passthrough (baseline)</text>");
+  });
+});
