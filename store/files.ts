@@ -557,9 +557,13 @@ export class FileStore {
   /** Current object names under a prefix. */
   private async names(prefix: string): Promise<string[]> {
     const out: string[] = [];
-    for await (const item of this.client.listObjects(this.bucket, prefix, true)) {
-      const o = item as { name?: string };
-      if (o.name) out.push(o.name);
+    try {
+      for await (const item of this.client.listObjects(this.bucket, prefix, true)) {
+        const o = item as { name?: string };
+        if (o.name) out.push(o.name);
+      }
+    } catch (err) {
+      throw failure(err, "list stored files");
     }
     return out;
   }
@@ -567,6 +571,14 @@ export class FileStore {
   /** Every version (delete markers included) of one name, or of all names under a prefix when `under`. */
   private async versions(nameOrPrefix: string, under = false): Promise<Version[]> {
     const out: Version[] = [];
+    if (under) {
+      // minio's versioned listing signs its second page wrongly (SignatureDoesNotMatch past
+      // 1,000 versions), so a prefix is listed by name, which pages right, then each name's
+      // versions. The store removes versions by ID and never leaves a name behind a delete
+      // marker, so listing by name finds every name it wrote.
+      for (const name of await this.names(nameOrPrefix)) out.push(...(await this.versions(name)));
+      return out;
+    }
     try {
       for await (const item of this.client.listObjects(this.bucket, nameOrPrefix, true, { IncludeVersion: true })) {
         // With IncludeVersion the items carry these fields, which minio's typings leave out.

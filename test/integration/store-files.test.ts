@@ -152,6 +152,24 @@ describe("the file store in real MinIO", () => {
     expect(await files.client.listObjects(bucket, fileNames.tenant(t), true, { IncludeVersion: true }).toArray()).toEqual([]);
   });
 
+  it("FILE-6 erasure reaches every file of a tenant with more than 1,000 objects stored (past one listing page)", async () => {
+    const big = uid("bigco");
+    const tree = uid("tree");
+    const refs: string[] = [];
+    // Each file is three objects (marker, grant, data): 360 files make 1,080.
+    for (let i = 0; i < 360; i += 40) {
+      const batch = await Promise.all(Array.from({ length: 40 }, (_, j) => files.store({ tenant: big, tree }, Buffer.from(`page ${i + j} ${big}`))));
+      refs.push(...batch.map((f) => f.ref));
+    }
+    const report = await files.eraseTenant(big);
+    expect(report.held).toEqual([]);
+    expect(report.erased.length).toBe(360);
+    for (const ref of refs.slice(0, 5)) await expect(files.read({ tenant: big, tree }, ref)).rejects.toBeInstanceOf(FileNotFound);
+    let left = 0;
+    for await (const _ of files.client.listObjects(bucket, fileNames.tenant(big), true)) left++;
+    expect(left).toBe(0);
+  }, 300_000);
+
   it("FILE-6 erasing a tree keeps a file another tree also stored", async () => {
     const t = uid("shared");
     const [a, b] = [uid("tree"), uid("tree")];
