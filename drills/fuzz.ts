@@ -302,7 +302,7 @@ export function reasonGroup(reason: string): string {
     .replace(/\(Unexpected[^)]*\)|\((No number|Bad control|Expected|Unterminated)[^)]*\)/g, "(<JSON.parse message>)")
     .replace(/at \w+:\/\/\S+?(?=: )/g, "at <registry>")
     .replace(/\b(drill\.\S+|oz0\.[\w.-]+) partition \d+ offset \d+/g, "<topic> partition <p> offset <o>")
-    .replace(/-?\d+/g, "N")
+    .replace(/(?<![\w-])-?\d+(?!\w)/g, "N")
     .slice(0, 240);
 }
 
