@@ -76,6 +76,8 @@ const kafka = new kafkajs.Kafka(kafkaConfig("oz0-drill", endpoints, process.env,
 const admin = kafka.admin();
 const serde = new Serde({ registryUrl: endpoints.registryUrl });
 const redis = redisClient(endpoints, { maxRetriesPerRequest: 3 });
+// Redis is stopped on purpose by an outage drill; the client reconnects by itself.
+redis.on("error", () => {});
 const minio = minioClient(endpoints);
 const say = (line: string): void => void process.stderr.write(`${line}\n`);
 const rows: DrillRow[] = [];

@@ -25,6 +25,8 @@ import { TOPICS } from "../topology/topics.ts";
 
 export interface Pipeline {
   readonly running: RunningProcessor[];
+  /** Each processor's consumer group, by processor name. */
+  readonly groups: ReadonlyMap<string, string>;
   readonly kafka: Kafka;
   readonly admin: Admin;
   readonly serde: Serde;
@@ -38,6 +40,26 @@ export interface Pipeline {
 export interface PipelineOptions {
   /** Where `/health/*` and `/metrics` listen. @default `OZ0_METRICS_HOST`:`OZ0_METRICS_PORT`, else 127.0.0.1:9464 */
   ops?: OpsAddress;
+  /**
+   * Each processor's consumer group is this prefix and its name. A prefix of its own gives a
+   * pipeline groups that no other instance shares and no earlier run left a backlog in (the
+   * end-to-end tests). @default "oz0."
+   */
+  groupPrefix?: string;
+  /**
+   * Where a group that has committed nothing starts: at the beginning of its input (every
+   * record the topic keeps), or at its end (only what is published from now on). A group that
+   * committed resumes where it stopped either way. @default "beginning"
+   */
+  startAt?: "beginning" | "end";
+}
+
+/** Commits a group that has committed nothing at its topic's end, so it reads only what comes next. */
+async function startGroupAtEnd(admin: Admin, groupId: string, topic: string): Promise<void> {
+  const [committed] = await admin.fetchOffsets({ groupId, topics: [topic] });
+  if (committed?.partitions.some((p) => p.offset !== "-1")) return;
+  const ends = await admin.fetchTopicOffsets(topic);
+  await admin.setOffsets({ groupId, topic, partitions: ends.map((p) => ({ partition: p.partition, offset: p.high })) });
 }
 
 export async function startPipeline(endpoints: Endpoints, log: Logger, options: PipelineOptions = {}): Promise<Pipeline> {
@@ -59,17 +81,23 @@ export async function startPipeline(endpoints: Endpoints, log: Logger, options: 
   // SYS-5: the traces' bucket and the audit log's, created with object locking.
   await ensureSinkBuckets(endpoints);
   const config = await ConfigTable.start(kafka, serde, log);
-  const running: RunningProcessor[] = [];
-  const inputs = new Map<string, string>();
-  for (const e of PIPELINE) {
-    const groupId = `oz0.${e.processor.name}`;
-    ops.starting(e.processor.name, groupId);
-    const transport = new KafkaTransport({ kafka, groupId, topic: e.processor.input, log });
-    const started = await startProcessor(e.processor, await e.env({ endpoints, redis, config, files }), { transport, serde, log });
-    running.push(started);
-    ops.started(started, groupId);
-    inputs.set(e.processor.name, e.processor.input);
-  }
+  const groupOf = (name: string): string => `${options.groupPrefix ?? "oz0."}${name}`;
+  const inputs = new Map<string, string>(PIPELINE.map((e) => [e.processor.name, e.processor.input]));
+  const groups = new Map<string, string>(PIPELINE.map((e) => [e.processor.name, groupOf(e.processor.name)]));
+  // All at once: a start returns once its consumer first joined its group, which takes the
+  // broker's initial rebalance delay and more (about 5 s here), so one after the other the
+  // pipeline took that long per processor.
+  const running: RunningProcessor[] = await Promise.all(
+    PIPELINE.map(async (e) => {
+      const groupId = groupOf(e.processor.name);
+      if (options.startAt === "end") await startGroupAtEnd(admin, groupId, e.processor.input);
+      ops.starting(e.processor.name, groupId);
+      const transport = new KafkaTransport({ kafka, groupId, topic: e.processor.input, log });
+      const started = await startProcessor(e.processor, await e.env({ endpoints, redis, config, files }), { transport, serde, log });
+      ops.started(started, groupId);
+      return started;
+    }),
+  );
   // LOOP-5: deadlines of loop approvals fire by a timer, even when the run sends nothing more.
   const loopDeadlines = await startLoopDeadlines({ store: loopStore(redis), kafka, serde, log });
   if (running.length === 0) log.warn("the pipeline lists no processors: topics and schemas are ready, nothing consumes them");
@@ -77,14 +105,16 @@ export async function startPipeline(endpoints: Endpoints, log: Logger, options: 
 
   return {
     running,
+    groups,
     kafka,
     admin,
     serde,
     ops,
     lag: async (r) => {
       const input = inputs.get(r.name);
-      if (!input) return NaN;
-      return consumerLag(admin, `oz0.${r.name}`, input);
+      const group = groups.get(r.name);
+      if (!input || !group) return NaN;
+      return consumerLag(admin, group, input);
     },
     stop: async () => {
       ops.health.stopping();

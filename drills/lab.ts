@@ -89,12 +89,29 @@ export async function feed(producer: Producer, topic: string, messages: readonly
   const started = Date.now();
   for (let i = 0; i < messages.length; i += chunk) {
     const part = messages.slice(i, i + chunk);
-    await producer.send({ topic, messages: part.map((m) => ({ key: m.key, value: m.value })) });
+    await sendSurely(producer, topic, part);
     const sent = i + part.length;
     await progress(sent);
     const due = started + (sent * 1000) / perSecond;
     const wait = due - Date.now();
     if (wait > 0) await sleep(wait);
+  }
+}
+
+/**
+ * Sends, retrying for up to `patienceMs` when the broker cannot be reached (an outage drill
+ * stops it for longer than kafkajs's own retries last), as a runtime holding its events would.
+ */
+async function sendSurely(producer: Producer, topic: string, part: readonly Message[], patienceMs = 180_000): Promise<void> {
+  const until = Date.now() + patienceMs;
+  for (;;) {
+    try {
+      await producer.send({ topic, messages: part.map((m) => ({ key: m.key, value: m.value })) });
+      return;
+    } catch (err) {
+      if (Date.now() > until) throw err;
+      await sleep(1_000);
+    }
   }
 }
 

@@ -95,7 +95,7 @@ async function warmUp(target: LoadTarget, uid: string, phaseName: string, timeou
 }
 
 /** Until the in-process pipeline's groups are all stable with members (its /health/ready), at most `timeoutMs`. */
-async function untilReady(pipeline: Pipeline, timeoutMs: number): Promise<void> {
+export async function untilReady(pipeline: Pipeline, timeoutMs: number): Promise<void> {
   const until = Date.now() + timeoutMs;
   for (;;) {
     const r = pipeline.ops.health.ready();

@@ -48,7 +48,12 @@ export function redisOptions(endpoint: RedisEndpoint, options: RedisOptions = {}
 
 /** A Redis connection to the endpoint, with its AUTH and TLS; `options` add to or override the defaults. */
 export function redisClient(endpoint: RedisEndpoint, options: RedisOptions = {}): Redis {
-  return new Redis(redisOptions(endpoint, options));
+  const client = new Redis(redisOptions(endpoint, options));
+  // A lost connection shows in the commands that fail (the runner logs and retries them) and
+  // ioredis reconnects by itself; unheard, each reconnect attempt would print outside the
+  // structured log.
+  client.on("error", () => {});
+  return client;
 }
 
 /** Where the connection goes, fit for a log line or an error: the URL without its password. */

@@ -3,12 +3,12 @@
  * is killed, rebalanced, or loses a service of the stack while inputs stream in, and its answers
  * and Redis state must equal an undisturbed reference run of the same inputs.
  */
-import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { disruptDrill, type DisruptOptions } from "../../drills/disrupt.ts";
 import type { Services } from "../../drills/lab.ts";
 import { passed, type DrillRow } from "../../drills/report.ts";
 import { minioClient } from "../../store/objects.ts";
+import { redisClient } from "../../store/redis/client.ts";
 import { endpoints, kafka, serde } from "../support/kafka.ts";
 
 let services: Services;
@@ -23,7 +23,10 @@ beforeAll(async () => {
   const k = kafka();
   const admin = k.admin();
   await admin.connect();
-  services = { kafka: k, admin, serde: await serde(), redis: new Redis(e.redisUrl, { maxRetriesPerRequest: 3 }), minio: minioClient(e), endpoints: e };
+  const redis = redisClient(e, { maxRetriesPerRequest: 3 });
+  // Redis is stopped on purpose by an outage drill; the client reconnects by itself.
+  redis.on("error", () => {});
+  services = { kafka: k, admin, serde: await serde(), redis, minio: minioClient(e), endpoints: e };
 });
 
 afterAll(async () => {
