@@ -183,6 +183,7 @@ export async function disruptDrill(s: Services, o: DisruptOptions): Promise<Dril
     say(`${o.subject}: drill run, ${describe(o.disruption, o.times)}`);
     const result = await run(s, drill, messages, o, o.times, workers);
     const lost = await readers[1].waitFor(want, o.drainMs ?? 90_000);
+    if (lost > 0) for (const w of workers) say(`  a worker's last log lines:\n${w.log.split("\n").slice(-12).join("\n")}`);
     // Late duplicates would arrive after the answers: give them a moment to show.
     await sleep(1_500);
     const peakRss = await stopAll(workers);

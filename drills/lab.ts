@@ -160,7 +160,7 @@ export class Worker {
       }
     });
     this.child.stderr?.on("data", (chunk: Buffer) => {
-      this.stderrTail = (this.stderrTail + chunk.toString("utf8")).slice(-4_000);
+      this.stderrTail = (this.stderrTail + chunk.toString("utf8")).slice(-20_000);
     });
     this.exited = new Promise((resolve) => {
       this.child.once("exit", (code, signal) => {

@@ -43,7 +43,7 @@ export function entry<In, Env>(processor: Processor<In, Env>, env: (deps: Pipeli
 export const PIPELINE: PipelineEntry[] = [
   // FIT-16: the tree's spend share from the budget state (LIM-8), else the event's.
   // FILE-1: file arguments resolved to paths when the call's tree (or an earlier turn, FILE-3) may read them.
-  entry(fillInProcessor, ({ config, redis, files }) => ({ config, spendShare: (tree: string) => spendShare(redis, new Keys(), tree), files: fileArgumentsEnv(filesState(redis), files) })),
+  entry(fillInProcessor, ({ config, redis, files }) => ({ config, spendShare: (tenant: string, tree: string) => spendShare(redis, new Keys(), tenant, tree), files: fileArgumentsEnv(filesState(redis), files) })),
   entry(loopCallsProcessor, loopEnv),
   entry(loopResultsProcessor, loopEnv),
   entry(loopApprovalsProcessor, loopEnv),

@@ -18,6 +18,8 @@ const HEADER = 5;
 /** How long, and for how many IDs, the registry's "no such schema" is remembered. */
 const MISSING_ID_TTL_MS = 60_000;
 const MISSING_IDS_KEPT = 4_096;
+/** The largest encoding buffer a Serde keeps for reuse; a larger output is encoded into its own buffer. */
+const SCRATCH_MAX_BYTES = 1024 * 1024;
 
 /** An input that can never be decoded, however often it is retried. */
 export class DecodeError extends Error {
@@ -58,6 +60,8 @@ export class Serde {
   private readonly missing = new Map<number, number>();
   /** Per writer schema ID: the same schema with every string read as UTF-8-checked bytes. */
   private readonly checkers = new Map<number, avro.Type>();
+  /** Where outputs are encoded, after the wire header, before being copied out at their size. */
+  private scratch = Buffer.allocUnsafe(64 * 1024);
 
   readonly options: SerdeOptions;
 
@@ -122,11 +126,23 @@ export class Serde {
   encodeChecked(name: SchemaName, value: unknown): Buffer {
     const id = this.ids.get(name);
     if (id === undefined) throw new Error(`schema ${name} is not registered yet: call registerAll() at start`);
-    const body = schema(name).type.toBuffer(value);
-    const out = Buffer.allocUnsafe(HEADER + body.length);
+    const type = schema(name).type;
+    // Encoded once into a buffer kept for the purpose, then copied out at its size: one
+    // allocation and one copy per output, where toBuffer makes two of each.
+    const end = type.encode(value, this.scratch, HEADER);
+    let out: Buffer;
+    if (end > 0) {
+      out = Buffer.allocUnsafe(end);
+      this.scratch.copy(out, HEADER, HEADER, end);
+    } else {
+      // Too small: `end` is minus the bytes missing. Encoded again at its exact size.
+      const size = this.scratch.length - end;
+      out = Buffer.allocUnsafe(size);
+      if (type.encode(value, out, HEADER) !== size) throw new Error(`${name} encoded to a different size twice: the value changed while it was encoded`);
+      if (size <= SCRATCH_MAX_BYTES) this.scratch = Buffer.allocUnsafe(Math.min(SCRATCH_MAX_BYTES, Math.max(size, 2 * this.scratch.length)));
+    }
     out.writeUInt8(MAGIC, 0);
     out.writeUInt32BE(id, 1);
-    body.copy(out, HEADER);
     return out;
   }
 

@@ -152,8 +152,11 @@ export const TOPICS = [
 
 export type TopicName = (typeof TOPICS)[number]["name"];
 
+/** Specs by name: the runner looks a topic up several times for every output. */
+const BY_NAME = new Map<string, TopicSpec>(TOPICS.map((t) => [t.name, t]));
+
 export function topic(name: TopicName): TopicSpec {
-  const spec = TOPICS.find((t) => t.name === name);
+  const spec = BY_NAME.get(name);
   if (!spec) throw new Error(`no topic named ${name}`);
   return spec;
 }

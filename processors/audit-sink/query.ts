@@ -1,8 +1,11 @@
 /**
  * What `npm run audit` shows: entries filtered by tenant, kind and time, each once, in time
- * order; and per-day loop counts from the `loop.acted` entries the loop detector publishes.
+ * order; per-day loop counts from the `loop.acted` entries the loop detector publishes; and
+ * from those, the tools that looped in three or more tenants in a week (LOOP-9), grouped as
+ * `npm run loops -- report` groups the daily counts in Redis.
  */
 import type { AuditEvent } from "../../schemas/types.ts";
+import { reportDays, toolsLoopingInTenants, type LoopingTool, type ToolFacts } from "../loops/report.ts";
 
 export interface AuditFilter {
   readonly tenant?: string;
@@ -56,6 +59,27 @@ export function loopCounts(entries: readonly AuditEvent[]): LoopCount[] {
   }
   const order = (c: LoopCount) => [c.day, c.tenant, c.plugin, c.tool].join("\u0000");
   return [...counts.values()].sort((a, b) => (order(a) < order(b) ? -1 : order(a) > order(b) ? 1 : 0));
+}
+
+export interface LoopWeek {
+  /** Epoch milliseconds in the window's last UTC day. @default now */
+  readonly until?: number;
+  /** UTC days in the window, up to and including the day of `until`. @default 7 */
+  readonly days?: number;
+  /** Tenants a tool must have looped in to be listed. @default 3 */
+  readonly minTenants?: number;
+}
+
+/**
+ * LOOP-9 from the audit log: the tools whose loops acted on (`loop.acted`, counted by their
+ * day as `loopCounts` counts them) span at least `minTenants` tenants in the window, each
+ * with its tenants, loops, risk class and kill switch from `facts`.
+ */
+export function weeklyLoopingTools(entries: readonly AuditEvent[], week: LoopWeek = {}, facts: Partial<ToolFacts> = {}): LoopingTool[] {
+  const window = new Set(reportDays(week.until ?? Date.now(), week.days ?? 7));
+  // Each entry once, as the reader shows it; an entry without a tenant names no tenant to count.
+  const rows = loopCounts(selectEntries(entries, { kind: LOOP_ACTED })).filter((c) => c.tenant !== "" && window.has(c.day));
+  return toolsLoopingInTenants(rows, week.minTenants ?? 3, facts);
 }
 
 function words(record: Readonly<Record<string, string | number>>): string {

@@ -8,7 +8,9 @@
  *   marks the tree's job ended;
  * - a start under a chosen tree ID is refused while that tree still holds files and its job
  *   has ended, and when the ID is a conversation's turn; while the job runs, it follows it and
- *   is handed no files (FILE-5);
+ *   is handed no files (FILE-5). "That tree" is the tenant's own: records are kept per tenant
+ *   and tree, so a start naming another tenant's tree ID neither sees nor changes its record;
+
  * - a start naming files another job stored needs a person or app with the content
  *   permission, else it is refused; the files the tenant still holds are granted to the new
  *   tree and the handing is audited as `job.files_handed`; the others are left out, and the
@@ -103,12 +105,12 @@ async function handFiles(e: JobEvent, env: FilesJobsEnv): Promise<Emit[]> {
 async function rootStart(r: InputRecord<JobEvent>, env: FilesJobsEnv): Promise<Emit[]> {
   const e = r.value;
   if (e.chosen_tree_id) {
-    const rule = await chosenTreeRule(e, await env.state.tree(e.tree_id), () => env.files.holdsFiles(e.tenant, e.tree_id));
+    const rule = await chosenTreeRule(e, await env.state.tree(e.tenant, e.tree_id), () => env.files.holdsFiles(e.tenant, e.tree_id));
     if (rule.action !== "start") return [decision(e, rule.action, rule)];
   }
   const handing = handingRule(e);
   if (handing.action !== "start") return [decision(e, "refuse", handing)];
-  await env.state.start(e.tree_id, { event: e.id, job: e.job_id, conversation: e.conversation_id }, { source: `${r.topic}:${r.partition}`, offset: r.offset });
+  await env.state.start(e.tenant, e.tree_id, { event: e.id, job: e.job_id, conversation: e.conversation_id }, { source: `${r.topic}:${r.partition}`, offset: r.offset });
   if (e.conversation_id) await env.state.turn(e.tenant, e.conversation_id, e.tree_id, e.previous_turn);
   return handFiles(e, env);
 }
@@ -141,10 +143,10 @@ export const filesJobsProcessor = defineProcessor<JobEvent, FilesJobsEnv>({
         // OFF-13: kept at the start, so every result of the job is weighed against it.
         const agent = env.config.get("agent", e.agent) as AgentDefinition | undefined;
         const tenant = env.config.get("tenant", e.tenant) as TenantSettings | undefined;
-        await env.state.threshold(e.tree_id, e.job_id, resolveOffloadThreshold(agent, tenant));
+        await env.state.threshold(e.tenant, e.tree_id, e.job_id, resolveOffloadThreshold(agent, tenant));
         out.push({ emits: e.parent_job_id === null ? await rootStart(r, env) : await childStart(e, env) });
       } else if (e.kind === "ended" && e.parent_job_id === null) {
-        await env.state.end(e.tree_id, e.job_id, { source: `${r.topic}:${r.partition}`, offset: r.offset });
+        await env.state.end(e.tenant, e.tree_id, e.job_id, { source: `${r.topic}:${r.partition}`, offset: r.offset });
         out.push({ emits: [] });
       } else {
         out.push({ emits: [] });

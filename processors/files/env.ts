@@ -28,6 +28,6 @@ export function fileArgumentsEnv(state: FilesState, files: Pick<FileStore, "read
 export function keptThreshold(state: FilesState, config: ConfigView): (job: { tenant: string; tree_id: string; job_id: string; agent: string }) => Promise<OffloadThreshold> {
   return (job) => {
     const resolved = resolveOffloadThreshold(config.get("agent", job.agent) as AgentDefinition | undefined, config.get("tenant", job.tenant) as TenantSettings | undefined);
-    return state.threshold(job.tree_id, job.job_id, resolved);
+    return state.threshold(job.tenant, job.tree_id, job.job_id, resolved);
   };
 }

@@ -3,6 +3,9 @@
  * root job, whether it runs, its conversation), each conversation's turns, and each job's
  * offload threshold. Every change is a Lua script, idempotent by input offset or by setting
  * only what is absent; reads are plain reads.
+ *
+ * Every record is kept per tenant and tree (FILE-5): tree IDs may be chosen, so two tenants
+ * may use the same one, and neither ever sees or changes the other's record.
  */
 import type { Redis } from "ioredis";
 import type { OffloadThreshold } from "../../config/resolve.ts";
@@ -32,15 +35,15 @@ export interface InputPosition {
 }
 
 export interface FilesState {
-  tree(treeId: string): Promise<TreeRecord | null>;
-  start(treeId: string, start: { readonly event: string; readonly job: string; readonly conversation: string | null }, at: InputPosition): Promise<void>;
-  end(treeId: string, job: string, at: InputPosition): Promise<void>;
+  tree(tenant: string, treeId: string): Promise<TreeRecord | null>;
+  start(tenant: string, treeId: string, start: { readonly event: string; readonly job: string; readonly conversation: string | null }, at: InputPosition): Promise<void>;
+  end(tenant: string, treeId: string, job: string, at: InputPosition): Promise<void>;
   /** Records a turn of a conversation; the first record of a turn stands. */
   turn(tenant: string, conversation: string, tree: string, previous: string | null): Promise<void>;
   /** The tree as a reader of files: with its earlier turns when it is a conversation's turn. */
   reader(tenant: string, tree: string): Promise<FileReader>;
   /** The job's threshold: the one kept, else `resolved`, which is kept from now on. */
-  threshold(treeId: string, jobId: string, resolved: OffloadThreshold): Promise<OffloadThreshold>;
+  threshold(tenant: string, treeId: string, jobId: string, resolved: OffloadThreshold): Promise<OffloadThreshold>;
 }
 
 function thresholdText(t: OffloadThreshold): string {
@@ -72,18 +75,18 @@ export class RedisFilesState implements FilesState {
     this.#keys = keys;
   }
 
-  async tree(treeId: string): Promise<TreeRecord | null> {
-    const h = await redisStep("read a tree's start", () => this.#redis.hgetall(this.#keys.filesTree(treeId)));
+  async tree(tenant: string, treeId: string): Promise<TreeRecord | null> {
+    const h = await redisStep("read a tree's start", () => this.#redis.hgetall(this.#keys.filesTree(tenant, treeId)));
     if (!h.root_job) return null;
     return { rootJob: h.root_job, startEvent: h.start_event ?? "", status: h.status === "ended" ? "ended" : "running", conversation: h.conversation ?? null };
   }
 
-  async start(treeId: string, s: { event: string; job: string; conversation: string | null }, at: InputPosition): Promise<void> {
-    await redisStep("record a tree's start", () => runScript(this.#redis, "filesTree", [this.#keys.filesTree(treeId)], ["start", s.event, s.job, s.conversation ?? "", at.source, at.offset, LINEAGE_TTL_S]));
+  async start(tenant: string, treeId: string, s: { event: string; job: string; conversation: string | null }, at: InputPosition): Promise<void> {
+    await redisStep("record a tree's start", () => runScript(this.#redis, "filesTree", [this.#keys.filesTree(tenant, treeId)], ["start", s.event, s.job, s.conversation ?? "", at.source, at.offset, LINEAGE_TTL_S]));
   }
 
-  async end(treeId: string, job: string, at: InputPosition): Promise<void> {
-    await redisStep("record a tree's end", () => runScript(this.#redis, "filesTree", [this.#keys.filesTree(treeId)], ["end", "", job, "", at.source, at.offset, LINEAGE_TTL_S]));
+  async end(tenant: string, treeId: string, job: string, at: InputPosition): Promise<void> {
+    await redisStep("record a tree's end", () => runScript(this.#redis, "filesTree", [this.#keys.filesTree(tenant, treeId)], ["end", "", job, "", at.source, at.offset, LINEAGE_TTL_S]));
   }
 
   async turn(tenant: string, conversation: string, tree: string, previous: string | null): Promise<void> {
@@ -91,53 +94,57 @@ export class RedisFilesState implements FilesState {
   }
 
   async reader(tenant: string, tree: string): Promise<FileReader> {
-    const conversation = await redisStep("read a tree's conversation", () => this.#redis.hget(this.#keys.filesTree(tree), "conversation"));
+    const conversation = await redisStep("read a tree's conversation", () => this.#redis.hget(this.#keys.filesTree(tenant, tree), "conversation"));
     if (!conversation) return { tenant, tree };
     const turns = await redisStep("read a conversation's turns", () => this.#redis.hgetall(this.#keys.conversation(tenant, conversation)));
     return { tenant, tree, earlierTurns: earlierTurns(turns, tree) };
   }
 
-  async threshold(treeId: string, jobId: string, resolved: OffloadThreshold): Promise<OffloadThreshold> {
-    const kept = await redisStep("keep a job's offload threshold", () => runScript(this.#redis, "offloadThreshold", [this.#keys.jobOffload(treeId, jobId)], [thresholdText(resolved), THRESHOLD_TTL_S]));
+  async threshold(tenant: string, treeId: string, jobId: string, resolved: OffloadThreshold): Promise<OffloadThreshold> {
+    const kept = await redisStep("keep a job's offload threshold", () => runScript(this.#redis, "offloadThreshold", [this.#keys.jobOffload(tenant, treeId, jobId)], [thresholdText(resolved), THRESHOLD_TTL_S]));
     return parseThreshold(String(kept));
   }
 }
 
-/** The same state in memory, for tests of the cores. */
+/** The same state in memory, for tests of the cores; kept per tenant and tree as in Redis. */
 export class MemoryFilesState implements FilesState {
+  /** By `treeKey(tenant, tree)`. */
   readonly trees = new Map<string, TreeRecord & { offsets: Map<string, bigint> }>();
   readonly conversations = new Map<string, Record<string, string>>();
+  /** By `treeKey(tenant, tree)` and the job, `<tenant tree>/<job>`. */
   readonly thresholds = new Map<string, OffloadThreshold>();
 
-  #applied(treeId: string, at: InputPosition): boolean {
-    const seen = this.trees.get(treeId)?.offsets.get(at.source);
+  #applied(key: string, at: InputPosition): boolean {
+    const seen = this.trees.get(key)?.offsets.get(at.source);
     return seen !== undefined && seen >= BigInt(at.offset);
   }
 
-  tree(treeId: string): Promise<TreeRecord | null> {
-    const t = this.trees.get(treeId);
+  tree(tenant: string, treeId: string): Promise<TreeRecord | null> {
+    const t = this.trees.get(treeKey(tenant, treeId));
     return Promise.resolve(t ? { rootJob: t.rootJob, startEvent: t.startEvent, status: t.status, conversation: t.conversation } : null);
   }
 
-  start(treeId: string, s: { event: string; job: string; conversation: string | null }, at: InputPosition): Promise<void> {
-    if (this.#applied(treeId, at)) return Promise.resolve();
-    const before = this.trees.get(treeId);
+  start(tenant: string, treeId: string, s: { event: string; job: string; conversation: string | null }, at: InputPosition): Promise<void> {
+    const key = treeKey(tenant, treeId);
+    if (this.#applied(key, at)) return Promise.resolve();
+    const before = this.trees.get(key);
     const offsets = before?.offsets ?? new Map<string, bigint>();
     offsets.set(at.source, BigInt(at.offset));
-    this.trees.set(treeId, { rootJob: s.job, startEvent: s.event, status: "running", conversation: before?.conversation ?? s.conversation, offsets });
+    this.trees.set(key, { rootJob: s.job, startEvent: s.event, status: "running", conversation: before?.conversation ?? s.conversation, offsets });
     return Promise.resolve();
   }
 
-  end(treeId: string, job: string, at: InputPosition): Promise<void> {
-    const t = this.trees.get(treeId);
-    if (!t || this.#applied(treeId, at)) return Promise.resolve();
+  end(tenant: string, treeId: string, job: string, at: InputPosition): Promise<void> {
+    const key = treeKey(tenant, treeId);
+    const t = this.trees.get(key);
+    if (!t || this.#applied(key, at)) return Promise.resolve();
     t.offsets.set(at.source, BigInt(at.offset));
-    if (t.rootJob === job) this.trees.set(treeId, { ...t, status: "ended" });
+    if (t.rootJob === job) this.trees.set(key, { ...t, status: "ended" });
     return Promise.resolve();
   }
 
   turn(tenant: string, conversation: string, tree: string, previous: string | null): Promise<void> {
-    const key = `${tenant}/${conversation}`;
+    const key = `${encodeURIComponent(tenant)}/${conversation}`;
     const turns = this.conversations.get(key) ?? {};
     if (!Object.hasOwn(turns, tree)) turns[tree] = previous ?? "";
     this.conversations.set(key, turns);
@@ -145,14 +152,19 @@ export class MemoryFilesState implements FilesState {
   }
 
   reader(tenant: string, tree: string): Promise<FileReader> {
-    const conversation = this.trees.get(tree)?.conversation;
+    const conversation = this.trees.get(treeKey(tenant, tree))?.conversation;
     if (!conversation) return Promise.resolve({ tenant, tree });
-    return Promise.resolve({ tenant, tree, earlierTurns: earlierTurns(this.conversations.get(`${tenant}/${conversation}`) ?? {}, tree) });
+    return Promise.resolve({ tenant, tree, earlierTurns: earlierTurns(this.conversations.get(`${encodeURIComponent(tenant)}/${conversation}`) ?? {}, tree) });
   }
 
-  threshold(treeId: string, jobId: string, resolved: OffloadThreshold): Promise<OffloadThreshold> {
-    const key = `${treeId}/${jobId}`;
+  threshold(tenant: string, treeId: string, jobId: string, resolved: OffloadThreshold): Promise<OffloadThreshold> {
+    const key = `${treeKey(tenant, treeId)}/${jobId}`;
     if (!this.thresholds.has(key)) this.thresholds.set(key, resolved);
     return Promise.resolve(this.thresholds.get(key) ?? resolved);
   }
+}
+
+/** The memory state's key of a tenant's tree: the tenant URI-encoded, as `Keys` names it. */
+export function treeKey(tenant: string, treeId: string): string {
+  return `${encodeURIComponent(tenant)}/${treeId}`;
 }

@@ -20,10 +20,10 @@ import { defaultBudget } from "./budget.ts";
 export interface FillInEnv {
   config: ConfigView;
   /**
-   * The tree's spend share from the budget state, or null while the budget processor keeps
-   * none for it; then the share the runtime put on the event is used (FIT-16).
+   * The tenant's tree's spend share from the budget state, or null while the budget processor
+   * keeps none for it; then the share the runtime put on the event is used (FIT-16).
    */
-  spendShare(treeId: string): Promise<number | null>;
+  spendShare(tenant: string, treeId: string): Promise<number | null>;
   /**
    * FILE-1: resolves a call's file arguments to paths in `_meta["oz0/files"]` when the call's
    * tree may read them (`processors/files/arguments.ts`). Left out, file arguments pass as they
@@ -65,7 +65,7 @@ export const fillInProcessor = defineProcessor<ToolCall, FillInEnv>({
         if (args.budget === undefined || args.budget === null) {
           const agent = env.config.get("agent", call.agent) as AgentDefinition | undefined;
           const tenant = env.config.get("tenant", call.tenant) as TenantSettings | undefined;
-          const share = (await env.spendShare(call.tree_id)) ?? call.spend_share;
+          const share = (await env.spendShare(call.tenant, call.tree_id)) ?? call.spend_share;
           const budget = defaultBudget({ contextUsed: call.context_used, spendShare: share, warnShare: resolveSpend(agent, tenant).warn_share });
           filled = { ...call, arguments: JSON.stringify({ ...args, budget }) };
         }

@@ -36,6 +36,11 @@ export async function byTree<In, Tree>(
   return out;
 }
 
+/** A batch's group of a tenant's tree: two tenants' trees of one ID are two trees. */
+export function treeKey(tenant: string, treeId: string): string {
+  return JSON.stringify([tenant, treeId]);
+}
+
 /** Promise.all that waits for every step before it throws the first error, so none is left under way. */
 export async function allSettledOrThrow<T extends readonly unknown[]>(steps: { -readonly [K in keyof T]: Promise<T[K]> }): Promise<T> {
   const settled = await Promise.allSettled(steps);

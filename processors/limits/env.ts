@@ -31,8 +31,8 @@ export function settingsFor(env: LimitsEnv, tenantId: string, rootAgent: string,
  * tenant. The root job's start later replaces them with the authoritative ones.
  */
 export async function treeSettings(env: LimitsEnv, treeId: string, tenantId: string, jobId: string, rootGuess: string): Promise<{ settings: TreeSettings; jobAgent: string }> {
-  const { settings, jobAgent } = await env.store.read(treeId, jobId);
+  const { settings, jobAgent } = await env.store.read(tenantId, treeId, jobId);
   if (settings) return { settings, jobAgent };
   const provisional = settingsFor(env, tenantId, rootGuess, false);
-  return { settings: await env.store.init(treeId, provisional, false, null), jobAgent };
+  return { settings: await env.store.init(tenantId, treeId, provisional, false, null), jobAgent };
 }

@@ -20,21 +20,21 @@ export interface ForecastGiven {
 export async function forecastAt(env: LimitsEnv, treeId: string, requestId: string, s: TreeSettings): Promise<ForecastGiven | null> {
   if (s.budget === NO_LIMIT || s.onBudget !== "wait" || !s.rootAgent) return null;
   const { forecast } = resolveSpend(agentOf(env, s.rootAgent), tenantOf(env, s.tenant));
-  const held = await env.store.forecastOnce(treeId, requestId, null);
+  const held = await env.store.forecastOnce(s.tenant, treeId, requestId, null);
   if (held.given) return { chance: held.chance, threshold: forecast.chance, spent: held.spent };
   if (held.taken || held.spent < 0) return null;
   const stats = await env.store.forecastStats(s.tenant, s.rootAgent);
   const input = { stats, spent: held.spent, budget: s.budget, chance: forecast.chance, minRuns: forecast.min_runs };
   if (!forecastFires(input)) return null;
   const chance = overChance(stats, held.spent, s.budget);
-  const claimed = await env.store.forecastOnce(treeId, requestId, { chance });
+  const claimed = await env.store.forecastOnce(s.tenant, treeId, requestId, { chance });
   return claimed.given ? { chance: claimed.chance, threshold: forecast.chance, spent: held.spent } : null;
 }
 
 /** A root job ended: its tree joins its agent's finished trees (only trees with a budget count). */
 export async function recordFinishedTree(env: LimitsEnv, treeId: string, s: TreeSettings): Promise<void> {
   if (!s.rootAgent || s.budget === NO_LIMIT || s.budget <= 0) return;
-  const outcome = await env.store.treeOutcome(treeId);
+  const outcome = await env.store.treeOutcome(s.tenant, treeId);
   if (!outcome || outcome.budget <= 0) return;
   await env.store.recordFinished(s.tenant, s.rootAgent, treeId, bucketOf(outcome.spent, outcome.budget, outcome.hit));
 }

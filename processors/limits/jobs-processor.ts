@@ -11,7 +11,7 @@ import type { Decision, JobEvent } from "../../schemas/types.ts";
 import { deriveId } from "../runner/ids.ts";
 import { defineProcessor, type Emit } from "../runner/processor.ts";
 import type { ChildAnswer } from "./admission.ts";
-import { byTree } from "./by-tree.ts";
+import { byTree, treeKey } from "./by-tree.ts";
 import { childJudgement, waitJudgement, type Judgement } from "./decisions.ts";
 import { agentOf, settingsFor, treeSettings, type LimitsEnv } from "./env.ts";
 import { recordFinishedTree } from "./forecast-calls.ts";
@@ -57,7 +57,7 @@ function childNumbers(s: TreeSettings, a: ChildAnswer, depth: number): Record<st
 async function child(e: JobEvent & { parent_job_id: string }, env: LimitsEnv, phase: "ask" | "start"): Promise<Emit[]> {
   const { settings, jobAgent: parentAgent } = await treeSettings(env, e.tree_id, e.tenant, e.parent_job_id, "");
   const delegation = resolveDelegation(agentOf(env, parentAgent));
-  const answer = await env.store.child(e.tree_id, phase, {
+  const answer = await env.store.child(e.tenant, e.tree_id, phase, {
     jobId: e.job_id,
     parentJobId: e.parent_job_id,
     parentRunId: phase === "ask" ? (e.run_id ?? "") : "",
@@ -94,7 +94,7 @@ export const limitsJobsProcessor = defineProcessor<JobEvent, LimitsEnv>({
     return reasons;
   },
   // The trees of a batch at once, each tree's events in order (by-tree.ts).
-  process: (records, env) => byTree(records, (e) => e.tree_id, () => null, async (e) => ({ emits: await decide(e, env) })),
+  process: (records, env) => byTree(records, (e) => treeKey(e.tenant, e.tree_id), () => null, async (e) => ({ emits: await decide(e, env) })),
 });
 
 async function decide(e: JobEvent, env: LimitsEnv): Promise<Emit[]> {
@@ -102,7 +102,7 @@ async function decide(e: JobEvent, env: LimitsEnv): Promise<Emit[]> {
   if (e.kind === "started" && parent === null) {
     // LIM-10: whose quotas the tree spends against is recorded with its settings, once.
     const settings = settingsFor(env, e.tenant, e.agent, e.started_by === "person", { principal: e.principal, team: e.team });
-    await env.store.init(e.tree_id, settings, true, { jobId: e.job_id, agent: e.agent, runId: e.run_id ?? "" });
+    await env.store.init(e.tenant, e.tree_id, settings, true, { jobId: e.job_id, agent: e.agent, runId: e.run_id ?? "" });
     return [];
   }
   if ((e.kind === "child_ask" || e.kind === "started") && parent !== null) {
@@ -110,11 +110,11 @@ async function decide(e: JobEvent, env: LimitsEnv): Promise<Emit[]> {
   }
   const { settings } = await treeSettings(env, e.tree_id, e.tenant, e.job_id, parent === null ? e.agent : "");
   if (e.kind === "ended") {
-    await env.store.endJob(e.tree_id, e.job_id, parent === null);
+    await env.store.endJob(e.tenant, e.tree_id, e.job_id, parent === null);
     if (parent === null) await recordFinishedTree(env, e.tree_id, settings);
     return e.outcome === UNKNOWN_OUTCOME ? [unknownOutcome(e, env, settings)] : [];
   }
-  const answer = await env.store.wait(e.tree_id, e.id, e.job_id, e.kind === "wait_started" ? "started" : "ended", e.ts);
+  const answer = await env.store.wait(e.tenant, e.tree_id, e.id, e.job_id, e.kind === "wait_started" ? "started" : "ended", e.ts);
   const over = answer.over && e.kind === "wait_ended";
   return over ? [decision(e, "wait", waitJudgement(settings, answer.waited), { waited_ms: answer.waited, wait_ms: settings.wait }, e.job_id)] : [];
 }

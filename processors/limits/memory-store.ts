@@ -9,6 +9,7 @@ import { newTenantMonth, tenantAsk, tenantRelease, tenantSettle, type TenantMont
 export const MEMORY_TENANT_TIMES = { holdMs: 3600_000, keepMs: 24 * 3600_000 } as const;
 
 export interface MemoryLimitsStore extends LimitsStore {
+  /** By `limitsTreeKey(tenant, tree)`. */
   trees: Map<string, TreeState>;
   /** By `<tenant>/<YYYY-MM>`. */
   months: Map<string, TenantMonth>;
@@ -27,6 +28,11 @@ function getOr<K, V>(map: Map<K, V>, key: K, make: () => V): V {
   return v;
 }
 
+/** The memory store's key of a tenant's tree: the tenant URI-encoded, as `Keys.limits` names it. */
+export function limitsTreeKey(tenant: string, treeId: string): string {
+  return `${encodeURIComponent(tenant)}/${treeId}`;
+}
+
 export function memoryLimitsStore(options: { forecastWindow?: number } = {}): MemoryLimitsStore {
   const trees = new Map<string, TreeState>();
   const months = new Map<string, TenantMonth>();
@@ -34,9 +40,9 @@ export function memoryLimitsStore(options: { forecastWindow?: number } = {}): Me
   const quotas = new Map<string, QuotaMonth>();
   const holders = new Map<string, { requestId: string; chance: number }>();
   const authoritative = new Map<string, boolean>();
-  const tree = (id: string): TreeState => {
-    const t = trees.get(id);
-    if (!t) throw new Error(`tree ${id} has no settings: init it first`);
+  const tree = (tenant: string, id: string): TreeState => {
+    const t = trees.get(limitsTreeKey(tenant, id));
+    if (!t) throw new Error(`tree ${id} of tenant ${tenant} has no settings: init it first`);
     return t;
   };
   const month = (tenant: string, m: string) => getOr(months, `${tenant}/${m}`, newTenantMonth);
@@ -50,30 +56,34 @@ export function memoryLimitsStore(options: { forecastWindow?: number } = {}): Me
     months,
     quotas,
     forecasts,
-    read: (treeId, jobId) => Promise.resolve({ settings: trees.get(treeId)?.settings ?? null, jobAgent: trees.get(treeId)?.jobs.get(jobId)?.agent ?? "" }),
-    init: (treeId, settings, auth, root) => {
-      const t = trees.get(treeId);
+    read: (tenant, treeId, jobId) => {
+      const t = trees.get(limitsTreeKey(tenant, treeId));
+      return Promise.resolve({ settings: t?.settings ?? null, jobAgent: t?.jobs.get(jobId)?.agent ?? "" });
+    },
+    init: (tenant, treeId, settings, auth, root) => {
+      const key = limitsTreeKey(tenant, treeId);
+      const t = trees.get(key);
       if (!t) {
-        trees.set(treeId, newTreeState(settings));
-        authoritative.set(treeId, auth);
-      } else if (auth && authoritative.get(treeId) === false) {
+        trees.set(key, newTreeState(settings));
+        authoritative.set(key, auth);
+      } else if (auth && authoritative.get(key) === false) {
         t.settings = settings;
-        authoritative.set(treeId, true);
+        authoritative.set(key, true);
       }
-      const now = tree(treeId);
+      const now = tree(tenant, treeId);
       if (root) startRoot(now, root.jobId, root.agent, root.runId);
       return Promise.resolve(now.settings);
     },
-    admitCall: (treeId, ask) => Promise.resolve(admitCall(tree(treeId), ask)),
-    settleCall: (treeId, usage) => Promise.resolve(settleCall(tree(treeId), usage)),
-    rewarm: (treeId, requestId, cost) => Promise.resolve(rewarm(tree(treeId), requestId, cost)),
-    child: (treeId, phase, ask) => Promise.resolve(phase === "ask" ? askChild(tree(treeId), ask) : startChild(tree(treeId), ask)),
-    endJob: (treeId, jobId) => {
-      endJob(tree(treeId), jobId);
+    admitCall: (tenant, treeId, ask) => Promise.resolve(admitCall(tree(tenant, treeId), ask)),
+    settleCall: (tenant, treeId, usage) => Promise.resolve(settleCall(tree(tenant, treeId), usage)),
+    rewarm: (tenant, treeId, requestId, cost) => Promise.resolve(rewarm(tree(tenant, treeId), requestId, cost)),
+    child: (tenant, treeId, phase, ask) => Promise.resolve(phase === "ask" ? askChild(tree(tenant, treeId), ask) : startChild(tree(tenant, treeId), ask)),
+    endJob: (tenant, treeId, jobId) => {
+      endJob(tree(tenant, treeId), jobId);
       return Promise.resolve();
     },
-    wait: (treeId, eventId, jobId, kind, ts) => Promise.resolve(waitEvent(tree(treeId), eventId, jobId, kind, ts)),
-    spent: (treeId) => Promise.resolve(trees.get(treeId)?.spent ?? null),
+    wait: (tenant, treeId, eventId, jobId, kind, ts) => Promise.resolve(waitEvent(tree(tenant, treeId), eventId, jobId, kind, ts)),
+    spent: (tenant, treeId) => Promise.resolve(trees.get(limitsTreeKey(tenant, treeId))?.spent ?? null),
 
     tenantAsk: (tenant, m, a) => Promise.resolve(tenantAsk(month(tenant, m), { ...a, ...MEMORY_TENANT_TIMES })),
     tenantRelease: (tenant, m, requestId) => Promise.resolve(tenantRelease(month(tenant, m), requestId)),
@@ -83,17 +93,18 @@ export function memoryLimitsStore(options: { forecastWindow?: number } = {}): Me
     quotaRelease: (who, m, requestId) => Promise.resolve(quotaRelease(...quotaMonths(who, m), requestId)),
     quotaSettle: (who, m, s) => Promise.resolve(quotaSettle(...quotaMonths(who, m), { ...s, ...MEMORY_TENANT_TIMES })),
 
-    treeOutcome: (treeId) => {
-      const t = trees.get(treeId);
+    treeOutcome: (tenant, treeId) => {
+      const t = trees.get(limitsTreeKey(tenant, treeId));
       return Promise.resolve(t ? { spent: t.spent, budget: t.settings.budget, hit: t.budgetHit } : null);
     },
     recordFinished: (tenant, agent, treeId, bucket) => Promise.resolve(recordTree(forecast(tenant, agent), treeId, bucket)),
     forecastStats: (tenant, agent) => Promise.resolve(statsOf(forecast(tenant, agent))),
-    forecastOnce: (treeId, requestId, claim) => {
-      const t = trees.get(treeId);
+    forecastOnce: (tenant, treeId, requestId, claim) => {
+      const key = limitsTreeKey(tenant, treeId);
+      const t = trees.get(key);
       if (!t) return Promise.resolve({ given: false, taken: false, chance: 0, spent: -1 });
-      if (!holders.has(treeId) && claim) holders.set(treeId, { requestId, chance: Math.round(claim.chance * 1_000_000) / 1_000_000 });
-      const holder = holders.get(treeId);
+      if (!holders.has(key) && claim) holders.set(key, { requestId, chance: Math.round(claim.chance * 1_000_000) / 1_000_000 });
+      const holder = holders.get(key);
       const given = holder?.requestId === requestId;
       return Promise.resolve({ given, taken: holder !== undefined && !given, chance: given ? holder.chance : 0, spent: t.spent });
     },

@@ -15,7 +15,7 @@ import type { Decision, ModelCall } from "../../schemas/types.ts";
 import { deriveId } from "../runner/ids.ts";
 import { defineProcessor, type Emit } from "../runner/processor.ts";
 import type { SettleAnswer } from "./admission.ts";
-import { allSettledOrThrow, byTree } from "./by-tree.ts";
+import { allSettledOrThrow, byTree, treeKey } from "./by-tree.ts";
 import { callJudgement, forecastJudgement, quotaJudgement, tenantBudgetJudgement, type Judgement } from "./decisions.ts";
 import { agentOf, treeSettings, type LimitsEnv } from "./env.ts";
 import { forecastAt } from "./forecast-calls.ts";
@@ -87,7 +87,7 @@ async function ask(call: ModelCall, env: LimitsEnv, settings: TreeSettings, jobA
     return [decision(call, "forecast", forecastJudgement(settings, forecast.chance, forecast.threshold), numbers)];
   }
   const run = { maxSteps: limits.max_steps, maxTokens: limits.max_tokens ?? NO_LIMIT };
-  const answer = await env.store.admitCall(call.tree_id, { requestId: call.request_id, runId: call.run_id, inputTokens: call.input_tokens, worst, ...run });
+  const answer = await env.store.admitCall(call.tenant, call.tree_id, { requestId: call.request_id, runId: call.run_id, inputTokens: call.input_tokens, worst, ...run });
   if (answer.code !== "allow" && answer.code !== "allow_last_call") await giveBack();
   const numbers = { ...spendNumbers(settings, answer), ...priced, run_steps: answer.runSteps, run_tokens: answer.runTokens };
   return [decision(call, "ask", callJudgement(settings, answer, run), numbers)];
@@ -113,7 +113,7 @@ export const limitsModelCallsProcessor = defineProcessor<ModelCall, LimitsEnv>({
     if (call.kind === "usage" && call.output_tokens === null) reasons.push("a usage report needs output_tokens: what the call answered");
     return reasons;
   },
-  process: (records, env) => byTree(records, (call) => call.tree_id, () => new TreeView(), async (call, view) => ({ emits: await decide(call, env, view) })),
+  process: (records, env) => byTree(records, (call) => treeKey(call.tenant, call.tree_id), () => new TreeView(), async (call, view) => ({ emits: await decide(call, env, view) })),
 });
 
 async function decide(call: ModelCall, env: LimitsEnv, view: TreeView): Promise<Emit[]> {
@@ -124,8 +124,8 @@ async function decide(call: ModelCall, env: LimitsEnv, view: TreeView): Promise<
   // The tree, the tenant's month and the quotas' months are separate keys, each step idempotent: no order between them.
   const [answer] = await allSettledOrThrow([
     call.kind === "usage"
-      ? env.store.settleCall(call.tree_id, { requestId: call.request_id, runId: call.run_id, inputTokens: call.input_tokens, outputTokens: call.output_tokens ?? 0, cost })
-      : env.store.rewarm(call.tree_id, call.request_id, cost),
+      ? env.store.settleCall(call.tenant, call.tree_id, { requestId: call.request_id, runId: call.run_id, inputTokens: call.input_tokens, outputTokens: call.output_tokens ?? 0, cost })
+      : env.store.rewarm(call.tenant, call.tree_id, call.request_id, cost),
     tenantSpend(env, call, cost),
     quotaSpend(env, call, settings, cost),
   ]);

@@ -80,9 +80,9 @@ export function redisBudgetStore(redis: Redis, keys: Keys, options: RedisBudgetO
     quotaRelease: async (who, month, requestId) => void (await quota(who, month, "release", requestId, 0, [-1, -1], 0)),
     quotaSettle: (who, month, s) => quota(who, month, s.kind, s.requestId, s.cost, [-1, -1], s.now),
 
-    treeOutcome: (treeId) =>
+    treeOutcome: (tenant, treeId) =>
       guarded(`reading how tree ${treeId} ended`, async () => {
-        const [auth, spent, budget, hit] = await redis.hmget(keys.limits(treeId), "s:auth", "spent", "s:budget", "budget_hit");
+        const [auth, spent, budget, hit] = await redis.hmget(keys.limits(tenant, treeId), "s:auth", "spent", "s:budget", "budget_hit");
         return auth === null ? null : { spent: Number(spent ?? 0), budget: Number(budget ?? -1), hit: hit === "1" };
       }),
 
@@ -99,10 +99,10 @@ export function redisBudgetStore(redis: Redis, keys: Keys, options: RedisBudgetO
         return { finished: values[0] ?? 0, hits: values[1] ?? 0, buckets: values.slice(2) };
       }),
 
-    forecastOnce: (treeId, requestId, claim) =>
+    forecastOnce: (tenant, treeId, requestId, claim) =>
       guarded(`giving tree ${treeId} its forecast`, async () => {
         const args = [requestId, claim ? 1 : 0, claim ? Math.round(claim.chance * 1_000_000) : 0];
-        const r = ints(await runScript(redis, "limitsForecastOnce", [keys.limits(treeId)], args), "limitsForecastOnce");
+        const r = ints(await runScript(redis, "limitsForecastOnce", [keys.limits(tenant, treeId)], args), "limitsForecastOnce");
         return { given: r[0] === 1, taken: r[1] === 1, chance: (r[2] ?? 0) / 1_000_000, spent: r[3] ?? -1 };
       }),
   };

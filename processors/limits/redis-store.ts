@@ -82,10 +82,10 @@ export function redisLimitsStore(redis: Redis, keys: Keys, options: RedisLimitsO
   const ttl = options.ttlSeconds ?? 7 * 24 * 3600;
   const endedTtl = options.endedTtlSeconds ?? 24 * 3600;
 
-  async function call(script: string, treeId: string, args: Array<string | number>): Promise<number[]> {
+  async function call(script: string, tenant: string, treeId: string, args: Array<string | number>): Promise<number[]> {
     let reply: unknown;
     try {
-      reply = await runScript(redis, script, [keys.limits(treeId)], args);
+      reply = await runScript(redis, script, [keys.limits(tenant, treeId)], args);
     } catch (err) {
       throw new TransientError(`Redis failed running ${script} for tree ${treeId}: ${messageOf(err)}`, { cause: err });
     }
@@ -103,52 +103,52 @@ export function redisLimitsStore(redis: Redis, keys: Keys, options: RedisLimitsO
 
   return {
     ...redisBudgetStore(redis, keys, options),
-    read: (treeId, jobId) =>
+    read: (tenant, treeId, jobId) =>
       guarded(`reading tree ${treeId}`, async () => {
-        const values = await redis.hmget(keys.limits(treeId), ...SETTING_FIELDS, `job:${jobId}:agent`);
+        const values = await redis.hmget(keys.limits(tenant, treeId), ...SETTING_FIELDS, `job:${jobId}:agent`);
         return { settings: settingsFrom(values.slice(0, SETTING_FIELDS.length)), jobAgent: values[SETTING_FIELDS.length] ?? "" };
       }),
 
-    async init(treeId, settings, authoritative, root) {
+    async init(tenant, treeId, settings, authoritative, root) {
       await guarded(`setting the limits of tree ${treeId}`, () =>
-        runScript(redis, "limitsInit", [keys.limits(treeId)], [authoritative ? 1 : 0, ttl, root?.jobId ?? "", root?.agent ?? "", root?.runId ?? "", ...settingPairs(settings)]),
+        runScript(redis, "limitsInit", [keys.limits(tenant, treeId)], [authoritative ? 1 : 0, ttl, root?.jobId ?? "", root?.agent ?? "", root?.runId ?? "", ...settingPairs(settings)]),
       );
-      const now = await guarded(`reading tree ${treeId}`, () => redis.hmget(keys.limits(treeId), ...SETTING_FIELDS));
+      const now = await guarded(`reading tree ${treeId}`, () => redis.hmget(keys.limits(tenant, treeId), ...SETTING_FIELDS));
       return settingsFrom(now) ?? settings;
     },
 
-    async admitCall(treeId, ask): Promise<CallAnswer> {
-      const r = await call("limitsAdmitCall", treeId, [ask.requestId, ask.runId, ask.inputTokens, ask.worst, ask.maxSteps, ask.maxTokens, ttl]);
+    async admitCall(tenant, treeId, ask): Promise<CallAnswer> {
+      const r = await call("limitsAdmitCall", tenant, treeId, [ask.requestId, ask.runId, ask.inputTokens, ask.worst, ask.maxSteps, ask.maxTokens, ttl]);
       return { code: callCode(at(r, 0)), spent: at(r, 1), reserved: at(r, 2), modelCalls: at(r, 3), tokens: at(r, 4), runSteps: at(r, 5), runTokens: at(r, 6) };
     },
 
-    async settleCall(treeId, u): Promise<SettleAnswer> {
-      const r = await call("limitsSettle", treeId, ["usage", u.requestId, u.runId, u.inputTokens, u.outputTokens, u.cost, ttl]);
+    async settleCall(tenant, treeId, u): Promise<SettleAnswer> {
+      const r = await call("limitsSettle", tenant, treeId, ["usage", u.requestId, u.runId, u.inputTokens, u.outputTokens, u.cost, ttl]);
       return { spent: at(r, 0), reserved: at(r, 1), modelCalls: at(r, 2), tokens: at(r, 3), spentBefore: at(r, 4) };
     },
 
-    async rewarm(treeId, requestId, cost): Promise<SettleAnswer> {
-      const r = await call("limitsSettle", treeId, ["rewarm", requestId, "", 0, 0, cost, ttl]);
+    async rewarm(tenant, treeId, requestId, cost): Promise<SettleAnswer> {
+      const r = await call("limitsSettle", tenant, treeId, ["rewarm", requestId, "", 0, 0, cost, ttl]);
       return { spent: at(r, 0), reserved: at(r, 1), modelCalls: at(r, 2), tokens: at(r, 3), spentBefore: at(r, 4) };
     },
 
-    async child(treeId, phase, a): Promise<ChildAnswer> {
-      const r = await call("limitsChild", treeId, [phase, a.jobId, a.parentJobId, a.parentRunId, a.runId, a.agent, a.depth, a.delegating ? 1 : 0, a.parentMaxDepth, a.parentMaxChildren, ttl]);
+    async child(tenant, treeId, phase, a): Promise<ChildAnswer> {
+      const r = await call("limitsChild", tenant, treeId, [phase, a.jobId, a.parentJobId, a.parentRunId, a.runId, a.agent, a.depth, a.delegating ? 1 : 0, a.parentMaxDepth, a.parentMaxChildren, ttl]);
       return { code: childCode(at(r, 0)), phase, children: at(r, 1), running: at(r, 2), delegations: at(r, 3), delegationDepth: at(r, 4), spent: at(r, 5) };
     },
 
-    async endJob(treeId, jobId, root) {
-      await call("limitsJobEvent", treeId, ["ended", "", jobId, 0, root ? endedTtl : ttl]);
+    async endJob(tenant, treeId, jobId, root) {
+      await call("limitsJobEvent", tenant, treeId, ["ended", "", jobId, 0, root ? endedTtl : ttl]);
     },
 
-    async wait(treeId, eventId, jobId, kind, ts): Promise<WaitAnswer> {
-      const r = await call("limitsJobEvent", treeId, [kind === "started" ? "wait_started" : "wait_ended", eventId, jobId, ts, ttl]);
+    async wait(tenant, treeId, eventId, jobId, kind, ts): Promise<WaitAnswer> {
+      const r = await call("limitsJobEvent", tenant, treeId, [kind === "started" ? "wait_started" : "wait_ended", eventId, jobId, ts, ttl]);
       return { waited: at(r, 0), over: at(r, 1) === 1 };
     },
 
-    spent: (treeId) =>
+    spent: (tenant, treeId) =>
       guarded(`reading the spend of tree ${treeId}`, async () => {
-        const [auth, spent] = await redis.hmget(keys.limits(treeId), "s:auth", "spent");
+        const [auth, spent] = await redis.hmget(keys.limits(tenant, treeId), "s:auth", "spent");
         return auth === null ? null : Number(spent ?? 0);
       }),
   };

@@ -27,11 +27,11 @@ export function spendCrossings(s: TreeSettings, before: number, after: number): 
 }
 
 /**
- * FIT-16: the share of its budget a tree has spent, from its limits state; null while the
- * state keeps no budget for it (no state yet, or no max_cost_usd).
+ * FIT-16: the share of its budget a tenant's tree has spent, from its limits state; null while
+ * the state keeps no budget for it (no state yet, or no max_cost_usd).
  */
-export async function spendShare(redis: Redis, keys: Keys, treeId: string): Promise<number | null> {
-  const [budget, spent] = await redis.hmget(keys.limits(treeId), "s:budget", "spent");
+export async function spendShare(redis: Redis, keys: Keys, tenant: string, treeId: string): Promise<number | null> {
+  const [budget, spent] = await redis.hmget(keys.limits(tenant, treeId), "s:budget", "spent");
   if (budget === null) return null;
   const b = Number(budget);
   if (b === NO_LIMIT || b <= 0) return null;

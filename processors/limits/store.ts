@@ -3,6 +3,9 @@
  * implementations follow the same contract: Redis (Lua scripts, what runs) and memory (the
  * pure logic of admission.ts, for unit tests). Every change is atomic per tree and idempotent
  * by the input's identity; a store that cannot answer for now throws a TransientError.
+ *
+ * A tree is named by its tenant and its ID: tree IDs come from runtimes and may be chosen
+ * (FILE-5), so two tenants' trees of one ID never share state.
  */
 import type { CallAnswer, CallAsk, CallUsage, ChildAnswer, ChildAsk, SettleAnswer, WaitAnswer } from "./admission.ts";
 import type { TreeSettings } from "./tree-settings.ts";
@@ -35,21 +38,21 @@ export interface ForecastHolder {
 
 export interface LimitsStore {
   /** The tree's settings (null before any were set) and the agent of one of its jobs ("" when unknown). */
-  read(treeId: string, jobId: string): Promise<{ settings: TreeSettings | null; jobAgent: string }>;
+  read(tenant: string, treeId: string, jobId: string): Promise<{ settings: TreeSettings | null; jobAgent: string }>;
   /**
    * Sets the tree's settings: authoritative ones (from the root job's start) replace
    * provisional ones (from a first model call that came before it); otherwise the first wins.
    * Returns the settings the tree holds after the call.
    */
-  init(treeId: string, settings: TreeSettings, authoritative: boolean, root: RootJob | null): Promise<TreeSettings>;
-  admitCall(treeId: string, ask: CallAsk): Promise<CallAnswer>;
-  settleCall(treeId: string, usage: CallUsage): Promise<SettleAnswer>;
-  rewarm(treeId: string, requestId: string, cost: number): Promise<SettleAnswer>;
-  child(treeId: string, phase: "ask" | "start", ask: ChildAsk): Promise<ChildAnswer>;
-  endJob(treeId: string, jobId: string, root: boolean): Promise<void>;
-  wait(treeId: string, eventId: string, jobId: string, kind: "started" | "ended", ts: number): Promise<WaitAnswer>;
+  init(tenant: string, treeId: string, settings: TreeSettings, authoritative: boolean, root: RootJob | null): Promise<TreeSettings>;
+  admitCall(tenant: string, treeId: string, ask: CallAsk): Promise<CallAnswer>;
+  settleCall(tenant: string, treeId: string, usage: CallUsage): Promise<SettleAnswer>;
+  rewarm(tenant: string, treeId: string, requestId: string, cost: number): Promise<SettleAnswer>;
+  child(tenant: string, treeId: string, phase: "ask" | "start", ask: ChildAsk): Promise<ChildAnswer>;
+  endJob(tenant: string, treeId: string, jobId: string, root: boolean): Promise<void>;
+  wait(tenant: string, treeId: string, eventId: string, jobId: string, kind: "started" | "ended", ts: number): Promise<WaitAnswer>;
   /** Settled spend, or null when the store keeps no state for the tree. */
-  spent(treeId: string): Promise<number | null>;
+  spent(tenant: string, treeId: string): Promise<number | null>;
 
   /** LIM-10: an ask against the tenant's month (`YYYY-MM`, UTC); it holds its worst case when admitted. */
   tenantAsk(tenant: string, month: string, ask: { requestId: string; worst: number; budget: number; now: number }): Promise<TenantAnswer>;
@@ -69,7 +72,7 @@ export interface LimitsStore {
   quotaSettle(who: QuotaHolder, month: string, spend: { kind: "usage" | "rewarm"; requestId: string; cost: number; now: number }): Promise<QuotaAnswer>;
 
   /** LIM-8: what a tree ended with, for its agent's forecast; null without state. */
-  treeOutcome(treeId: string): Promise<{ spent: number; budget: number; hit: boolean } | null>;
+  treeOutcome(tenant: string, treeId: string): Promise<{ spent: number; budget: number; hit: boolean } | null>;
   /** LIM-8: records a finished tree in its agent's window (HIT or its bucket), once. */
   recordFinished(tenant: string, agent: string, treeId: string, bucket: number): Promise<boolean>;
   forecastStats(tenant: string, agent: string): Promise<ForecastStats>;
@@ -77,5 +80,5 @@ export interface LimitsStore {
    * LIM-8: the tree's one forecast. `claim` takes it for this request, at that chance (0..1), when
    * nobody has; null only asks.
    */
-  forecastOnce(treeId: string, requestId: string, claim: { chance: number } | null): Promise<ForecastHolder>;
+  forecastOnce(tenant: string, treeId: string, requestId: string, claim: { chance: number } | null): Promise<ForecastHolder>;
 }

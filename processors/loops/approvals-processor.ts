@@ -105,6 +105,7 @@ function stepEscalation(flags: RunFlags, hold: Deadline, s: Subject, answer: Dec
 const approvalsLane: LaneSpec<Decision, ApprovalsLaneState> = {
   lane: "approvals",
   runOf: (answer) => answer.run_id ?? "",
+  tenantOf: (answer) => answer.tenant,
   initial: {},
   step: (_state, flags, r: InputRecord<Decision>) => stepAnswer(flags, r.value),
   plain: () => [],
@@ -117,6 +118,7 @@ export const loopApprovalsProcessor = defineProcessor<Decision, LoopEnv>({
   validate(answer) {
     const reasons: string[] = [];
     if (!answer.run_id) reasons.push("run_id is empty: an answer to a loop approval names the run that waits");
+    if (!answer.tenant) reasons.push("tenant is empty: an answer to a loop approval names the tenant of the run that waits (a run's loop state is kept per tenant)");
     if (!answer.subject) reasons.push("subject is empty: it names the approval answered");
     if (answer.verdict === "wait") {
       if (answer.processor !== LOOP_DEADLINES || answer.reason_code !== "LoopEscalated") reasons.push(`verdict is wait from ${answer.processor}: only ${LOOP_DEADLINES} publishes a wait, an escalation step (reason LoopEscalated)`);

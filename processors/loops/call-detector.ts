@@ -57,17 +57,39 @@ export function watchCall(state: CallState, call: WatchedCall, t: CallThresholds
     const loop = streak.count >= t.repeats ? { detector: "harness_repeats" as const, calls: Array<string>(streak.count).fill(call.signature), count: streak.count } : null;
     return { state: next, loop };
   }
-  const recent = [...state.recent, call.signature].slice(-callWindow(t));
+  // The last `window` signatures with this one, as `[...recent, signature].slice(-window)` without the copy in between.
+  const recent = state.recent.slice(Math.max(0, state.recent.length + 1 - Math.trunc(callWindow(t))));
+  recent.push(call.signature);
   const next = { recent, streak };
   return { state: next, loop: findRepeat(recent, call.signature, t.repeats) ?? findCycle(recent, t.cycles) };
 }
 
 function findRepeat(recent: readonly string[], signature: string, repeats: number): LoopFound | null {
-  const count = recent.filter((s) => s === signature).length;
+  let count = 0;
+  for (const s of recent) if (s === signature) count++;
   return count >= repeats ? { detector: "repeats", calls: Array<string>(count).fill(signature), count } : null;
 }
 
+/** The last 2..4 signatures repeated `cycles` times in a row, compared in place (this runs for every call). */
 function findCycle(recent: readonly string[], cycles: number): LoopFound | null {
+  // Thresholds come validated as whole numbers from 2; anything else takes the general path.
+  if (!Number.isInteger(cycles) || cycles < 1) return findCycleBySlices(recent, cycles);
+  for (let length = 2; length <= 4; length++) {
+    const span = length * cycles;
+    if (recent.length < span) return null;
+    const start = recent.length - span;
+    const first = recent[start];
+    let distinct = false;
+    for (let i = 1; i < length && !distinct; i++) distinct = recent[start + i] !== first;
+    if (!distinct) continue;
+    let repeated = true;
+    for (let i = length; i < span && repeated; i++) repeated = recent[start + i] === recent[start + (i % length)];
+    if (repeated) return { detector: "cycles", calls: recent.slice(start), count: cycles };
+  }
+  return null;
+}
+
+function findCycleBySlices(recent: readonly string[], cycles: number): LoopFound | null {
   for (let length = 2; length <= 4; length++) {
     const span = length * cycles;
     if (recent.length < span) return null;

@@ -54,11 +54,43 @@ export function loopSettings(config: ConfigView, call: Pick<ToolCall, "agent" | 
   return resolveLoopSettings(agent, tenant, { harness: call.origin === "harness" });
 }
 
+/** A call's loop settings, resolved once per agent, tenant and harness-or-not. */
+export type SettingsOf = (call: Pick<ToolCall, "agent" | "tenant" | "origin">) => EffectiveLoopSettings;
+
+/**
+ * `loopSettings` remembered for one batch: they depend only on the agent, the tenant and
+ * whether the call is a harness's, and a batch is decided without yielding, so the
+ * configuration cannot change under it.
+ */
+export function settingsPerBatch(config: ConfigView): SettingsOf {
+  const known = new Map<string, EffectiveLoopSettings>();
+  return (call) => {
+    const key = `${call.agent}\u0000${call.tenant}\u0000${call.origin === "harness" ? "h" : ""}`;
+    let settings = known.get(key);
+    if (settings === undefined) {
+      settings = loopSettings(config, call);
+      known.set(key, settings);
+    }
+    return settings;
+  };
+}
+
+/** What `parseArguments` made of a call's arguments, kept with the call: `validate` parses them, the digest and the evidence reuse it. */
+const parsed = new WeakMap<ToolCall, { readonly text: string; readonly value: Record<string, unknown> | string }>();
+
+function argumentsOf(call: ToolCall): Record<string, unknown> | string {
+  const known = parsed.get(call);
+  if (known !== undefined && known.text === call.arguments) return known.value;
+  const value = parseArguments(call.arguments);
+  parsed.set(call, { text: call.arguments, value });
+  return value;
+}
+
 function evidence(loop: LoopFound, call: ToolCall, threshold: number, approval?: { id: string; deadline: number; escalation: ReadonlyArray<{ at: number; to: string }> }): unknown {
   return {
     detector: loop.detector,
     calls: loop.calls.map(splitSignature),
-    arguments: parseArguments(call.arguments),
+    arguments: argumentsOf(call),
     count: loop.count,
     threshold,
     ...(approval
@@ -67,10 +99,10 @@ function evidence(loop: LoopFound, call: ToolCall, threshold: number, approval?:
   };
 }
 
-function act(config: ConfigView, state: CallsLaneState, flags: RunFlags, call: ToolCall): LaneStep<CallsLaneState> {
+function act(settingsOf: SettingsOf, state: CallsLaneState, flags: RunFlags, call: ToolCall): LaneStep<CallsLaneState> {
   const s: Subject = call;
-  const settings = loopSettings(config, call);
-  const { state: calls, loop } = watchCall(state.calls, { signature: callSignature(call), harness: call.origin === "harness" }, settings);
+  const settings = settingsOf(call);
+  const { state: calls, loop } = watchCall(state.calls, { signature: callSignature(call, argumentsOf(call)), harness: call.origin === "harness" }, settings);
   if (!loop) return { state: { ...state, calls }, emits: [decision(LOOP_CALLS, s, { verdict: "allow" })], remember: false };
 
   const limit = loop.detector === "cycles" ? "loops.cycles" : "loops.repeats";
@@ -127,7 +159,7 @@ function act(config: ConfigView, state: CallsLaneState, flags: RunFlags, call: T
   };
 }
 
-export function stepCall(config: ConfigView, state: CallsLaneState, flags: RunFlags, call: ToolCall): LaneStep<CallsLaneState> {
+export function stepCall(config: ConfigView, state: CallsLaneState, flags: RunFlags, call: ToolCall, settingsOf: SettingsOf = settingsPerBatch(config)): LaneStep<CallsLaneState> {
   const s: Subject = call;
   if (flags.stopped !== null) {
     return { state, emits: [decision(LOOP_CALLS, s, { verdict: "stop", reason_code: "LoopDetected", message: flags.stopped }), refusedResult(LOOP_CALLS, call, flags.stopped)], remember: true };
@@ -150,19 +182,21 @@ export function stepCall(config: ConfigView, state: CallsLaneState, flags: RunFl
   if (!isWatched(call)) return { state, emits: [decision(LOOP_CALLS, s, { verdict: "allow" })], remember: false };
   if (state.hold !== null) {
     // Approved: the counters start again and the call is made.
-    if (flags.approved.has(state.hold.approval)) return act(config, { calls: startAgain(), hold: null }, flags, call);
+    if (flags.approved.has(state.hold.approval)) return act(settingsOf, { calls: startAgain(), hold: null }, flags, call);
     const message = `A loop of this run waits for a person (approval ${state.hold.approval}, kind loop): no call goes ahead until it is decided.`;
     return { state, emits: [decision(LOOP_CALLS, s, { verdict: "wait", reason_code: "LoopDetected", message, evidence: { approval: { id: state.hold.approval, kind: "loop" } } })], remember: true };
   }
-  return act(config, state, flags, call);
+  return act(settingsOf, state, flags, call);
 }
 
 function callsLane(config: ConfigView): LaneSpec<ToolCall, CallsLaneState> {
+  const settingsOf = settingsPerBatch(config);
   return {
     lane: "calls",
     runOf: (call) => call.run_id,
+    tenantOf: (call) => call.tenant,
     initial: INITIAL,
-    step: (state, flags, r: InputRecord<ToolCall>) => stepCall(config, state, flags, r.value),
+    step: (state, flags, r: InputRecord<ToolCall>) => stepCall(config, state, flags, r.value, settingsOf),
     plain: (r): Emit[] => [decision(LOOP_CALLS, r.value, { verdict: "allow" })],
   };
 }
@@ -176,7 +210,7 @@ export const loopCallsProcessor = defineProcessor<ToolCall, LoopEnv>({
     for (const field of ["id", "tenant", "tree_id", "job_id", "run_id", "call_id", "plugin", "tool", "function"] as const) {
       if (!call[field]) reasons.push(`${field} is empty: the runtime must set it on every event`);
     }
-    const args = parseArguments(call.arguments);
+    const args = argumentsOf(call);
     if (typeof args === "string") reasons.push(args);
     return reasons;
   },

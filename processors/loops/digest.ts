@@ -3,27 +3,61 @@
  * digest of its arguments as canonical JSON (key order and whitespace do not matter, every
  * value does); a result is a hash of what it said, and whether it said anything.
  */
-import { createHash } from "node:crypto";
+import { hash } from "node:crypto";
 import { parseArguments } from "../call-arguments.ts";
 
 /** JSON with object keys sorted at every depth and no insignificant whitespace. */
 export function canonicalJson(value: unknown): string {
+  // Most arguments are written with their keys in order already: JSON.stringify then writes
+  // the same text, natively.
+  return inCanonicalOrder(value) ? JSON.stringify(value) : canonicalSlow(value);
+}
+
+/**
+ * Whether JSON.stringify of the value is its canonical JSON: every object's keys (in the order
+ * JSON.stringify walks them) strictly ascending, no undefined member to drop, and no toJSON
+ * to call. Plain parsed JSON only; anything else takes the general path.
+ */
+function inCanonicalOrder(value: unknown): boolean {
+  if (value === null || typeof value !== "object") return typeof value !== "undefined" && typeof value !== "function" && typeof value !== "symbol" && typeof value !== "bigint";
+  if (Array.isArray(value)) {
+    for (const item of value as unknown[]) if (!inCanonicalOrder(item)) return false;
+    return true;
+  }
+  if (Object.getPrototypeOf(value) !== Object.prototype || "toJSON" in value) return false;
+  let previous: string | undefined;
+  for (const key of Object.keys(value)) {
+    if (previous !== undefined && !(previous < key)) return false;
+    previous = key;
+    if (!inCanonicalOrder((value as Record<string, unknown>)[key])) return false;
+  }
+  return true;
+}
+
+function canonicalSlow(value: unknown): string {
   if (value === null || typeof value !== "object") return JSON.stringify(value) ?? "null";
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(",")}]`;
-  const entries = Object.entries(value as Record<string, unknown>)
-    .filter(([, v]) => v !== undefined)
-    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-  return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(",")}}`;
+  if (Array.isArray(value)) return `[${value.map(canonicalSlow).join(",")}]`;
+  const record = value as Record<string, unknown>;
+  // Sorted by UTF-16 code units, as `<` compares strings; keys of undefined members left out.
+  const keys = Object.keys(record).sort();
+  let out = "{";
+  for (const key of keys) {
+    const member = record[key];
+    if (member === undefined) continue;
+    out += `${out.length === 1 ? "" : ","}${JSON.stringify(key)}:${canonicalSlow(member)}`;
+  }
+  return `${out}}`;
 }
 
 function sha256(text: string): string {
-  return createHash("sha256").update(text).digest("hex");
+  return hash("sha256", text, "hex");
 }
 
-
-/** A short digest of a call's arguments (JSON object text); equal for equal objects. */
-export function argumentsDigest(argumentsJson: string): string {
-  const parsed = parseArguments(argumentsJson);
+/**
+ * A short digest of a call's arguments (JSON object text); equal for equal objects. `parsed`
+ * is what `parseArguments` made of the same text, when the caller has it already.
+ */
+export function argumentsDigest(argumentsJson: string, parsed: Record<string, unknown> | string = parseArguments(argumentsJson)): string {
   return sha256(typeof parsed === "string" ? argumentsJson : canonicalJson(parsed)).slice(0, 16);
 }
 
@@ -33,8 +67,8 @@ export function functionName(call: { plugin: string; tool: string; function: str
 }
 
 /** A call as the detector compares it: the function and the digest of its arguments. */
-export function callSignature(call: { plugin: string; tool: string; function: string; arguments: string }): string {
-  return `${functionName(call)}#${argumentsDigest(call.arguments)}`;
+export function callSignature(call: { plugin: string; tool: string; function: string; arguments: string }, parsed?: Record<string, unknown> | string): string {
+  return `${functionName(call)}#${argumentsDigest(call.arguments, parsed)}`;
 }
 
 /** Splits a signature back into its function and arguments digest. */

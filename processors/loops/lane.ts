@@ -21,6 +21,8 @@ export interface LaneStep<S> {
 export interface LaneSpec<In, S> {
   readonly lane: Lane;
   runOf(value: In): string;
+  /** The input's tenant: two tenants' runs of the same ID never share loop state. */
+  tenantOf(value: In): string;
   readonly initial: S;
   /** Steps one input; `invalid` sends it to the dead letters (remembered, so a replay does the same). */
   step(state: S, flags: RunFlags, record: InputRecord<In>): LaneStep<S> | { readonly invalid: string };
@@ -45,14 +47,14 @@ function sourceOf(r: InputRecord<unknown>): string {
 export async function runLane<In, S>(spec: LaneSpec<In, S>, store: LoopStore, records: ReadonlyArray<InputRecord<In>>): Promise<Outcome[]> {
   const groups = new Map<string, number[]>();
   records.forEach((r, i) => {
-    const key = `${spec.runOf(r.value)}\u0000${sourceOf(r)}`;
+    const key = `${spec.tenantOf(r.value)}\u0000${spec.runOf(r.value)}\u0000${sourceOf(r)}`;
     const list = groups.get(key) ?? [];
     list.push(i);
     groups.set(key, list);
   });
   const reads = [...groups.values()].map((indexes) => {
     const first = records[indexes[0] as number] as InputRecord<In>;
-    return { run: spec.runOf(first.value), source: sourceOf(first), offsets: indexes.map((i) => (records[i] as InputRecord<In>).offset) };
+    return { tenant: spec.tenantOf(first.value), run: spec.runOf(first.value), source: sourceOf(first), offsets: indexes.map((i) => (records[i] as InputRecord<In>).offset) };
   });
   const snapshots = await store.read(spec.lane, reads);
 
@@ -62,7 +64,10 @@ export async function runLane<In, S>(spec: LaneSpec<In, S>, store: LoopStore, re
     const read = reads[g] as (typeof reads)[number];
     const snap = snapshots[g];
     if (!snap) throw new Error(`the loop store answered ${snapshots.length} reads for ${reads.length} runs`);
-    let state = snap.state === null ? spec.initial : (JSON.parse(snap.state) as S);
+    const before = snap.state === null ? spec.initial : (JSON.parse(snap.state) as S);
+    let state = before;
+    // Offsets at or below this one were applied before: their outcomes are replayed.
+    const applied = snap.at === null ? null : BigInt(snap.at);
     let flags = snap.flags;
     const memos: Array<readonly [string, string]> = [];
     const raised: Array<readonly [FlagField, string]> = [];
@@ -72,7 +77,7 @@ export async function runLane<In, S>(spec: LaneSpec<In, S>, store: LoopStore, re
     let newest: string | null = null;
     for (const i of indexes) {
       const r = records[i] as InputRecord<In>;
-      if (snap.at !== null && BigInt(r.offset) <= BigInt(snap.at)) {
+      if (applied !== null && BigInt(r.offset) <= applied) {
         const memo = snap.memos.get(r.offset);
         outcomes[i] = memo === undefined ? { emits: spec.plain(r) } : (JSON.parse(memo) as Outcome);
         continue;
@@ -95,7 +100,9 @@ export async function runLane<In, S>(spec: LaneSpec<In, S>, store: LoopStore, re
       outcomes[i] = { emits: step.emits };
       if (step.remember) memos.push([r.offset, JSON.stringify(outcomes[i])]);
     }
-    if (newest !== null) writes.push({ run: read.run, source: read.source, at: newest, state: JSON.stringify(state), memos, flags: raised, deadlines, settled, counts });
+    // A state no step replaced (every input refused, held or stopped) is written back as it was read.
+    const text = state === before && snap.state !== null ? snap.state : JSON.stringify(state);
+    if (newest !== null) writes.push({ tenant: read.tenant, run: read.run, source: read.source, at: newest, state: text, memos, flags: raised, deadlines, settled, counts });
   });
   await store.write(spec.lane, writes);
   return outcomes;

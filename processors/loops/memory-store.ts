@@ -1,6 +1,11 @@
 /** The loop state in memory, for the test driver: the same semantics as the Redis store. */
 import { flagsFromHash, timerEntries, timerMember, type Lane, type LaneRead, type LaneSnapshot, type LaneWrite, type LoopStore, type TimerEntry } from "./store.ts";
 
+/** A run's state is kept per tenant and run, as in Redis: the key of `lanes` (after the lane) and `flags`. */
+export function runKey(r: { readonly tenant: string; readonly run: string }): string {
+  return `${encodeURIComponent(r.tenant)}/${r.run}`;
+}
+
 export class MemoryLoopStore implements LoopStore {
   readonly lanes = new Map<string, Map<string, string>>();
   readonly flags = new Map<string, Map<string, string>>();
@@ -19,26 +24,26 @@ export class MemoryLoopStore implements LoopStore {
   read(lane: Lane, reads: readonly LaneRead[]): Promise<LaneSnapshot[]> {
     return Promise.resolve(
       reads.map((r) => {
-        const h = this.lanes.get(`${lane}|${r.run}`) ?? new Map<string, string>();
+        const h = this.lanes.get(`${lane}|${runKey(r)}`) ?? new Map<string, string>();
         const memos = new Map<string, string>();
         for (const o of r.offsets) {
           const m = h.get(`memo:${r.source}:${o}`);
           if (m !== undefined) memos.set(o, m);
         }
-        return { state: h.get("state") ?? null, at: h.get(`at:${r.source}`) ?? null, memos, flags: flagsFromHash(Object.fromEntries(this.flags.get(r.run) ?? [])) };
+        return { state: h.get("state") ?? null, at: h.get(`at:${r.source}`) ?? null, memos, flags: flagsFromHash(Object.fromEntries(this.flags.get(runKey(r)) ?? [])) };
       }),
     );
   }
 
   write(lane: Lane, writes: readonly LaneWrite[]): Promise<void> {
     for (const w of writes) {
-      const h = this.hash(this.lanes, `${lane}|${w.run}`);
+      const h = this.hash(this.lanes, `${lane}|${runKey(w)}`);
       const seen = h.get(`at:${w.source}`);
       if (seen === undefined || Number(seen) < Number(w.at)) {
         h.set("state", w.state);
         h.set(`at:${w.source}`, w.at);
         for (const [offset, outcome] of w.memos) h.set(`memo:${w.source}:${offset}`, outcome);
-        const flags = this.hash(this.flags, w.run);
+        const flags = this.hash(this.flags, runKey(w));
         for (const [field, value] of w.flags) if (!flags.has(field)) flags.set(field, value);
       }
       for (const e of w.deadlines.flatMap(timerEntries)) if (!this.deadlines.has(timerMember(e))) this.deadlines.set(timerMember(e), e);

@@ -44,8 +44,8 @@ export class RedisLoopStore implements LoopStore {
     if (reads.length === 0) return [];
     const pipe = this.redis.pipeline();
     for (const r of reads) {
-      pipe.hmget(this.keys.loopLane(r.run, lane), "state", `at:${r.source}`, ...r.offsets.map((o) => `memo:${r.source}:${o}`));
-      pipe.hgetall(this.keys.loopFlags(r.run));
+      pipe.hmget(this.keys.loopLane(r.tenant, r.run, lane), "state", `at:${r.source}`, ...r.offsets.map((o) => `memo:${r.source}:${o}`));
+      pipe.hgetall(this.keys.loopFlags(r.tenant, r.run));
     }
     let values: unknown[];
     try {
@@ -85,7 +85,7 @@ export class RedisLoopStore implements LoopStore {
       for (const c of w.counts) {
         scripted[count]?.(this.keys.loopStats(c.day, "counts"), this.keys.loopStats(c.day, "counted"), c.id, c.tenant, c.plugin, c.tool, this.statsTtl);
       }
-      scripted[commit]?.(this.keys.loopLane(w.run, lane), this.keys.loopFlags(w.run), ...args);
+      scripted[commit]?.(this.keys.loopLane(w.tenant, w.run, lane), this.keys.loopFlags(w.tenant, w.run), ...args);
       for (const e of w.settled.flatMap(timerEntries)) pipe.zrem(this.keys.loopDeadlines(), timerMember(e));
     }
     try {

@@ -33,34 +33,51 @@ const NO_FACTS: ToolFacts = { risk: () => null, killSwitch: () => null };
 
 const DAY_MS = 86_400_000;
 
+/** Loops acted on by one tenant with one tool, over some days: what either source of the report gives. */
+export interface TenantToolLoops {
+  readonly tenant: string;
+  readonly plugin: string;
+  readonly tool: string;
+  readonly loops: number;
+}
+
 /** Groups days of `<tenant>|<plugin>|<tool>` counts into the tools with loops in at least `minTenants` tenants. */
 export function toolsLoopingAcrossTenants(days: ReadonlyArray<Record<string, string | number>>, minTenants: number, facts: Partial<ToolFacts> = {}): LoopingTool[] {
-  const { risk, killSwitch } = { ...NO_FACTS, ...facts };
-  const tools = new Map<string, { tenants: Set<string>; loops: number }>();
+  const rows: TenantToolLoops[] = [];
   for (const counts of days) {
     for (const [field, n] of Object.entries(counts)) {
       const [tenant, plugin, tool] = field.split("|");
       if (tenant === undefined || plugin === undefined || tool === undefined) continue;
-      const key = `${plugin}|${tool}`;
-      const t = tools.get(key) ?? { tenants: new Set<string>(), loops: 0 };
-      t.tenants.add(tenant);
-      t.loops += Number(n);
-      tools.set(key, t);
+      rows.push({ tenant, plugin, tool, loops: Number(n) });
     }
   }
-  return [...tools.entries()]
-    .filter(([, t]) => t.tenants.size >= minTenants)
-    .map(([key, t]) => {
-      const [plugin = "", tool = ""] = key.split("|");
-      return { plugin, tool, tenants: [...t.tenants].sort(), loops: t.loops, risk: risk(plugin, tool), kill_switch: killSwitch(plugin, tool) };
-    })
+  return toolsLoopingInTenants(rows, minTenants, facts);
+}
+
+/**
+ * The tools with loops in at least `minTenants` tenants, from counts per tenant and tool (the
+ * daily counts in Redis, or the audit log's `loop.acted` entries), with their risk class and
+ * kill switch, most tenants first.
+ */
+export function toolsLoopingInTenants(rows: Iterable<TenantToolLoops>, minTenants: number, facts: Partial<ToolFacts> = {}): LoopingTool[] {
+  const { risk, killSwitch } = { ...NO_FACTS, ...facts };
+  const tools = new Map<string, { plugin: string; tool: string; tenants: Set<string>; loops: number }>();
+  for (const row of rows) {
+    const key = JSON.stringify([row.plugin, row.tool]);
+    const t = tools.get(key) ?? { plugin: row.plugin, tool: row.tool, tenants: new Set<string>(), loops: 0 };
+    t.tenants.add(row.tenant);
+    t.loops += row.loops;
+    tools.set(key, t);
+  }
+  return [...tools.values()]
+    .filter((t) => t.tenants.size >= minTenants)
+    .map(({ plugin, tool, tenants, loops }) => ({ plugin, tool, tenants: [...tenants].sort(), loops, risk: risk(plugin, tool), kill_switch: killSwitch(plugin, tool) }))
     .sort((a, b) => b.tenants.length - a.tenants.length || b.loops - a.loops || a.plugin.localeCompare(b.plugin) || a.tool.localeCompare(b.tool));
 }
 
 /** The tools that looped in `minTenants` (3) or more tenants in the `days` (7) UTC days up to `until`. */
 export async function loopReport(redis: Redis, keys: Keys, options: { until?: number; days?: number; minTenants?: number; config?: ConfigView } = {}): Promise<LoopingTool[]> {
-  const until = options.until ?? Date.now();
-  const days = Array.from({ length: options.days ?? 7 }, (_, i) => utcDay(until - i * DAY_MS));
+  const days = reportDays(options.until ?? Date.now(), options.days ?? 7);
   const pipe = redis.pipeline();
   for (const day of days) pipe.hgetall(keys.loopStats(day, "counts"));
   const replies = (await pipe.exec()) ?? [];
@@ -69,6 +86,11 @@ export async function loopReport(redis: Redis, keys: Keys, options: { until?: nu
     return value as Record<string, string>;
   });
   return toolsLoopingAcrossTenants(counts, options.minTenants ?? 3, options.config ? toolFacts(options.config) : {});
+}
+
+/** The `days` UTC days (`YYYY-MM-DD`) up to and including the day of `until`, newest first: the report's window. */
+export function reportDays(until: number, days: number): string[] {
+  return Array.from({ length: days }, (_, i) => utcDay(until - i * DAY_MS));
 }
 
 /** Risk classes from the plugins' manifests and kill switches, from the configuration table. */

@@ -55,6 +55,7 @@ function resultsLane(env: LoopEnv): LaneSpec<ToolResult, ResultsLaneState> {
   return {
     lane: "results",
     runOf: (result) => result.run_id,
+    tenantOf: (result) => result.tenant,
     initial: INITIAL,
     step: (state, flags, r: InputRecord<ToolResult>) => stepResult(env, state, flags, r.value),
     plain: () => [],

@@ -48,6 +48,8 @@ export function flagsFromHash(hash: Record<string, string>): RunFlags {
 }
 
 export interface LaneRead {
+  /** The run's tenant: run IDs come from runtimes, so a run's state is kept per tenant and run. */
+  readonly tenant: string;
   readonly run: string;
   readonly source: string;
   /** Offsets of this run's inputs in the batch, to look up the memos of those applied before. */
@@ -131,6 +133,7 @@ export interface LoopCount {
 }
 
 export interface LaneWrite {
+  readonly tenant: string;
   readonly run: string;
   readonly source: string;
   /** The newest offset of this run's inputs in the batch. */

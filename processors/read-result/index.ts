@@ -20,8 +20,8 @@ export { builtinManifest, isBuiltinTool, isReadResult, OZ_MANIFEST, READ_RESULT,
 export const JOB_LABELS_TTL_SECONDS = 90 * 24 * 60 * 60;
 
 /** OFF-9: joins labels into the job's set in Redis; returns how many the job holds. A Redis failure is a TransientError (the batch is tried again). */
-export async function joinJobLabels(redis: Redis, keys: Keys, job: { readonly tree: string; readonly job: string }, labels: readonly string[]): Promise<number> {
-  const key = keys.jobLabels(job.tree, job.job);
+export async function joinJobLabels(redis: Redis, keys: Keys, job: { readonly tenant: string; readonly tree: string; readonly job: string }, labels: readonly string[]): Promise<number> {
+  const key = keys.jobLabels(job.tenant, job.tree, job.job);
   try {
     if (labels.length === 0) return await redis.scard(key);
     const [, total] = (await runScript(redis, "joinJobLabels", [key], [JOB_LABELS_TTL_SECONDS, ...labels])) as [number, number];
@@ -32,8 +32,8 @@ export async function joinJobLabels(redis: Redis, keys: Keys, job: { readonly tr
 }
 
 /** The labels a job has joined (OFF-9), sorted. */
-export async function jobLabels(redis: Redis, keys: Keys, job: { readonly tree: string; readonly job: string }): Promise<string[]> {
-  return (await redis.smembers(keys.jobLabels(job.tree, job.job))).sort();
+export async function jobLabels(redis: Redis, keys: Keys, job: { readonly tenant: string; readonly tree: string; readonly job: string }): Promise<string[]> {
+  return (await redis.smembers(keys.jobLabels(job.tenant, job.tree, job.job))).sort();
 }
 
 export interface ReadResultDeps {

@@ -4,9 +4,10 @@
  * development credentials, and every value can be overridden.
  */
 import type { RedisOptions } from "ioredis";
-import { logLevel, Partitioners, type KafkaConfig, type ProducerConfig, type SASLOptions } from "kafkajs";
+import { logLevel, type KafkaConfig, type ProducerConfig, type SASLOptions } from "kafkajs";
 import { LOCAL_STACK } from "../../stack/local.ts";
 import { createLogger, kafkaLogCreator, type Logger } from "./log.ts";
+import { RememberingPartitioner } from "./partitioner.ts";
 
 export interface Endpoints {
   kafkaBrokers: string[];
@@ -55,12 +56,13 @@ export const PIPELINE_REDIS = { maxRetriesPerRequest: 3, enableAutoPipelining: t
 
 /**
  * Settings of every idempotent or transactional producer: the Java client's partitioner (so
- * keys land where other clients put them) and retries without limit, as exactly-once needs.
+ * keys land where other clients put them; each key's partition remembered, `partitioner.ts`)
+ * and retries without limit, as exactly-once needs.
  */
 export const EXACTLY_ONCE_PRODUCER = {
   idempotent: true,
   maxInFlightRequests: 1,
-  createPartitioner: Partitioners.DefaultPartitioner,
+  createPartitioner: RememberingPartitioner,
   retry: { retries: Number.MAX_SAFE_INTEGER, initialRetryTime: 20, maxRetryTime: 5_000 },
 } satisfies ProducerConfig;
 

@@ -95,7 +95,9 @@ export async function startProcessor<In, Env>(p: Processor<In, Env>, env: Env, d
     const byOffset = new Map(raws.map((r) => [r.offset, r]));
     const records: InputRecord<In>[] = [];
     const rejected: Rejected[] = [];
-    for (const raw of raws) {
+    for (const [i, raw] of raws.entries()) {
+      // A long batch keeps the instance in its group (kafkajs sends at most one heartbeat per interval).
+      if (i % 500 === 499) await ctx.heartbeat();
       if (raw.value === null && p.readsTombstones) {
         records.push({ topic: raw.topic, partition: raw.partition, offset: raw.offset, key: raw.key?.toString("utf8") ?? null, value: null as In, timestamp: raw.timestamp });
         continue;
@@ -122,7 +124,9 @@ export async function startProcessor<In, Env>(p: Processor<In, Env>, env: Env, d
       encoded.set(e, value);
       return outputTooLarge(e, value);
     };
+    await ctx.heartbeat();
     const result = await runBatch(p, records, env, { onRetry: (err, attempt) => backoff(ctx, err, attempt), checkEmit });
+    await ctx.heartbeat();
     const out: OutMessage[] = result.emits.map((e) => ({ topic: e.to, key: e.key, value: encoded.get(e) ?? deps.serde.encodeChecked(topic(e.to).schema, e.value) }));
     for (const r of [...rejected, ...result.rejected]) {
       const raw = byOffset.get(r.offset);

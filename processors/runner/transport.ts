@@ -5,7 +5,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
-import type { Consumer, Kafka, Producer } from "kafkajs";
+import type { Consumer, EachBatchPayload, Kafka, Producer } from "kafkajs";
 import { EXACTLY_ONCE_PRODUCER } from "./endpoints.ts";
 import type { Logger } from "./log.ts";
 
@@ -47,6 +47,9 @@ export interface Transport {
  */
 export const MAX_SEND_BYTES = 768 * 1024;
 
+/** How often a batch in hand heartbeats (kafkajs sends at most one per `heartbeatInterval`). */
+const HEARTBEAT_EVERY_MS = 1_000;
+
 /** Splits messages, in order, into runs whose keys and values add up to at most `cap` bytes. */
 export function chunks(messages: readonly OutMessage[], cap: number): OutMessage[][] {
   const out: OutMessage[][] = [];
@@ -64,6 +67,17 @@ export function chunks(messages: readonly OutMessage[], cap: number): OutMessage
   }
   if (current.length > 0) out.push(current);
   return out;
+}
+
+/** Messages grouped by topic, each topic's in order, as kafkajs's `sendBatch` takes them. */
+export function topicMessages(messages: readonly OutMessage[]): Array<{ topic: string; messages: Array<{ key: string | null; value: Buffer | null }> }> {
+  const byTopic = new Map<string, Array<{ key: string | null; value: Buffer | null }>>();
+  for (const m of messages) {
+    const list = byTopic.get(m.topic);
+    if (list) list.push({ key: m.key, value: m.value });
+    else byTopic.set(m.topic, [{ key: m.key, value: m.value }]);
+  }
+  return [...byTopic].map(([topic, list]) => ({ topic, messages: list }));
 }
 
 export interface KafkaTransportOptions {
@@ -131,26 +145,64 @@ export function concurrencyFromEnv(env: Record<string, string | undefined> = pro
  * Transactional producers handed out one per batch in hand: a producer has at most one open
  * transaction, so batches handled at once each need their own.
  */
-export class ProducerPool {
-  private readonly idle: Producer[] = [];
-  private readonly waiting: Array<(p: Producer) => void> = [];
-  readonly all: readonly Producer[];
+export class ProducerPool<T = Producer> {
+  private readonly idle: T[] = [];
+  private readonly waiting: Array<(p: T) => void> = [];
+  readonly all: readonly T[];
 
-  constructor(producers: Producer[]) {
+  constructor(producers: T[]) {
     this.all = producers;
     this.idle.push(...producers);
   }
 
-  async take(): Promise<Producer> {
+  async take(): Promise<T> {
     const p = this.idle.pop();
     if (p) return p;
     return new Promise((resolve) => this.waiting.push(resolve));
   }
 
-  give(p: Producer): void {
+  give(p: T): void {
     const next = this.waiting.shift();
     if (next) next(p);
     else this.idle.push(p);
+  }
+}
+
+/**
+ * One transactional producer of the pool, renewed after a failed transaction: a producer whose
+ * broker went away mid-transaction can be left unable to begin another (its abort never
+ * reached the broker). A fresh producer under the same transactional ID fences the old one's
+ * epoch and aborts what it left open when it connects.
+ */
+export class TransactionalSlot {
+  private readonly make: () => Producer;
+  private current: Producer;
+  private connected = false;
+
+  constructor(make: () => Producer) {
+    this.make = make;
+    this.current = make();
+  }
+
+  /** The producer, connected (connecting again after a renewal; throws while the broker is away). */
+  async producer(): Promise<Producer> {
+    if (!this.connected) {
+      await this.current.connect();
+      this.connected = true;
+    }
+    return this.current;
+  }
+
+  async renew(): Promise<void> {
+    const old = this.current;
+    this.current = this.make();
+    this.connected = false;
+    await old.disconnect().catch(() => undefined);
+  }
+
+  async disconnect(): Promise<void> {
+    this.connected = false;
+    await this.current.disconnect();
   }
 }
 
@@ -161,43 +213,84 @@ export class ProducerPool {
  * partition and offset, since a batch whose transaction did not commit is handled again.
  */
 export class KafkaTransport implements Transport {
-  private readonly consumer: Consumer;
-  private readonly producers: ProducerPool;
+  private consumer: Consumer;
+  private readonly makeConsumer: () => Consumer;
+  private stopping = false;
+  private readonly producers: ProducerPool<TransactionalSlot>;
   private readonly concurrency: number;
   private readonly opts: KafkaTransportOptions;
 
   constructor(opts: KafkaTransportOptions) {
     this.opts = opts;
     const instance = instanceFromEnv();
-    this.consumer = opts.kafka.consumer({
-      groupId: opts.groupId,
-      readUncommitted: false,
-      sessionTimeout: instance.sessionTimeoutMs,
-      heartbeatInterval: 3_000,
-      maxBytesPerPartition: 1_048_576,
-      allowAutoTopicCreation: false,
-    });
+    this.makeConsumer = () =>
+      opts.kafka.consumer({
+        groupId: opts.groupId,
+        readUncommitted: false,
+        sessionTimeout: instance.sessionTimeoutMs,
+        heartbeatInterval: 3_000,
+        maxBytesPerPartition: 1_048_576,
+        allowAutoTopicCreation: false,
+      });
+    this.consumer = this.makeConsumer();
     this.concurrency = opts.concurrency ?? concurrencyFromEnv();
     // Transactional IDs unique per instance, so instances of a group never fence each other;
     // stable across restarts when the instance is named (OZ0_INSTANCE_ID).
     const name = instance.instanceId ?? `${hostname()}.${process.pid}.${randomUUID().slice(0, 8)}`;
     this.producers = new ProducerPool(
-      Array.from({ length: this.concurrency }, (_, i) =>
-        opts.kafka.producer({
-          transactionalId: `${opts.groupId}.${name}.${i}`,
-          transactionTimeout: TRANSACTION_TIMEOUT_MS,
-          ...EXACTLY_ONCE_PRODUCER,
-          allowAutoTopicCreation: false,
-        }),
+      Array.from(
+        { length: this.concurrency },
+        (_, i) =>
+          new TransactionalSlot(() =>
+            opts.kafka.producer({
+              transactionalId: `${opts.groupId}.${name}.${i}`,
+              transactionTimeout: TRANSACTION_TIMEOUT_MS,
+              ...EXACTLY_ONCE_PRODUCER,
+              allowAutoTopicCreation: false,
+            }),
+          ),
       ),
     );
   }
 
   async start(handler: BatchHandler): Promise<void> {
-    await Promise.all(this.producers.all.map((p) => p.connect()));
-    await this.consumer.connect();
-    await this.consumer.subscribe({ topic: this.opts.topic, fromBeginning: this.opts.fromBeginning ?? true });
-    await this.consumer.run({
+    await Promise.all(this.producers.all.map((slot) => slot.producer()));
+    await this.run(this.consumer, handler);
+  }
+
+  /**
+   * kafkajs restarts a crashed consumer itself only for some errors; after others (such as
+   * "Failed to find group coordinator" once a restarted broker's retries ran out) the consumer
+   * stays stopped while the process lives on. Such a consumer is replaced by a new one, after
+   * a pause, until the transport is stopped.
+   */
+  private watchCrashes(consumer: Consumer, handler: BatchHandler): void {
+    consumer.on(consumer.events.CRASH, (event) => {
+      if (event.payload.restart || this.stopping) return;
+      this.opts.log.error("the consumer crashed and kafkajs does not restart it; starting a new one in 5 s", { error: String(event.payload.error) });
+      setTimeout(() => void this.replaceConsumer(consumer, handler), 5_000);
+    });
+  }
+
+  private async replaceConsumer(crashed: Consumer, handler: BatchHandler): Promise<void> {
+    if (this.stopping || this.consumer !== crashed) return;
+    await crashed.disconnect().catch(() => undefined);
+    const fresh = this.makeConsumer();
+    this.consumer = fresh;
+    try {
+      await this.run(fresh, handler);
+      this.opts.log.info("a new consumer runs in place of the crashed one");
+    } catch (err) {
+      this.opts.log.error("starting a new consumer failed; trying again in 5 s", { error: String(err) });
+      setTimeout(() => void this.replaceConsumer(fresh, handler), 5_000);
+    }
+  }
+
+  private async run(consumer: Consumer, handler: BatchHandler): Promise<void> {
+    this.watchCrashes(consumer, handler);
+    await consumer.connect();
+    await consumer.subscribe({ topic: this.opts.topic, fromBeginning: this.opts.fromBeginning ?? true });
+    await consumer.run({
       autoCommit: false,
       eachBatchAutoResolve: false,
       partitionsConsumedConcurrently: this.concurrency,
@@ -215,23 +308,51 @@ export class KafkaTransport implements Transport {
           timestamp: m.timestamp,
         }));
         const committed: Array<() => void> = [];
-        const out = await handler(records, { heartbeat, isRunning, afterCommit: (fn) => void committed.push(fn) });
-        const last = batch.messages[batch.messages.length - 1]?.offset ?? batch.lastOffset();
-        // The partition moved to another instance while the batch was in hand (a rebalance):
-        // its new owner handles the batch again from the committed offset, so committing here
-        // would only write its outputs twice.
-        if (payload.isStale()) return;
-        const producer = await this.producers.take();
+        // A batch can take longer than the session (results offloaded one by one to a slow
+        // MinIO): the instance keeps heartbeating meanwhile, or the group would drop it, hand
+        // the partition on, and the batch would start over there, again and again.
+        const beat = setInterval(() => void heartbeat().catch(() => undefined), HEARTBEAT_EVERY_MS);
+        let done: boolean;
         try {
-          await this.commit(producer, batch.topic, batch.partition, out, last);
+          done = await this.handleBatch(handler, records, payload, committed, { heartbeat, isRunning });
         } finally {
-          this.producers.give(producer);
+          clearInterval(beat);
         }
-        payload.resolveOffset(last);
+        if (!done) return;
         for (const fn of committed) fn();
         await heartbeat();
       },
     });
+  }
+
+  /** Hands the batch to the handler and commits its outputs with its offsets; false when it is not committed here (stale). */
+  private async handleBatch(
+    handler: BatchHandler,
+    records: RawRecord[],
+    payload: EachBatchPayload,
+    committed: Array<() => void>,
+    ctx: { heartbeat(): Promise<void>; isRunning(): boolean },
+  ): Promise<boolean> {
+    const { batch } = payload;
+    const out = await handler(records, { ...ctx, afterCommit: (fn) => void committed.push(fn) });
+    const last = batch.messages[batch.messages.length - 1]?.offset ?? batch.lastOffset();
+    // The partition moved to another instance while the batch was in hand (a rebalance): its
+    // new owner handles the batch again from the committed offset, so committing here would
+    // only write its outputs twice.
+    if (payload.isStale()) return false;
+    const slot = await this.producers.take();
+    try {
+      await this.commit(await slot.producer(), batch.topic, batch.partition, out, last);
+    } catch (err) {
+      // The batch is handled again (its effects are idempotent); its next transaction starts
+      // on a fresh producer, whatever state this one was left in.
+      await slot.renew();
+      throw err;
+    } finally {
+      this.producers.give(slot);
+    }
+    payload.resolveOffset(last);
+    return true;
   }
 
   /** Outputs and the input offset after `last`, in one transaction. */
@@ -239,13 +360,7 @@ export class KafkaTransport implements Transport {
     const txn = await producer.transaction();
     try {
       for (const chunk of chunks(out, MAX_SEND_BYTES)) {
-        const byTopic = new Map<string, Array<{ key: string | null; value: Buffer | null }>>();
-        for (const m of chunk) {
-          const list = byTopic.get(m.topic) ?? [];
-          list.push({ key: m.key, value: m.value });
-          byTopic.set(m.topic, list);
-        }
-        await txn.sendBatch({ topicMessages: [...byTopic].map(([name, messages]) => ({ topic: name, messages })) });
+        await txn.sendBatch({ topicMessages: topicMessages(chunk) });
       }
       await txn.sendOffsets({
         consumerGroupId: this.opts.groupId,
@@ -259,7 +374,8 @@ export class KafkaTransport implements Transport {
   }
 
   async stop(): Promise<void> {
+    this.stopping = true;
     await this.consumer.disconnect();
-    await Promise.all(this.producers.all.map((p) => p.disconnect()));
+    await Promise.all(this.producers.all.map((slot) => slot.disconnect()));
   }
 }

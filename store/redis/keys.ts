@@ -1,6 +1,8 @@
 /**
  * Every Redis key of the pipeline is built here. Keys of one run (or one tree) share a hash
- * tag, `{run:<id>}`, so a script that touches several of them runs unchanged on Redis Cluster.
+ * tag, `{run:<tenant>/<id>}`, so a script that touches several of them runs unchanged on Redis
+ * Cluster. A key built from a tree, job, run or conversation ID names its tenant too: those IDs
+ * come from runtimes and two tenants may use the same one (docs/security.md).
  */
 export class Keys {
   readonly prefix: string;
@@ -16,17 +18,28 @@ export class Keys {
     return `${this.prefix}:{${kind}:${id.replace(/[{}]/g, "_")}}`;
   }
 
+  /**
+   * A tree's hash tag within its tenant, `{tree:<tenant>/<tree>}`: tree and job IDs come from
+   * runtimes and may be chosen (FILE-5), so two tenants may use the same one; their state must
+   * never meet. The tenant is URI-encoded so that no tenant and tree pair reads as another.
+   */
+  private tenantTree(tenant: string, treeId: string): string {
+    if (tenant.length === 0) throw new Error("an empty tenant cannot name a tree's Redis state");
+    if (treeId.length === 0) throw new Error("an empty tree ID cannot name Redis state");
+    return this.tagged("tree", `${encodeURIComponent(tenant)}/${treeId}`);
+  }
+
   /** Counts of events per run, with the input offsets already applied (idempotence). */
   tally(runId: string): string {
     return `${this.tagged("run", runId)}:tally`;
   }
 
   /**
-   * A tree's budget and limits (LIM-1..LIM-9): its settings, counters, reservations, jobs and
-   * the answers already given, in one hash, so each admission is one script on one key.
+   * A tenant's tree's budget and limits (LIM-1..LIM-9): its settings, counters, reservations,
+   * jobs and the answers already given, in one hash, so each admission is one script on one key.
    */
-  limits(treeId: string): string {
-    return `${this.tagged("tree", treeId)}:limits`;
+  limits(tenant: string, treeId: string): string {
+    return `${this.tenantTree(tenant, treeId)}:limits`;
   }
 
   /** LIM-10: a tenant's spend in one calendar month (UTC, `YYYY-MM`): spent, held worst cases and the answers given. */
@@ -58,20 +71,30 @@ export class Keys {
     return `${this.tagged("agent", `${tenant}/${agent}`)}:forecast`;
   }
 
-  /** LOOP-1..LOOP-8: one lane of a run's loop state (its calls, its results, or the answers to its loop approvals), with the input offsets applied and the outcomes of loops. */
-  loopLane(runId: string, lane: "calls" | "results" | "approvals"): string {
-    return `${this.tagged("run", runId)}:loop:${lane}`;
+  /**
+   * LOOP-1..LOOP-8: one lane of a tenant's run's loop state (its calls, its results, or the
+   * answers to its loop approvals), with the input offsets applied and the outcomes of loops.
+   * Run IDs come from runtimes, so the run's hash tag names its tenant, `{run:<tenant>/<run>}`.
+   */
+  loopLane(tenant: string, runId: string, lane: "calls" | "results" | "approvals"): string {
+    return `${this.tenantRun(tenant, runId)}:loop:${lane}`;
   }
 
-  /** LOOP-5, LOOP-7: what every lane of a run's loop state reads: approvals, stop, finish-only. */
-  loopFlags(runId: string): string {
-    return `${this.tagged("run", runId)}:loop:flags`;
+  /** LOOP-5, LOOP-7: what every lane of a tenant's run's loop state reads: approvals, stop, finish-only. */
+  loopFlags(tenant: string, runId: string): string {
+    return `${this.tenantRun(tenant, runId)}:loop:flags`;
   }
 
-  /** OFF-9: the labels a job has joined by reading stored results back (a set, in its tree's slot). */
-  jobLabels(treeId: string, jobId: string): string {
+  private tenantRun(tenant: string, runId: string): string {
+    if (tenant.length === 0) throw new Error("an empty tenant cannot name a run's Redis state");
+    if (runId.length === 0) throw new Error("an empty run ID cannot name Redis state");
+    return this.tagged("run", `${encodeURIComponent(tenant)}/${runId}`);
+  }
+
+  /** OFF-9: the labels a job of a tenant's tree has joined by reading stored results back (a set, in its tree's slot). */
+  jobLabels(tenant: string, treeId: string, jobId: string): string {
     if (jobId.length === 0) throw new Error("an empty job ID cannot name Redis state");
-    return `${this.tagged("tree", treeId)}:job:${jobId}:labels`;
+    return `${this.tenantTree(tenant, treeId)}:job:${jobId}:labels`;
   }
 
   /** LOOP-5: deadlines of loops waiting for a person, of every run (a sorted set by time). */
@@ -85,19 +108,20 @@ export class Keys {
     return `${this.prefix}:{loopstats}:${day}:${part}`;
   }
 
-  /** FILE-3, FILE-5: a tree's start as the file rules read it: its job, whether it runs, its conversation. */
-  filesTree(treeId: string): string {
-    return `${this.tagged("tree", treeId)}:files`;
+  /** FILE-3, FILE-5: a tenant's tree's start as the file rules read it: its job, whether it runs, its conversation. */
+  filesTree(tenant: string, treeId: string): string {
+    return `${this.tenantTree(tenant, treeId)}:files`;
   }
 
   /** FILE-3: a tenant's conversation, each turn's tree with the tree of the turn it follows. */
   conversation(tenant: string, conversationId: string): string {
-    return `${this.tagged("conv", `${tenant}/${conversationId}`)}:turns`;
+    return `${this.tagged("conv", `${encodeURIComponent(tenant)}/${conversationId}`)}:turns`;
   }
 
-  /** OFF-13: the offload threshold a job started with. */
-  jobOffload(treeId: string, jobId: string): string {
-    return `${this.tagged("tree", treeId)}:offload:${jobId.replace(/[{}]/g, "_")}`;
+  /** OFF-13: the offload threshold a job of a tenant's tree started with. */
+  jobOffload(tenant: string, treeId: string, jobId: string): string {
+    if (jobId.length === 0) throw new Error("an empty job ID cannot name Redis state");
+    return `${this.tenantTree(tenant, treeId)}:offload:${jobId.replace(/[{}]/g, "_")}`;
   }
 }
 

@@ -59,7 +59,7 @@ describe("files-jobs on real Kafka, Redis and MinIO", () => {
   /** Starts emit nothing when all is well: wait until the processor has recorded the tree. */
   const recorded = async (tree: string, until: (r: TreeRecord) => boolean = () => true): Promise<TreeRecord> => {
     for (let waited = 0; waited < 60_000; waited += 200) {
-      const r = await state.tree(tree);
+      const r = await state.tree(tenant, tree);
       if (r && until(r)) return r;
       await sleep(200);
     }
@@ -153,19 +153,19 @@ describe("files-jobs on real Kafka, Redis and MinIO", () => {
     expect(by(turn)).toMatchObject({ verdict: "refuse", reason_code: "tree_is_turn" });
     expect(by(busy)).toMatchObject({ verdict: "allow", reason_code: "follows_running_job" });
     await expect(files.read({ tenant, tree: busy }, elsewhere)).rejects.toBeInstanceOf(FileNotFound);
-    expect((await state.tree(busy))?.rootJob).toBe(busy);
+    expect((await state.tree(tenant, busy))?.rootJob).toBe(busy);
   });
 
   it("FILE-5 FILE-3 the tree record and the turns in Redis are idempotent: a replayed start changes nothing, and a turn's first record stands", async () => {
     const tree = uid("tree");
     const conv = uid("conv");
     const at = (offset: number) => ({ source: "oz0.jobs:3", offset: String(offset) });
-    await state.start(tree, { event: "e1", job: tree, conversation: conv }, at(5));
-    await state.end(tree, tree, at(6));
-    await state.start(tree, { event: "e1", job: tree, conversation: conv }, at(5));
-    expect(await state.tree(tree)).toEqual({ rootJob: tree, startEvent: "e1", status: "ended", conversation: conv });
+    await state.start(tenant, tree, { event: "e1", job: tree, conversation: conv }, at(5));
+    await state.end(tenant, tree, tree, at(6));
+    await state.start(tenant, tree, { event: "e1", job: tree, conversation: conv }, at(5));
+    expect(await state.tree(tenant, tree)).toEqual({ rootJob: tree, startEvent: "e1", status: "ended", conversation: conv });
     const first = uid("first");
-    await state.start(first, { event: "e0", job: first, conversation: conv }, at(1));
+    await state.start(tenant, first, { event: "e0", job: first, conversation: conv }, at(1));
     await state.turn(tenant, conv, first, null);
     await state.turn(tenant, conv, tree, first);
     await state.turn(tenant, conv, tree, uid("elsewhere"));

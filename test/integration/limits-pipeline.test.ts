@@ -70,6 +70,6 @@ describe("limits processors on real Kafka and Redis", () => {
     const childDecisions = decided.filter((d) => d.processor === "limits-jobs");
     expect(childDecisions.map((d) => d.verdict)).toEqual(["allow", "allow", "refuse"]);
     expect(childDecisions[2]?.limit).toBe("limits.tree.fan_out");
-    expect(await redis.hget(keys.limits(tree), "model_calls")).toBe("6");
+    expect(await redis.hget(keys.limits("acme", tree), "model_calls")).toBe("6");
   });
 });

@@ -3,7 +3,7 @@ import fc from "fast-check";
 import { Redis } from "ioredis";
 import { newForecastState, recordTree, statsOf } from "../../processors/limits/forecast.ts";
 import { limitsEnv } from "../../processors/limits/index.ts";
-import { memoryLimitsStore } from "../../processors/limits/memory-store.ts";
+import { limitsTreeKey, memoryLimitsStore } from "../../processors/limits/memory-store.ts";
 import { limitsJobsProcessor } from "../../processors/limits/jobs-processor.ts";
 import { limitsModelCallsProcessor } from "../../processors/limits/model-calls-processor.ts";
 import { newQuotaMonth, quotaAsk, quotaRelease, quotaSettle } from "../../processors/limits/quota.ts";
@@ -57,18 +57,18 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
 async function apply(store: LimitsStore, tree: string, o: Op): Promise<unknown> {
   switch (o.op) {
     case "ask":
-      return store.admitCall(tree, { requestId: `r${o.req}`, runId: `run${o.run}`, inputTokens: o.input, worst: o.worst, maxSteps: o.maxSteps, maxTokens: o.maxTokens });
+      return store.admitCall("acme", tree, { requestId: `r${o.req}`, runId: `run${o.run}`, inputTokens: o.input, worst: o.worst, maxSteps: o.maxSteps, maxTokens: o.maxTokens });
     case "usage":
-      return store.settleCall(tree, { requestId: `r${o.req}`, runId: `run${o.run}`, inputTokens: o.input, outputTokens: o.output, cost: o.cost });
+      return store.settleCall("acme", tree, { requestId: `r${o.req}`, runId: `run${o.run}`, inputTokens: o.input, outputTokens: o.output, cost: o.cost });
     case "rewarm":
-      return store.rewarm(tree, `w${o.req}`, o.cost);
+      return store.rewarm("acme", tree, `w${o.req}`, o.cost);
     case "child":
-      return store.child(tree, o.phase, { jobId: `j${o.job}`, parentJobId: `j${o.parent}`, parentRunId: o.phase === "ask" ? `pr${o.parentRun}` : "", runId: o.phase === "start" ? `cr${o.job}` : "", agent: "a", depth: o.depth, delegating: o.delegating, parentMaxDepth: o.maxDepth, parentMaxChildren: o.maxChildren });
+      return store.child("acme", tree, o.phase, { jobId: `j${o.job}`, parentJobId: `j${o.parent}`, parentRunId: o.phase === "ask" ? `pr${o.parentRun}` : "", runId: o.phase === "start" ? `cr${o.job}` : "", agent: "a", depth: o.depth, delegating: o.delegating, parentMaxDepth: o.maxDepth, parentMaxChildren: o.maxChildren });
     case "end":
-      await store.endJob(tree, `j${o.job}`, o.job === 0);
+      await store.endJob("acme", tree, `j${o.job}`, o.job === 0);
       return null;
     case "wait":
-      return store.wait(tree, `e${o.event}-${o.kind}`, `j${o.job}`, o.kind, o.ts);
+      return store.wait("acme", tree, `e${o.event}-${o.kind}`, `j${o.job}`, o.kind, o.ts);
   }
 }
 
@@ -87,13 +87,13 @@ describe("limits state in real Redis", () => {
       fc.asyncProperty(settingsArb, fc.array(opArb, { minLength: 1, maxLength: 40 }), async (over, ops) => {
         const tree = uid("tree");
         const mem = memoryLimitsStore();
-        for (const store of [mem, red]) await store.init(tree, settings(over), true, { jobId: "j0", agent: "root", runId: "pr0" });
+        for (const store of [mem, red]) await store.init("acme", tree, settings(over), true, { jobId: "j0", agent: "root", runId: "pr0" });
         for (const o of ops) {
           const want = await apply(mem, tree, o);
           const got = await apply(red, tree, o);
           expect(got, JSON.stringify(o)).toEqual(want);
         }
-        expect(await red.spent(tree)).toBe(mem.trees.get(tree)?.spent);
+        expect(await red.spent("acme", tree)).toBe(mem.trees.get(limitsTreeKey("acme", tree))?.spent);
       }),
       { numRuns: 60 },
     );
@@ -111,34 +111,34 @@ describe("limits state in real Redis", () => {
         fc.array(fc.record({ replays: fc.nat(2), start: fc.boolean() }), { maxLength: 12 }),
         async (budget, reserve, children, fanOut, calls, kids) => {
           const tree = uid("tree");
-          await red.init(tree, settings({ budget, reserve, children, fanOut }), true, { jobId: "root", agent: "root", runId: "run" });
+          await red.init("acme", tree, settings({ budget, reserve, children, fanOut }), true, { jobId: "root", agent: "root", runId: "run" });
           // Every caller races every other: each call asks (maybe several times), then reports what it cost, at most its worst case.
           const callers = calls.map(async (c, i) => {
             const ask = { requestId: `r${i}`, runId: `run${i % 3}`, inputTokens: 1, worst: c.worst, maxSteps: NO_LIMIT, maxTokens: NO_LIMIT };
-            const answers = await Promise.all(Array.from({ length: 1 + c.replays }, () => red.admitCall(tree, ask)));
+            const answers = await Promise.all(Array.from({ length: 1 + c.replays }, () => red.admitCall("acme", tree, ask)));
             expect(new Set(answers.map((a) => a.code)).size).toBe(1);
             const admitted = answers[0]?.code === "allow" || answers[0]?.code === "allow_last_call";
             if (!admitted) return { admitted, cost: 0, worst: c.worst };
             const cost = Math.floor(c.worst * c.actualShare);
-            await Promise.all(Array.from({ length: 1 + c.replays }, () => red.settleCall(tree, { requestId: ask.requestId, runId: ask.runId, inputTokens: 1, outputTokens: 1, cost })));
+            await Promise.all(Array.from({ length: 1 + c.replays }, () => red.settleCall("acme", tree, { requestId: ask.requestId, runId: ask.runId, inputTokens: 1, outputTokens: 1, cost })));
             return { admitted, cost, worst: c.worst, last: answers[0]?.code === "allow_last_call" };
           });
           const children_ = kids.map(async (k, i) => {
             const a = { jobId: `c${i}`, parentJobId: "root", parentRunId: "run", runId: "", agent: "w", depth: 1, delegating: false, parentMaxDepth: 1, parentMaxChildren: NO_LIMIT };
-            const answers = await Promise.all(Array.from({ length: 1 + k.replays }, () => red.child(tree, k.start ? "start" : "ask", a)));
+            const answers = await Promise.all(Array.from({ length: 1 + k.replays }, () => red.child("acme", tree, k.start ? "start" : "ask", a)));
             expect(new Set(answers.map((x) => x.code)).size).toBe(1);
             return answers[0]?.code === "allow";
           });
           const results = await Promise.all(callers);
           const admittedKids = (await Promise.all(children_)).filter(Boolean).length;
           const spent = results.reduce((s, r) => s + r.cost, 0);
-          expect(await red.spent(tree)).toBe(spent);
+          expect(await red.spent("acme", tree)).toBe(spent);
           const lastCalls = results.filter((r) => r.last);
           expect(lastCalls.length).toBeLessThanOrEqual(reserve === "strict" ? 0 : 1);
           const maxWorst = Math.max(0, ...lastCalls.map((r) => r.worst));
           expect(spent).toBeLessThanOrEqual(budget + maxWorst);
           expect(admittedKids).toBeLessThanOrEqual(Math.min(children, fanOut));
-          const state = (await redis.hmget(keys.limits(tree), "reserved", "children", "running")).map((v) => Number(v ?? 0));
+          const state = (await redis.hmget(keys.limits("acme", tree), "reserved", "children", "running")).map((v) => Number(v ?? 0));
           expect(state).toEqual([0, admittedKids, admittedKids]);
         },
       ),
@@ -149,14 +149,14 @@ describe("limits state in real Redis", () => {
   it("LIM-8 spendShare reads the share of the budget a tree has spent, and null without state or budget", async () => {
     const red = redisLimitsStore(redis, keys, { ttlSeconds: 60 });
     const tree = uid("tree");
-    expect(await spendShare(redis, keys, tree)).toBeNull();
-    await red.init(tree, settings({ budget: 1_000 }), true, null);
-    await red.rewarm(tree, "w", 250);
-    expect(await spendShare(redis, keys, tree)).toBe(0.25);
+    expect(await spendShare(redis, keys, "acme", tree)).toBeNull();
+    await red.init("acme", tree, settings({ budget: 1_000 }), true, null);
+    await red.rewarm("acme", tree, "w", 250);
+    expect(await spendShare(redis, keys, "acme", tree)).toBe(0.25);
     const none = uid("tree");
-    await red.init(none, settings(), true, null);
-    expect(await spendShare(redis, keys, none)).toBeNull();
-    expect(await redis.ttl(keys.limits(tree))).toBeGreaterThan(0);
+    await red.init("acme", none, settings(), true, null);
+    expect(await spendShare(redis, keys, "acme", none)).toBeNull();
+    expect(await redis.ttl(keys.limits("acme", tree))).toBeGreaterThan(0);
   });
 });
 
@@ -243,10 +243,10 @@ describe("LIM-10 and LIM-8 state in real Redis", () => {
     const red = redisLimitsStore(redis, keys, { ttlSeconds: 60, tenantTtlSeconds: 60 });
     const tree = uid("tree");
     const tenant = uid("tenant");
-    await red.init(tree, settings({ budget: 100 }), true, null);
-    await red.admitCall(tree, { requestId: "r", runId: "run", inputTokens: 0, worst: 0, maxSteps: NO_LIMIT, maxTokens: NO_LIMIT });
+    await red.init("acme", tree, settings({ budget: 100 }), true, null);
+    await red.admitCall("acme", tree, { requestId: "r", runId: "run", inputTokens: 0, worst: 0, maxSteps: NO_LIMIT, maxTokens: NO_LIMIT });
     await red.tenantAsk(tenant, "2026-03", { requestId: "r", worst: 0, budget: 100, now: 1 });
-    expect((await red.settleCall(tree, { requestId: "r", runId: "run", inputTokens: 0, outputTokens: 0, cost: 0 })).reserved).toBe(0);
+    expect((await red.settleCall("acme", tree, { requestId: "r", runId: "run", inputTokens: 0, outputTokens: 0, cost: 0 })).reserved).toBe(0);
     expect((await red.tenantSettle(tenant, "2026-03", { kind: "usage", requestId: "r", cost: 0, now: 1 })).reserved).toBe(0);
   });
 
@@ -293,12 +293,12 @@ describe("LIM-10 and LIM-8 state in real Redis", () => {
       { numRuns: 40 },
     );
     const tree = uid("tree");
-    expect(await red.forecastOnce(tree, "r0", { chance: 0.9 })).toMatchObject({ given: false, spent: -1 });
-    await red.init(tree, settings({ budget: 1_000 }), true, null);
-    const answers = await Promise.all(Array.from({ length: 12 }, (_, i) => red.forecastOnce(tree, `r${i}`, { chance: 0.9 })));
+    expect(await red.forecastOnce("acme", tree, "r0", { chance: 0.9 })).toMatchObject({ given: false, spent: -1 });
+    await red.init("acme", tree, settings({ budget: 1_000 }), true, null);
+    const answers = await Promise.all(Array.from({ length: 12 }, (_, i) => red.forecastOnce("acme", tree, `r${i}`, { chance: 0.9 })));
     expect(answers.filter((a) => a.given)).toHaveLength(1);
     const holder = answers.findIndex((a) => a.given);
-    expect(await red.forecastOnce(tree, `r${holder}`, null)).toEqual({ given: true, taken: false, chance: 0.9, spent: 0 });
+    expect(await red.forecastOnce("acme", tree, `r${holder}`, null)).toEqual({ given: true, taken: false, chance: 0.9, spent: 0 });
   });
 });
 
@@ -404,7 +404,7 @@ describe("LIM-10 monthly quotas per person and team in real Redis", () => {
     const trees = Array.from({ length: 8 }, () => uid("tree"));
     const jobs = new TestDriver(limitsJobsProcessor, env);
     await jobs.pipe(trees.map((tree): JobEvent => ({ id: uid("evt"), tenant, tree_id: tree, job_id: tree, parent_job_id: null, run_id: "run", agent: "boss", kind: "started", started_by: "person", delegation: "none", depth: 0, outcome: null, principal: "alice", team: "research", permissions: [], files: [], chosen_tree_id: false, conversation_id: null, previous_turn: null, ts })));
-    expect(await redis.hmget(keys.limits(trees[0] ?? ""), "s:principal", "s:team")).toEqual(["alice", "research"]);
+    expect(await redis.hmget(keys.limits(tenant, trees[0] ?? ""), "s:principal", "s:team")).toEqual(["alice", "research"]);
     const call = (tree: string): ModelCall => ({ id: uid("evt"), tenant, tree_id: tree, job_id: tree, run_id: "run", request_id: uid("req"), kind: "ask", model: "claude-sonnet-4", input_tokens: 1_000, max_output_tokens: 1_000, output_tokens: null, cache_read_tokens: 0, cache_write_tokens: 0, agent: "boss", ts });
     // 8 trees x 3 calls at $0.018 worst and $0.018 spent: alice's $0.10 admits 5 in all.
     const decided = await Promise.all(

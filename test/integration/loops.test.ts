@@ -133,21 +133,21 @@ describe("loop detector on the real broker and Redis", () => {
   it("LOOP-2 the commit script applies an input offset once: a second writer of the same offsets (a zombie instance) changes nothing", async () => {
     const store = new RedisLoopStore(redis, keys);
     const run = uid("run");
-    const write = (at: string, state: string) => ({ run, source: "oz0.tool-calls:2", at, state, memos: [["7", "[]"]] as const, flags: [["stopped", state]] as const, deadlines: [], settled: [], counts: [{ id: `loop-${run}`, day: DAY, tenant: run, plugin: "p", tool: "t" }] });
+    const write = (at: string, state: string) => ({ tenant: run, run, source: "oz0.tool-calls:2", at, state, memos: [["7", "[]"]] as const, flags: [["stopped", state]] as const, deadlines: [], settled: [], counts: [{ id: `loop-${run}`, day: DAY, tenant: run, plugin: "p", tool: "t" }] });
     await store.write("calls", [write("7", "first")]);
     await store.write("calls", [write("7", "second"), write("6", "older")]);
-    const [snap] = await store.read("calls", [{ run, source: "oz0.tool-calls:2", offsets: ["7"] }]);
+    const [snap] = await store.read("calls", [{ tenant: run, run, source: "oz0.tool-calls:2", offsets: ["7"] }]);
     expect(snap).toMatchObject({ state: "first", at: "7", memos: new Map([["7", "[]"]]), flags: { stopped: "first" } });
     expect(await redis.hget(keys.loopStats(DAY, "counts"), `${run}|p|t`)).toBe("1");
-    expect(await redis.ttl(keys.loopLane(run, "calls"))).toBeGreaterThan(3600);
+    expect(await redis.ttl(keys.loopLane(run, run, "calls"))).toBeGreaterThan(3600);
     // A loop waiting three days for a person keeps the run's state at least that long; a later write never shortens it.
     const hold = { approval: uid("a"), at: Date.now() + 3 * 86_400_000, tenant: run, tree_id: "t", job_id: "j", run_id: run, call_id: "c" };
     await store.write("calls", [{ ...write("7", "x"), at: "9", deadlines: [hold] }]);
     await store.write("calls", [{ ...write("7", "x"), at: "10" }]);
-    expect(await redis.ttl(keys.loopFlags(run))).toBeGreaterThan(3 * 86_400);
+    expect(await redis.ttl(keys.loopFlags(run, run))).toBeGreaterThan(3 * 86_400);
     await redis.zrem(keys.loopDeadlines(), JSON.stringify(hold));
     await store.write("calls", [write("18", "third")]);
-    const [next] = await store.read("calls", [{ run, source: "oz0.tool-calls:2", offsets: [] }]);
+    const [next] = await store.read("calls", [{ tenant: run, run, source: "oz0.tool-calls:2", offsets: [] }]);
     expect(next).toMatchObject({ state: "third", at: "18", flags: { stopped: "first" } });
   });
 
@@ -199,7 +199,7 @@ describe("loop detector on the real broker and Redis", () => {
     const store = new RedisLoopStore(redis, keys);
     const tool = uid("tool");
     const loop = (tenant: string, day: string) => ({ id: uid("loop"), day, tenant, plugin: "docs", tool });
-    const write = (counts: ReturnType<typeof loop>[]) => ({ run: uid("run"), source: "oz0.tool-calls:0", at: "1", state: "{}", memos: [], flags: [], deadlines: [], settled: [], counts });
+    const write = (counts: ReturnType<typeof loop>[]) => ({ tenant: "t", run: uid("run"), source: "oz0.tool-calls:0", at: "1", state: "{}", memos: [], flags: [], deadlines: [], settled: [], counts });
     await store.write("calls", [write([loop("t1", "2026-11-24"), loop("t2", "2026-11-27")]), write([loop("t2", "2026-11-30"), loop("t3", "2026-11-30")])]);
     await store.write("calls", [write([loop("t4", "2026-11-23")])]);
     const listed = (await loopReport(redis, keys, { until: TS })).filter((t) => t.tool === tool);

@@ -183,7 +183,7 @@ describe("oz.read_result on the real broker, registry, MinIO and Redis", () => {
     expect(withheld?.is_error).toBe(true);
     expect(answerOf(withheld).content[0]?.text).toMatch(/withheld by clearance/);
     expect(withheld?.content).not.toContain("Part 3 begins");
-    expect(await jobLabels(redis, keys, { tree, job: tree })).toEqual([]);
+    expect(await jobLabels(redis, keys, { tenant, tree, job: tree })).toEqual([]);
 
     const [read, again] = await readBack([
       readCall({ ref, section: "Part 3" }, { agent: "rr-reviewer", tree_id: tree, job_id: tree }),
@@ -191,8 +191,8 @@ describe("oz.read_result on the real broker, registry, MinIO and Redis", () => {
     ]);
     expect(answerOf(read).structuredContent?.content).toContain("Part 3 begins here.");
     expect(again?.is_error).toBe(false);
-    expect(await jobLabels(redis, keys, { tree, job: tree })).toEqual(["finance", "pii"]);
-    expect(await redis.ttl(keys.jobLabels(tree, tree))).toBeGreaterThan(0);
+    expect(await jobLabels(redis, keys, { tenant, tree, job: tree })).toEqual(["finance", "pii"]);
+    expect(await redis.ttl(keys.jobLabels(tenant, tree, tree))).toBeGreaterThan(0);
   });
 
   it("OFF-7 read_result is answered in a job whose agent lists a plugin tool, and refused as not offered otherwise", async () => {

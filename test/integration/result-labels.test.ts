@@ -105,7 +105,7 @@ describe("result labels through fit-results and read_result on the real broker, 
     expect(answerOf(cleared).structuredContent?.content).toContain("Employee 7 earns");
     // An agent with no clearance reads every label (a restriction is opted into).
     expect(open?.is_error).toBe(false);
-    expect(await jobLabels(redis, keys, { tree, job: tree })).toEqual(["payroll", "pii"]);
+    expect(await jobLabels(redis, keys, { tenant, tree, job: tree })).toEqual(["payroll", "pii"]);
   });
 
   it("OFF-9 a result offloaded without labels is read by an agent whose clearance is narrow", async () => {
@@ -114,6 +114,6 @@ describe("result labels through fit-results and read_result on the real broker, 
     expect((await files.grantOf({ tenant, tree }, ref))?.labels).toEqual([]);
     const [read1] = await read(tree, ref, ["lb-pii-only"]);
     expect(read1?.is_error).toBe(false);
-    expect(await jobLabels(redis, keys, { tree, job: tree })).toEqual([]);
+    expect(await jobLabels(redis, keys, { tenant, tree, job: tree })).toEqual([]);
   });
 });

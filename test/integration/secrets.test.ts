@@ -144,8 +144,8 @@ describe("secrets in logs, events and errors, with the processors on the real br
     try {
       expect(await viaUrl.ping()).toBe("PONG");
       // Scripts load and run over an authenticated connection as over any other.
-      await runScript(viaEnv, "joinJobLabels", [keys.jobLabels("tree-1", "job-1")], [60, "pii"]);
-      expect(await viaUrl.smembers(keys.jobLabels("tree-1", "job-1"))).toEqual(["pii"]);
+      await runScript(viaEnv, "joinJobLabels", [keys.jobLabels("acme", "tree-1", "job-1")], [60, "pii"]);
+      expect(await viaUrl.smembers(keys.jobLabels("acme", "tree-1", "job-1"))).toEqual(["pii"]);
     } finally {
       viaUrl.disconnect();
       viaEnv.disconnect();

@@ -1,8 +1,9 @@
 --[[
   filesTree: a tree's start or its root job's end, as the file rules read them (FILE-3, FILE-5).
 
-  KEYS[1]  the tree's record, a hash (Keys.filesTree): root_job, start_event, status
-           (running | ended), conversation
+  KEYS[1]  the tree's record, a hash (Keys.filesTree, per tenant and tree: two tenants using
+           the same tree ID never share it): root_job, start_event, status (running | ended),
+           conversation
   ARGV[1]  "start" or "end"
   ARGV[2]  the event ID
   ARGV[3]  the job ID (the root job's)

@@ -1,7 +1,7 @@
 --[[
   joinJobLabels: join a stored result's labels into its job (OFF-9).
 
-  KEYS[1]  the job's label set (Keys.jobLabels)
+  KEYS[1]  the job's label set (Keys.jobLabels, per tenant, tree and job)
   ARGV[1]  TTL of the set in seconds, renewed on every join
   ARGV[2..] the labels to join (at least one)
 

@@ -3,7 +3,7 @@
   and when it may go ahead reserve its worst case, in one step (LIM-1, LIM-2, LIM-7).
   Mirrors admitCall in processors/limits/admission.ts.
 
-  KEYS[1]  the tree's limits hash (Keys.limits)
+  KEYS[1]  the tree's limits hash (Keys.limits, per tenant and tree)
   ARGV[1]  the model request ID (idempotence: the same ID answers the same, changes nothing)
   ARGV[2]  the run ID
   ARGV[3]  input tokens of the call

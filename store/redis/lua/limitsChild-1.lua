@@ -4,7 +4,7 @@
   slots when it is admitted; at its start, check again. Mirrors askChild and startChild in
   processors/limits/admission.ts.
 
-  KEYS[1]  the tree's limits hash (Keys.limits)
+  KEYS[1]  the tree's limits hash (Keys.limits, per tenant and tree)
   ARGV[1]  "ask" or "start"
   ARGV[2]  the child's job ID (idempotence: per phase, the same child answers the same)
   ARGV[3]  the parent's job ID

@@ -3,7 +3,7 @@
   first request that claims it keeps it, and only that request gets it again (a replay), with
   the chance it was given at.
 
-  KEYS[1]  the tree's limits hash (Keys.limits)
+  KEYS[1]  the tree's limits hash (Keys.limits, per tenant and tree)
   ARGV[1]  the model request ID
   ARGV[2]  1 to claim the forecast for this request when the tree has none, 0 only to ask
   ARGV[3]  the chance, parts per million, kept with a claim

@@ -1,7 +1,7 @@
 --[[
   limitsInit: set what a tree is held to (its settings), once, and record its root job.
 
-  KEYS[1]  the tree's limits hash (Keys.limits)
+  KEYS[1]  the tree's limits hash (Keys.limits, per tenant and tree)
   ARGV[1]  1 when the settings come from the root job's start (authoritative), 0 when they
            are provisional (the tree's first model call arrived before its root's start)
   ARGV[2]  TTL of the hash in seconds

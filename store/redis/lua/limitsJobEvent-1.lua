@@ -3,7 +3,7 @@
   started or ended (each job adds up its own waits, LIM-3). Mirrors endJob and waitEvent in
   processors/limits/admission.ts.
 
-  KEYS[1]  the tree's limits hash (Keys.limits)
+  KEYS[1]  the tree's limits hash (Keys.limits, per tenant and tree)
   ARGV[1]  "ended", "wait_started" or "wait_ended"
   ARGV[2]  the event's ID (idempotence of waits)
   ARGV[3]  the job ID

@@ -3,7 +3,7 @@
   spend a prompt-cache re-warm's cost, which is no model call and adds no tokens (LIM-7,
   LIM-9). Mirrors settleCall and rewarm in processors/limits/admission.ts.
 
-  KEYS[1]  the tree's limits hash (Keys.limits)
+  KEYS[1]  the tree's limits hash (Keys.limits, per tenant and tree)
   ARGV[1]  "usage" or "rewarm"
   ARGV[2]  the model request ID (idempotence)
   ARGV[3]  the run ID

@@ -1,7 +1,7 @@
 --[[
   loopCommit: store one run's loop lane after a batch of its inputs, once per input offset.
 
-  KEYS[1]  the lane hash (Keys.loopLane): field "state" (JSON), "at:<source>" (the newest
+  KEYS[1]  the lane hash (Keys.loopLane, per tenant and run): field "state" (JSON), "at:<source>" (the newest
            input offset applied from that source), "memo:<source>:<offset>" (the outcome of an
            input that acted on a loop, or was invalid, so a replay does the same)
   KEYS[2]  the run's flags hash (Keys.loopFlags), which every lane reads

@@ -1,7 +1,8 @@
 --[[
   offloadThreshold: keeps the offload threshold a job started with (OFF-13).
 
-  KEYS[1]  the job's threshold (Keys.jobOffload), a string: a number of tokens or "off"
+  KEYS[1]  the job's threshold (Keys.jobOffload, per tenant, tree and job), a string: a number
+           of tokens or "off"
   ARGV[1]  the threshold resolved now from the settings, kept when the job has none yet
   ARGV[2]  TTL in seconds, set when the threshold is first kept
 

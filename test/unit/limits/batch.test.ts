@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { memoryLimitsStore } from "../../../processors/limits/memory-store.ts";
+import { limitsTreeKey, memoryLimitsStore } from "../../../processors/limits/memory-store.ts";
 import type { LimitsStore } from "../../../processors/limits/store.ts";
 import type { InputRecord } from "../../../processors/runner/processor.ts";
 import type { Decision, ModelCall } from "../../../schemas/types.ts";
@@ -46,13 +46,13 @@ describe("limits-model-calls decides a batch tree by tree", () => {
     let peak = 0;
     const flaky: LimitsStore = {
       ...memory,
-      admitCall: async (treeId, ask) => {
+      admitCall: async (tenant, treeId, ask) => {
         inFlight++;
         peak = Math.max(peak, inFlight);
         await new Promise((r) => setTimeout(r, treeId === trees[1] ? 1 : 20));
         inFlight--;
         if (fail && treeId === trees[1]) throw new Error("Redis went away");
-        return memory.admitCall(treeId, ask);
+        return memory.admitCall(tenant, treeId, ask);
       },
     };
     const { calls: driver, jobs } = setup([boss], tenantSettings(), memory);
@@ -65,6 +65,6 @@ describe("limits-model-calls decides a batch tree by tree", () => {
     fail = false;
     const again = await driver.processor.process(records, env);
     expect(again).toHaveLength(records.length);
-    expect(memory.trees.get(trees[0] ?? "")?.modelCalls).toBe(2);
+    expect(memory.trees.get(limitsTreeKey("acme", trees[0] ?? ""))?.modelCalls).toBe(2);
   });
 });

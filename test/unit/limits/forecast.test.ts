@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { bucketOf, forecastFires, HIT, newForecastState, overChance, recordTree, statsOf } from "../../../processors/limits/forecast.ts";
+import { limitsTreeKey } from "../../../processors/limits/memory-store.ts";
 import type { Decision } from "../../../schemas/types.ts";
 import { uid } from "../../support/events.ts";
 import { agent, jobEvent, modelCall, setup, tenantSettings, usageOf } from "./support.ts";
@@ -71,7 +72,7 @@ describe("LIM-8 spend forecast in the processors", () => {
     expect(replay).toEqual(forecast);
     expect(next).toMatchObject({ verdict: "allow" });
     // The held call reserved nothing in the tree.
-    expect(env.store.trees.get(tree)?.reserved).toBe(18_000);
+    expect(env.store.trees.get(limitsTreeKey("acme", tree))?.reserved).toBe(18_000);
   });
 
   it("LIM-8 no forecast before min_runs finished trees, nor when the tree's on_budget is fail", async () => {

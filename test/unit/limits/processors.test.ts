@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import type { AgentDefinition } from "../../../config/agent.ts";
 import type { TenantSettings } from "../../../config/tenant.ts";
 import { limitsJobsProcessor } from "../../../processors/limits/jobs-processor.ts";
-import { memoryLimitsStore } from "../../../processors/limits/memory-store.ts";
+import { limitsTreeKey, memoryLimitsStore } from "../../../processors/limits/memory-store.ts";
 import { limitsModelCallsProcessor } from "../../../processors/limits/model-calls-processor.ts";
 import { DEFAULT_PRICES } from "../../../processors/limits/prices.ts";
 import type { LimitsEnv } from "../../../processors/limits/env.ts";
@@ -78,7 +78,7 @@ describe("limits processors (in memory)", () => {
     await calls.pipe(ask, { key: tree });
     const [a, b] = calls.read<Decision>("oz0.admissions");
     expect(b).toEqual(a);
-    expect((env.store as ReturnType<typeof memoryLimitsStore>).trees.get(tree)?.reserved).toBe(18_000);
+    expect((env.store as ReturnType<typeof memoryLimitsStore>).trees.get(limitsTreeKey("acme", tree))?.reserved).toBe(18_000);
   });
 
   it("LIM-8 crossing the warning share and the soft wall is reported once each", async () => {
@@ -101,7 +101,7 @@ describe("limits processors (in memory)", () => {
     await calls.pipe(call(tree, { kind: "rewarm", cache_write_tokens: 10_000, input_tokens: 0 }), { key: tree });
     await calls.pipe(call(tree, {}), { key: tree });
     expect(last(calls)?.verdict).toBe("allow");
-    expect((env.store as ReturnType<typeof memoryLimitsStore>).trees.get(tree)?.spent).toBe(37_500);
+    expect((env.store as ReturnType<typeof memoryLimitsStore>).trees.get(limitsTreeKey("acme", tree))?.spent).toBe(37_500);
   });
 
   it("LIM-3 a child past fan_out is refused and the parent's model reads which limit and how to raise it", async () => {
@@ -156,10 +156,10 @@ describe("limits processors (in memory)", () => {
     const tree = uid("tree");
     await calls.pipe(call(tree, {}), { key: tree });
     const store = env.store as ReturnType<typeof memoryLimitsStore>;
-    expect(store.trees.get(tree)?.settings.fanOut).toBe(9);
+    expect(store.trees.get(limitsTreeKey("acme", tree))?.settings.fanOut).toBe(9);
     await jobs.pipe(job(tree, { started_by: "person" }), { key: tree });
-    expect(store.trees.get(tree)?.settings.startedByPerson).toBe(true);
-    expect(store.trees.get(tree)?.modelCalls).toBe(1);
+    expect(store.trees.get(limitsTreeKey("acme", tree))?.settings.startedByPerson).toBe(true);
+    expect(store.trees.get(limitsTreeKey("acme", tree))?.modelCalls).toBe(1);
   });
 
   it("LIM-7 an event with negative tokens goes to the dead letters with the reason", async () => {

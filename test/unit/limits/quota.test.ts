@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { quotaOf } from "../../../config/quotas.ts";
 import { tenantChange } from "../../../config/tenant-change.ts";
 import { parseTenant } from "../../../config/tenant.ts";
+import { limitsTreeKey } from "../../../processors/limits/memory-store.ts";
 import { newQuotaMonth, quotaAsk, quotaRelease, quotaSettle } from "../../../processors/limits/quota.ts";
 import type { Decision } from "../../../schemas/types.ts";
 import { uid } from "../../support/events.ts";
@@ -86,7 +87,7 @@ describe("LIM-10 monthly quotas in the limits processors", () => {
     const { calls, jobs, store } = setup([boss], tenantSettings({ quotas: { person: 0.05 } }));
     const [a, b] = [uid("tree"), uid("tree")];
     await jobs.pipe([started(a, "alice"), started(b, "alice")]);
-    expect((await store.read(a, a)).settings).toMatchObject({ principal: "alice" });
+    expect((await store.read("acme", a, a)).settings).toMatchObject({ principal: "alice" });
     const asks = [modelCall(a), modelCall(a)];
     await calls.pipe(asks, { key: a });
     const over = modelCall(b);
@@ -96,7 +97,7 @@ describe("LIM-10 monthly quotas in the limits processors", () => {
     expect(d?.numbers).toMatchObject({ quota_spent_usd: 0, quota_reserved_usd: 0.036, quota_usd: 0.05, worst_usd: 0.018 });
     expect(d?.message).toMatch(/alice's monthly quota of \$0\.05 for 1970-01 \(UTC\).*waits for a budget request.*raises quotas\.person in the settings of tenant acme/);
     // Nothing of the tree was taken for the call that waits.
-    expect(store.trees.get(b)?.modelCalls).toBe(0);
+    expect(store.trees.get(limitsTreeKey("acme", b))?.modelCalls).toBe(0);
     // Usage settles below the worst case ($0.0105 each): room again.
     await calls.pipe(asks.map((x) => usageOf(x, 500)), { key: a });
     expect(store.quotas.get("acme/person:alice/1970-01")).toMatchObject({ spent: 21_000, reserved: 0 });

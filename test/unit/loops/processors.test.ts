@@ -1,7 +1,7 @@
 import { beforeEach, describe, expect, it } from "vitest";
 import type { Decision, ToolCall, ToolResult, TraceEntry } from "../../../schemas/types.ts";
 import { loopCallsProcessor, type LoopEnv } from "../../../processors/loops/calls-processor.ts";
-import { MemoryLoopStore } from "../../../processors/loops/memory-store.ts";
+import { MemoryLoopStore, runKey } from "../../../processors/loops/memory-store.ts";
 import { loopResultsProcessor } from "../../../processors/loops/results-processor.ts";
 import { staticConfig } from "../../../processors/runner/config-table.ts";
 import type { InputRecord } from "../../../processors/runner/processor.ts";
@@ -78,7 +78,7 @@ describe("loop-calls decides each call before it is made", () => {
     const first = await decide(read("a.md"), read("a.md"), read("a.md"), search("other"));
     expect(verdicts(first)).toEqual(["allow", "allow", "wait", "wait"]);
     const approval = (JSON.parse(first[2]?.evidence ?? "null") as { approval: { id: string } }).approval.id;
-    store.flags.set(run, new Map([[`approved:${approval}`, "1"]]));
+    store.flags.set(runKey({ tenant: "acme", run }), new Map([[`approved:${approval}`, "1"]]));
     const after = await decide(read("a.md"), read("a.md"), read("a.md"));
     expect(verdicts(after)).toEqual(["allow", "allow", "wait"]);
     expect(after[2]?.evidence).not.toContain(approval);

@@ -28,9 +28,9 @@ describe("loop detector wiring", () => {
     redis.disconnect();
   });
 
-  it("LOOP-1 a run's loop keys share the run's hash tag, so one script may touch them on Redis Cluster", () => {
+  it("LOOP-1 a run's loop keys share the run's hash tag (its tenant and run), so one script may touch them on Redis Cluster", () => {
     const k = new Keys("oz0");
-    expect([k.loopLane("r-1", "calls"), k.loopLane("r-1", "results"), k.loopFlags("r-1")]).toEqual(["oz0:{run:r-1}:loop:calls", "oz0:{run:r-1}:loop:results", "oz0:{run:r-1}:loop:flags"]);
+    expect([k.loopLane("acme", "r-1", "calls"), k.loopLane("acme", "r-1", "results"), k.loopFlags("acme", "r-1")]).toEqual(["oz0:{run:acme/r-1}:loop:calls", "oz0:{run:acme/r-1}:loop:results", "oz0:{run:acme/r-1}:loop:flags"]);
     expect(k.loopStats("2026-11-30", "counts")).toBe("oz0:{loopstats}:2026-11-30:counts");
     expect(() => k.loopStats("30/11/2026", "counts")).toThrow(/YYYY-MM-DD/);
   });

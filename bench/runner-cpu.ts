@@ -1,0 +1,255 @@
+/**
+ * The runner's CPU per event, without Kafka: `runner-identity` (decode, emit unchanged,
+ * re-encode) beside `loop-calls` (the loop detector over real Redis), on the same events.
+ *
+ *   npx tsx bench/runner-cpu.ts [--events 20000] [--batch 2500] [--partitions 8] [--concurrency 4] [--rounds 5] [--only identity|loops]
+ *
+ * The tool calls of `bench/pipeline/events.ts` are encoded once, then handed to the real
+ * runner (`startProcessor`) through a Transport stand-in that calls its handler directly with
+ * batches per partition (keys hashed to partitions, up to --batch records a batch, --concurrency
+ * partitions at once, as `KafkaTransport` hands them) and groups each batch's outputs by topic
+ * as it does before a send. Each round of loop-calls writes under a fresh Redis key prefix,
+ * `benchcpu_<uid>_<round>`, so every round decides the same calls from an empty state; every
+ * key under `benchcpu_<uid>_*` is deleted at the end. A warm-up round of each comes first.
+ *
+ * `--only` runs one subject (for a CPU profile of it: `node --cpu-prof --import tsx bench/runner-cpu.ts --only loops`).
+ *
+ * Reported per subject: wall and CPU (user + system) microseconds per event, the median of the
+ * rounds, and the ratio of the two subjects' medians. Event timestamps are fixed, so the
+ * digests printed (of the output bytes, and of loop-calls' Redis state without its prefix)
+ * are the same from run to run and from build to build while no decision changes.
+ */
+import { createHash, randomUUID } from "node:crypto";
+import { parseArgs } from "node:util";
+import { loopCallsProcessor, RedisLoopStore } from "../processors/loops/index.ts";
+import { staticConfig } from "../processors/runner/config-table.ts";
+import { endpointsFromEnv, PIPELINE_REDIS } from "../processors/runner/endpoints.ts";
+import { createLogger } from "../processors/runner/log.ts";
+import type { Processor } from "../processors/runner/processor.ts";
+import { startProcessor } from "../processors/runner/runner.ts";
+import { chunks, MAX_SEND_BYTES, topicMessages, type BatchHandler, type OutMessage, type RawRecord, type Transport } from "../processors/runner/transport.ts";
+import { Serde } from "../schemas/serde.ts";
+import type { ToolCall } from "../schemas/types.ts";
+import { redisClient } from "../store/redis/client.ts";
+import { Keys } from "../store/redis/keys.ts";
+import { BENCH_AGENTS, toolCalls } from "./pipeline/events.ts";
+import { identityProcessor } from "./pipeline/subjects.ts";
+
+const { values } = parseArgs({
+  options: {
+    events: { type: "string", default: "20000" },
+    batch: { type: "string", default: "2500" },
+    partitions: { type: "string", default: "8" },
+    concurrency: { type: "string", default: "4" },
+    rounds: { type: "string", default: "5" },
+    only: { type: "string", default: "" },
+  },
+});
+const N = Number(values.events);
+const BATCH = Number(values.batch);
+const PARTITIONS = Number(values.partitions);
+const CONCURRENCY = Number(values.concurrency);
+const ROUNDS = Number(values.rounds);
+const ONLY = values.only;
+if (![N, BATCH, PARTITIONS, CONCURRENCY, ROUNDS].every((n) => Number.isInteger(n) && n > 0) || !["", "identity", "loops"].includes(ONLY)) {
+  process.stderr.write("usage: npx tsx bench/runner-cpu.ts [--events N>0] [--batch N>0] [--partitions N>0] [--concurrency N>0] [--rounds N>0] [--only identity|loops]\n");
+  process.exit(2);
+}
+
+process.env.OZ0_LOG_LEVEL ??= "warn";
+const log = createLogger({ component: "bench-runner-cpu" });
+const say = (line: string): void => void process.stderr.write(`${line}\n`);
+
+const INPUT = "oz0.tool-calls";
+/** A fixed clock for the events, so outputs and state are the same bytes in every run. */
+const EPOCH = Date.UTC(2026, 0, 5, 12);
+
+/** Batches of one partition, in offset order. */
+type Partitioned = RawRecord[][][];
+
+function partitionOf(key: string): number {
+  return createHash("sha1").update(key).digest().readUInt32BE(0) % PARTITIONS;
+}
+
+function batches(encoded: ReadonlyArray<{ key: string; value: Buffer }>): Partitioned {
+  const parts: RawRecord[][] = Array.from({ length: PARTITIONS }, () => []);
+  for (const e of encoded) {
+    const partition = partitionOf(e.key);
+    const list = parts[partition] as RawRecord[];
+    list.push({ topic: INPUT, partition, offset: String(list.length), key: Buffer.from(e.key), value: e.value, timestamp: String(EPOCH) });
+  }
+  return parts.map((list) => Array.from({ length: Math.ceil(list.length / BATCH) }, (_, i) => list.slice(i * BATCH, (i + 1) * BATCH)));
+}
+
+/**
+ * Hands batches straight to the runner's handler, as KafkaTransport would after a fetch, and
+ * does what it does with the outputs short of sending them: chunks by size, grouped by topic.
+ */
+class DirectTransport implements Transport {
+  private handler: BatchHandler | undefined;
+  digest = createHash("sha256");
+  outputs = 0;
+
+  start(handler: BatchHandler): Promise<void> {
+    this.handler = handler;
+    return Promise.resolve();
+  }
+
+  stop(): Promise<void> {
+    return Promise.resolve();
+  }
+
+  async feed(parts: Partitioned): Promise<void> {
+    const handler = this.handler;
+    if (!handler) throw new Error("the transport was not started");
+    const results: OutMessage[][][] = parts.map(() => []);
+    let next = 0;
+    const worker = async (): Promise<void> => {
+      for (let p = next++; p < parts.length; p = next++) {
+        for (const batch of parts[p] ?? []) {
+          const committed: Array<() => void> = [];
+          const out = await handler(batch, { heartbeat: () => Promise.resolve(), isRunning: () => true, afterCommit: (fn) => void committed.push(fn) });
+          for (const chunk of chunks(out, MAX_SEND_BYTES)) topicMessages(chunk);
+          for (const fn of committed) fn();
+          results[p]?.push(out);
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: CONCURRENCY }, worker));
+    // Digested after the timing window, in partition order, so concurrency does not reorder it.
+    for (const part of results) {
+      for (const out of part) {
+        for (const m of out) {
+          this.outputs++;
+          this.digest.update(`${m.topic}\u0000${m.key ?? ""}\u0000`).update(m.value ?? Buffer.alloc(0));
+        }
+      }
+    }
+  }
+}
+
+interface Sample {
+  readonly wallUs: number;
+  readonly cpuUs: number;
+  readonly outputs: number;
+  readonly digest: string;
+}
+
+const endpoints = endpointsFromEnv();
+const uid = randomUUID().slice(0, 8);
+const serde = new Serde({ registryUrl: endpoints.registryUrl });
+const redis = redisClient(endpoints, PIPELINE_REDIS);
+const config = staticConfig(BENCH_AGENTS.map((a) => ({ kind: "agent" as const, id: a.name, value: a })));
+const prefixOf = (round: number): string => `benchcpu_${uid}_${round}`;
+
+async function round<Env>(processor: Processor<ToolCall, Env>, env: Env, parts: Partitioned): Promise<Sample> {
+  const transport = new DirectTransport();
+  const running = await startProcessor(processor, env, { transport, serde, log });
+  const t0 = performance.now();
+  const c0 = process.cpuUsage();
+  await transport.feed(parts);
+  const cpu = process.cpuUsage(c0);
+  const wall = performance.now() - t0;
+  await running.stop();
+  if (running.stats.deadLetters > 0) throw new Error(`${processor.name} dead-lettered ${running.stats.deadLetters} of the bench's inputs: the bench's events should all be valid`);
+  return { wallUs: (wall * 1000) / N, cpuUs: (cpu.user + cpu.system) / N, outputs: transport.outputs, digest: transport.digest.digest("hex").slice(0, 16) };
+}
+
+/**
+ * Every key's kind and value under the round's prefix, TTLs left out. A key counts by what
+ * follows its hash tag (`:loop:calls`), not by its run's name, so the digest stays comparable
+ * when the way a run's keys are named changes; the states themselves tell the runs apart.
+ */
+async function stateDigest(prefix: string): Promise<{ keys: number; digest: string }> {
+  const found: string[] = [];
+  for await (const batch of redis.scanStream({ match: `${prefix}:*`, count: 1000 }) as AsyncIterable<string[]>) found.push(...batch);
+  const entries: string[] = [];
+  for (const key of found) {
+    const type = await redis.type(key);
+    // Contents in a fixed order: a set's or a hash's own order (and DUMP) follows insertion, which concurrency varies.
+    const content =
+      type === "hash"
+        ? Object.entries(await redis.hgetall(key)).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+        : type === "set"
+          ? (await redis.smembers(key)).sort()
+          : type === "zset"
+            ? await redis.zrange(key, 0, -1, "WITHSCORES")
+            : type === "string"
+              ? await redis.get(key)
+              : type === "list"
+                ? await redis.lrange(key, 0, -1)
+                : `(a ${type})`;
+    entries.push(`${key.slice(key.lastIndexOf("}") + 1)}\u0000${type}\u0000${JSON.stringify(content)}\n`);
+  }
+  entries.sort();
+  const h = createHash("sha256");
+  for (const e of entries) h.update(e);
+  return { keys: found.length, digest: h.digest("hex").slice(0, 16) };
+}
+
+async function cleanup(): Promise<number> {
+  let removed = 0;
+  for await (const batch of redis.scanStream({ match: `benchcpu_${uid}_*`, count: 1000 }) as AsyncIterable<string[]>) {
+    if (batch.length > 0) removed += await redis.del(...batch);
+  }
+  return removed;
+}
+
+function median(xs: readonly number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const mid = Math.floor(s.length / 2);
+  return s.length % 2 === 1 ? (s[mid] as number) : ((s[mid - 1] as number) + (s[mid] as number)) / 2;
+}
+
+const identity = identityProcessor<ToolCall>(INPUT);
+type SubjectKey = "identity" | "loops";
+const SUBJECTS: ReadonlyArray<{ readonly key: SubjectKey; readonly label: string }> = [
+  { key: "identity", label: "runner-identity" },
+  { key: "loops", label: "loop-calls" },
+].filter((s) => ONLY === "" || s.key === ONLY) as Array<{ key: SubjectKey; label: string }>;
+const samples: Record<SubjectKey, Sample[]> = { identity: [], loops: [] };
+let state: { keys: number; digest: string } | undefined;
+try {
+  await serde.registerAll();
+  const events = toolCalls.make(N, "cpu", 1).map((e, i) => ({ key: e.key, value: serde.encode("ToolCall", { ...e.value, ts: EPOCH + i }) }));
+  const parts = batches(events);
+  say(`bench ${uid}: ${N} tool calls in ${parts.flat().length} batches over ${PARTITIONS} partitions, ${CONCURRENCY} at once; warm-up, then ${ROUNDS} rounds`);
+  // The subjects take turns, round by round, so a change in the machine's load touches both.
+  for (let r = 0; r <= ROUNDS; r++) {
+    const line: string[] = [];
+    for (const s of SUBJECTS) {
+      const sample = s.key === "identity" ? await round(identity, undefined, parts) : await round(loopCallsProcessor, { config, store: new RedisLoopStore(redis, new Keys(prefixOf(r))) }, parts);
+      if (s.key === "loops" && r === 0) state = await stateDigest(prefixOf(r));
+      samples[s.key].push(sample);
+      line.push(`${s.label} ${sample.wallUs.toFixed(1)} µs/event (cpu ${sample.cpuUs.toFixed(1)})`);
+    }
+    say(`${r === 0 ? "warm-up" : `round ${r}`}: ${line.join(", ")}`);
+  }
+} finally {
+  const removed = await cleanup().catch((err: unknown) => (say(`cleanup failed: ${String(err)}; delete benchcpu_${uid}_* by hand`), 0));
+  say(`cleaned up: ${removed} Redis keys under benchcpu_${uid}_*`);
+  redis.disconnect();
+}
+
+for (const s of SUBJECTS) {
+  const digests = new Set(samples[s.key].map((x) => `${x.outputs}/${x.digest}`));
+  if (digests.size !== 1) throw new Error(`${s.label} wrote different outputs in different rounds: ${[...digests].join(", ")}`);
+}
+/** The warm-up round is left out of the medians. */
+const timed = (key: SubjectKey): Sample[] => samples[key].slice(1);
+const med = (key: SubjectKey, of: (s: Sample) => number): number => median(timed(key).map(of));
+const lines = [
+  `runner CPU per event: ${N} tool calls, batches of up to ${BATCH} per partition, ${PARTITIONS} partitions, ${CONCURRENCY} at once; median of ${ROUNDS} rounds; Node ${process.version}`,
+  "",
+  "| subject | wall µs/event | cpu µs/event | outputs | outputs digest |",
+  "| --- | ---: | ---: | ---: | --- |",
+  ...SUBJECTS.map((s) => `| ${s.label} | ${med(s.key, (x) => x.wallUs).toFixed(1)} | ${med(s.key, (x) => x.cpuUs).toFixed(1)} | ${samples[s.key][0]?.outputs ?? 0} | ${samples[s.key][0]?.digest ?? "-"} |`),
+  "",
+];
+if (SUBJECTS.length === 2) {
+  const wall = med("loops", (x) => x.wallUs) / med("identity", (x) => x.wallUs);
+  const cpu = med("loops", (x) => x.cpuUs) / med("identity", (x) => x.cpuUs);
+  lines.push(`loop-calls per event costs ${wall.toFixed(2)}x runner-identity's wall time (${cpu.toFixed(2)}x its CPU): it runs at ${(1 / wall).toFixed(2)} of runner-identity's rate.`);
+}
+if (state) lines.push(`loop-calls Redis state: ${state.keys} keys, digest ${state.digest}`);
+process.stdout.write(`${lines.join("\n")}\n`);
