@@ -3,7 +3,7 @@
  *
  *   npm run drill -- kill9  [--subject S|all] [--events N] [--rate R] [--times K]
  *   npm run drill -- rebalance [--subject S|all] [--events N] [--rate R] [--times K]
- *   npm run drill -- outage --service kafka|redis|minio|registry [--kill] [--down-seconds D] [--subject S|all] [--events N] [--rate R] [--times K]
+ *   npm run drill -- outage --service kafka|redis|minio|registry [--kill] [--down-seconds D] [--drain-seconds W] [--subject S|all] [--events N] [--rate R] [--times K]
  *   npm run drill -- fuzz [--subject loop-calls|limits-model-calls|fit-results|all] [--messages N] [--rate R]
  *
  * S is loop-calls, limits-model-calls, fit-results or fit-offload. Each drill works in labs of
@@ -35,6 +35,7 @@ const { values, positionals } = parseArgs({
     service: { type: "string" },
     kill: { type: "boolean", default: false },
     "down-seconds": { type: "string", default: "10" },
+    "drain-seconds": { type: "string", default: "90" },
     // fuzz: hostile messages in all, split evenly across the subjects.
     messages: { type: "string", default: "100000" },
   },
@@ -42,7 +43,7 @@ const { values, positionals } = parseArgs({
 const usage = [
   "usage: npm run drill -- kill9  [--subject S|all] [--events N] [--rate R] [--times K]",
   "       npm run drill -- rebalance [--subject S|all] [--events N] [--rate R] [--times K]",
-  "       npm run drill -- outage --service kafka|redis|minio|registry [--kill] [--down-seconds D] [--subject S|all] [--events N] [--rate R] [--times K]",
+  "       npm run drill -- outage --service kafka|redis|minio|registry [--kill] [--down-seconds D] [--drain-seconds W] [--subject S|all] [--events N] [--rate R] [--times K]",
   "       npm run drill -- fuzz [--subject loop-calls|limits-model-calls|fit-results|all] [--messages N] [--rate R]",
   `       S is one of ${SUBJECT_NAMES.join(", ")}`,
 ].join("\n");
@@ -55,6 +56,7 @@ const events = Number(values.events);
 const rate = Number(values.rate);
 const times = Number(values.times);
 const downMs = Number(values["down-seconds"]) * 1000;
+const drainMs = Number(values["drain-seconds"]) * 1000;
 if (!(events > 0 && rate > 0 && Number.isInteger(times) && times >= 0 && downMs >= 0)) fail("--events, --rate, --times and --down-seconds take positive numbers");
 const subjects: SubjectName[] = values.subject === "all" ? [...SUBJECT_NAMES] : isSubjectName(values.subject) ? [values.subject] : fail(`unknown subject ${values.subject}`);
 const SERVICES: readonly StackService[] = ["kafka", "redis", "minio", "registry"];
@@ -98,7 +100,7 @@ try {
   }
   for (const subject of subjects) {
     if (disruption === null) break;
-    const row = await disruptDrill({ kafka, admin, serde, redis, minio, endpoints }, { subject, events, rate, times, disruption, say });
+    const row = await disruptDrill({ kafka, admin, serde, redis, minio, endpoints }, { subject, events, rate, times, disruption, say, drainMs });
     rows.push(row);
     say(`${row.drill} ${row.subject}: ${passed(row) ? "passed" : "FAILED"} ${row.details.join("; ")}`);
   }
