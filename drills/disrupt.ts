@@ -16,7 +16,8 @@ import { execFile } from "node:child_process";
 import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
-import { answersById, conflicting, dumpState, endpointsEnv, duplicates, feed, openLab, OutputReader, producerOf, stateDifferences, Worker, type Lab, type Services } from "./lab.ts";
+import { endpointsEnv } from "../processors/runner/endpoints.ts";
+import { answersById, conflicting, dumpState, duplicates, feed, openLab, OutputReader, producerOf, stateDifferences, Worker, type Lab, type Services } from "./lab.ts";
 import type { DrillRow } from "./report.ts";
 import { drillSubject, type SubjectName } from "./subjects.ts";
 

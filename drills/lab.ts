@@ -30,18 +30,6 @@ export interface Services {
   readonly endpoints: Endpoints;
 }
 
-/** The endpoints as the environment variables `endpointsFromEnv` reads. */
-export function endpointsEnv(e: Endpoints): Record<string, string> {
-  return {
-    OZ0_KAFKA_BROKERS: e.kafkaBrokers.join(","),
-    OZ0_REGISTRY_URL: e.registryUrl,
-    OZ0_REDIS_URL: e.redisUrl,
-    OZ0_MINIO_URL: e.minioUrl,
-    OZ0_MINIO_ACCESS_KEY: e.minioAccessKey,
-    OZ0_MINIO_SECRET_KEY: e.minioSecretKey,
-  };
-}
-
 export interface Lab extends LabNames {
   readonly subject: DrillSubject;
   close(): Promise<void>;

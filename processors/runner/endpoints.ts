@@ -41,6 +41,24 @@ export function endpointsFromEnv(env: Env = process.env): Endpoints {
   };
 }
 
+/**
+ * The endpoints as the environment variables `endpointsFromEnv` reads: what a child process
+ * (a drill's worker, a command a test runs) is handed to reach the same services, Redis
+ * credentials kept out of the URL included.
+ */
+export function endpointsEnv(e: Endpoints): Record<string, string> {
+  return {
+    OZ0_KAFKA_BROKERS: e.kafkaBrokers.join(","),
+    OZ0_REGISTRY_URL: e.registryUrl,
+    OZ0_REDIS_URL: e.redisUrl,
+    ...(e.redisUsername ? { OZ0_REDIS_USERNAME: e.redisUsername } : {}),
+    ...(e.redisPassword ? { OZ0_REDIS_PASSWORD: e.redisPassword } : {}),
+    OZ0_MINIO_URL: e.minioUrl,
+    OZ0_MINIO_ACCESS_KEY: e.minioAccessKey,
+    OZ0_MINIO_SECRET_KEY: e.minioSecretKey,
+  };
+}
+
 /** True when every endpoint was given by the environment (the services are someone else's). */
 export function endpointsGiven(env: Env = process.env): boolean {
   return Boolean(env.OZ0_KAFKA_BROKERS && env.OZ0_REGISTRY_URL && env.OZ0_REDIS_URL && env.OZ0_MINIO_URL);

@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
 import { CONFIG_TOPIC, ConfigTable } from "../../processors/runner/config-table.ts";
-import { EXACTLY_ONCE_PRODUCER } from "../../processors/runner/endpoints.ts";
+import { endpointsEnv, EXACTLY_ONCE_PRODUCER } from "../../processors/runner/endpoints.ts";
 import { createLogger } from "../../processors/runner/log.ts";
 import { endpoints, kafka, serde } from "../support/kafka.ts";
 import { uid } from "../support/events.ts";
@@ -17,12 +17,7 @@ function cli(args: string[]) {
   const e = endpoints();
   const env = {
     ...process.env,
-    OZ0_KAFKA_BROKERS: e.kafkaBrokers.join(","),
-    OZ0_REGISTRY_URL: e.registryUrl,
-    OZ0_REDIS_URL: e.redisUrl,
-    OZ0_MINIO_URL: e.minioUrl,
-    OZ0_MINIO_ACCESS_KEY: e.minioAccessKey,
-    OZ0_MINIO_SECRET_KEY: e.minioSecretKey,
+    ...endpointsEnv(e),
     OZ0_LOG_LEVEL: "error",
   };
   return run("npx", ["tsx", "bin/config.ts", ...args], { env, timeout: 120_000 }).then(

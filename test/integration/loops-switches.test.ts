@@ -8,7 +8,7 @@ import { loopCallsProcessor, type LoopEnv } from "../../processors/loops/calls-p
 import { escalationNotice, startDeadlineTimer, kafkaAnswers } from "../../processors/loops/deadlines.ts";
 import { RedisLoopStore } from "../../processors/loops/redis-store.ts";
 import { ConfigTable, staticConfig } from "../../processors/runner/config-table.ts";
-import { EXACTLY_ONCE_PRODUCER } from "../../processors/runner/endpoints.ts";
+import { endpointsEnv, EXACTLY_ONCE_PRODUCER } from "../../processors/runner/endpoints.ts";
 import { createLogger } from "../../processors/runner/log.ts";
 import type { Serde } from "../../schemas/serde.ts";
 import type { AuditEvent, Decision, ResultDelivered, ToolCall } from "../../schemas/types.ts";
@@ -23,12 +23,7 @@ function cli(script: string, args: string[]) {
   const e = endpoints();
   const env = {
     ...process.env,
-    OZ0_KAFKA_BROKERS: e.kafkaBrokers.join(","),
-    OZ0_REGISTRY_URL: e.registryUrl,
-    OZ0_REDIS_URL: e.redisUrl,
-    OZ0_MINIO_URL: e.minioUrl,
-    OZ0_MINIO_ACCESS_KEY: e.minioAccessKey,
-    OZ0_MINIO_SECRET_KEY: e.minioSecretKey,
+    ...endpointsEnv(e),
     OZ0_LOG_LEVEL: "error",
   };
   return run("npx", ["tsx", script, ...args], { env, timeout: 120_000 }).then(

@@ -8,7 +8,7 @@ import { Kafka, logLevel } from "kafkajs";
 import { Serde } from "../../schemas/serde.ts";
 import { ensureTopics } from "../../topology/create.ts";
 import { TOPICS } from "../../topology/topics.ts";
-import { kafkaConfig, type Endpoints } from "../../processors/runner/endpoints.ts";
+import { endpointsEnv, kafkaConfig, type Endpoints } from "../../processors/runner/endpoints.ts";
 import { redactUrl } from "../../processors/runner/redact.ts";
 import { resolveServices, type Services } from "./services.ts";
 
@@ -34,14 +34,7 @@ export async function setup(project: TestProject): Promise<void> {
     await admin.disconnect();
   }
   await new Serde({ registryUrl: e.registryUrl }).registerAll();
-  Object.assign(process.env, {
-    OZ0_KAFKA_BROKERS: e.kafkaBrokers.join(","),
-    OZ0_REGISTRY_URL: e.registryUrl,
-    OZ0_REDIS_URL: e.redisUrl,
-    OZ0_MINIO_URL: e.minioUrl,
-    OZ0_MINIO_ACCESS_KEY: e.minioAccessKey,
-    OZ0_MINIO_SECRET_KEY: e.minioSecretKey,
-  });
+  Object.assign(process.env, endpointsEnv(e));
   project.provide("endpoints", e);
   project.provide("servicesMode", services.mode);
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { endpointsFromEnv, kafkaConfig } from "../../../processors/runner/endpoints.ts";
+import { endpointsEnv, endpointsFromEnv, kafkaConfig } from "../../../processors/runner/endpoints.ts";
 import { createLogger } from "../../../processors/runner/log.ts";
 import { redactSecrets, redactUrl } from "../../../processors/runner/redact.ts";
 import { redisOptions, redisWhere } from "../../../store/redis/client.ts";
@@ -16,6 +16,15 @@ describe("credentials from the environment", () => {
     expect(redisOptions({ redisUrl: "rediss://cache.example.com:6380" })).toEqual({ host: "cache.example.com", port: 6380, tls: { servername: "cache.example.com" } });
     // Options given by the caller add to these.
     expect(redisOptions({ redisUrl: "redis://h:1" }, { maxRetriesPerRequest: 3 })).toEqual({ host: "h", port: 1, maxRetriesPerRequest: 3 });
+  });
+
+  it("the endpoints handed to a child process as its environment read back the same, Redis credentials included", () => {
+    const env = { OZ0_KAFKA_BROKERS: "k1:9092,k2:9092", OZ0_REGISTRY_URL: "http://reg:8081", OZ0_REDIS_URL: "redis://r:6379", OZ0_REDIS_USERNAME: "app", OZ0_REDIS_PASSWORD: "pw-1", OZ0_MINIO_URL: "http://m:9000", OZ0_MINIO_ACCESS_KEY: "ak", OZ0_MINIO_SECRET_KEY: "sk" };
+    const e = endpointsFromEnv(env);
+    expect(endpointsEnv(e)).toEqual(env);
+    expect(endpointsFromEnv(endpointsEnv(e))).toEqual(e);
+    const { OZ0_REDIS_USERNAME: _u, OZ0_REDIS_PASSWORD: _p, ...plain } = env;
+    expect(endpointsEnv(endpointsFromEnv(plain))).toEqual(plain);
   });
 
   it("a Redis URL that cannot be used is refused without repeating its password", () => {
