@@ -94,14 +94,7 @@ export interface Deadline {
  * One moment the deadline timer watches: a waiting loop's deadline (no `step`), or one step of
  * its escalation ladder (`step` from 1, and who it goes `to`).
  */
-export interface TimerEntry {
-  readonly approval: string;
-  readonly at: number;
-  readonly tenant: string;
-  readonly tree_id: string;
-  readonly job_id: string;
-  readonly run_id: string;
-  readonly call_id: string;
+export interface TimerEntry extends Pick<Deadline, "approval" | "at" | "tenant" | "tree_id" | "job_id" | "run_id" | "call_id"> {
   readonly step?: number;
   readonly to?: string;
 }
