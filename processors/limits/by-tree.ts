@@ -11,11 +11,28 @@ import type { InputRecord, Outcome } from "../runner/processor.ts";
  * at once. Every tree finishes before an error is thrown, so no step of the batch is still
  * under way when the runner tries it again.
  */
-export async function byTree<In, Tree>(
+export function byTree<In, Tree>(
   records: ReadonlyArray<InputRecord<In>>,
   treeOf: (value: In) => string,
   newTree: () => Tree,
   decide: (value: In, tree: Tree) => Promise<Outcome>,
+): Promise<Outcome[]> {
+  return byTreeGroups(records, treeOf, async (values) => {
+    const tree = newTree();
+    const out: Outcome[] = [];
+    for (const v of values) out.push(await decide(v, tree));
+    return out;
+  });
+}
+
+/**
+ * As `byTree`, with each tree's inputs handed to `decideTree` at once (in their order), which
+ * answers one outcome for each: for steps of a tree that can go to the store together.
+ */
+export async function byTreeGroups<In>(
+  records: ReadonlyArray<InputRecord<In>>,
+  treeOf: (value: In) => string,
+  decideTree: (values: In[]) => Promise<Outcome[]>,
 ): Promise<Outcome[]> {
   const groups = new Map<string, number[]>();
   records.forEach(({ value }, i) => {
@@ -27,8 +44,9 @@ export async function byTree<In, Tree>(
   const out = new Array<Outcome>(records.length);
   const settled = await Promise.allSettled(
     [...groups.values()].map(async (indexes) => {
-      const tree = newTree();
-      for (const i of indexes) out[i] = await decide((records[i] as InputRecord<In>).value, tree);
+      const outcomes = await decideTree(indexes.map((i) => (records[i] as InputRecord<In>).value));
+      if (outcomes.length !== indexes.length) throw new Error(`a tree's ${indexes.length} inputs were answered with ${outcomes.length} outcomes`);
+      indexes.forEach((i, j) => (out[i] = outcomes[j] as Outcome));
     }),
   );
   const failed = settled.find((r): r is PromiseRejectedResult => r.status === "rejected");

@@ -16,9 +16,14 @@ export interface ForecastGiven {
   readonly spent: number;
 }
 
+/** Whether an ask of a tree with these settings may get a forecast at all (without it, `forecastAt` reads nothing). */
+export function forecastApplies(s: TreeSettings): boolean {
+  return s.budget !== NO_LIMIT && s.onBudget === "wait" && s.rootAgent !== "";
+}
+
 /** The forecast this ask gets, or null. The first request that gets it keeps it; a replay of it gets it again. */
 export async function forecastAt(env: LimitsEnv, treeId: string, requestId: string, s: TreeSettings): Promise<ForecastGiven | null> {
-  if (s.budget === NO_LIMIT || s.onBudget !== "wait" || !s.rootAgent) return null;
+  if (!forecastApplies(s)) return null;
   const { forecast } = resolveSpend(agentOf(env, s.rootAgent), tenantOf(env, s.tenant));
   const held = await env.store.forecastOnce(s.tenant, treeId, requestId, null);
   if (held.given) return { chance: held.chance, threshold: forecast.chance, spent: held.spent };

@@ -2,7 +2,7 @@
 import { admitCall, askChild, endJob, newTreeState, rewarm, settleCall, startChild, startRoot, waitEvent, type TreeState } from "./admission.ts";
 import { newForecastState, recordTree, statsOf, type ForecastState } from "./forecast.ts";
 import { newQuotaMonth, quotaAsk, quotaRelease, quotaSettle, type QuotaMonth } from "./quota.ts";
-import type { LimitsStore, QuotaHolder } from "./store.ts";
+import type { LimitsStore, QuotaHolder, TreeStepAnswer } from "./store.ts";
 import { newTenantMonth, tenantAsk, tenantRelease, tenantSettle, type TenantMonth } from "./tenant-budget.ts";
 
 /** Held worst cases and kept answers of the tenant's month, as in Redis by default. */
@@ -77,6 +77,16 @@ export function memoryLimitsStore(options: { forecastWindow?: number } = {}): Me
     admitCall: (tenant, treeId, ask) => Promise.resolve(admitCall(tree(tenant, treeId), ask)),
     settleCall: (tenant, treeId, usage) => Promise.resolve(settleCall(tree(tenant, treeId), usage)),
     rewarm: (tenant, treeId, requestId, cost) => Promise.resolve(rewarm(tree(tenant, treeId), requestId, cost)),
+    treeSteps: (tenant, treeId, steps) => {
+      const t = tree(tenant, treeId);
+      return Promise.resolve(
+        steps.map((s): TreeStepAnswer => {
+          if (s.kind === "ask") return { kind: "ask", answer: admitCall(t, s.ask) };
+          if (s.kind === "usage") return { kind: "usage", answer: settleCall(t, s.usage) };
+          return { kind: "rewarm", answer: rewarm(t, s.requestId, s.cost) };
+        }),
+      );
+    },
     child: (tenant, treeId, phase, ask) => Promise.resolve(phase === "ask" ? askChild(tree(tenant, treeId), ask) : startChild(tree(tenant, treeId), ask)),
     endJob: (tenant, treeId, jobId) => {
       endJob(tree(tenant, treeId), jobId);
@@ -88,6 +98,7 @@ export function memoryLimitsStore(options: { forecastWindow?: number } = {}): Me
     tenantAsk: (tenant, m, a) => Promise.resolve(tenantAsk(month(tenant, m), { ...a, ...MEMORY_TENANT_TIMES })),
     tenantRelease: (tenant, m, requestId) => Promise.resolve(tenantRelease(month(tenant, m), requestId)),
     tenantSettle: (tenant, m, s) => Promise.resolve(tenantSettle(month(tenant, m), { ...s, ...MEMORY_TENANT_TIMES })),
+    tenantSpends: (tenant, m, spends) => Promise.resolve(spends.map((s) => tenantSettle(month(tenant, m), { ...s, ...MEMORY_TENANT_TIMES }))),
 
     quotaAsk: (who, m, a) => Promise.resolve(quotaAsk(...quotaMonths(who, m), { ...a, ...MEMORY_TENANT_TIMES })),
     quotaRelease: (who, m, requestId) => Promise.resolve(quotaRelease(...quotaMonths(who, m), requestId)),

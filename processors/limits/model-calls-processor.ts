@@ -13,17 +13,19 @@
 import { resolveJobLimits } from "../../config/resolve.ts";
 import type { Decision, ModelCall } from "../../schemas/types.ts";
 import { deriveId } from "../runner/ids.ts";
-import { defineProcessor, type Emit } from "../runner/processor.ts";
-import type { SettleAnswer } from "./admission.ts";
-import { allSettledOrThrow, byTree, treeKey } from "./by-tree.ts";
+import { defineProcessor, type Emit, type Outcome } from "../runner/processor.ts";
+import type { CallAnswer, CallAsk, CallUsage, SettleAnswer } from "./admission.ts";
+import { allSettledOrThrow, byTreeGroups, treeKey } from "./by-tree.ts";
 import { callJudgement, forecastJudgement, quotaJudgement, tenantBudgetJudgement, type Judgement } from "./decisions.ts";
 import { agentOf, treeSettings, type LimitsEnv } from "./env.ts";
-import { forecastAt } from "./forecast-calls.ts";
+import { forecastApplies, forecastAt } from "./forecast-calls.ts";
 import { costMicros, microsToUsd } from "./money.ts";
 import { priceOf } from "./prices.ts";
-import { quotaAsk, quotaGiveBack, quotaRefusal, quotaSpend } from "./quota-calls.ts";
+import { quotaAsk, quotaGiveBack, quotaRefusal, quotaSpend, quotasOf } from "./quota-calls.ts";
 import { spendCrossings } from "./spend.ts";
-import { tenantAsk, tenantGiveBack, tenantSpend } from "./tenant-calls.ts";
+import type { MonthSpend, TreeStep } from "./store.ts";
+import { monthOf } from "./tenant-budget.ts";
+import { tenantAsk, tenantBudget, tenantGiveBack, tenantSpend } from "./tenant-calls.ts";
 import { NO_LIMIT, type TreeSettings } from "./tree-settings.ts";
 
 export const LIMITS_MODEL_CALLS = "limits-model-calls";
@@ -56,12 +58,38 @@ function spendNumbers(s: TreeSettings, a: { spent: number; reserved: number; mod
   };
 }
 
-async function ask(call: ModelCall, env: LimitsEnv, settings: TreeSettings, jobAgent: string): Promise<Emit[]> {
+/** What an ask reserves and is checked against: its run's limits and its worst case at the model's prices. */
+interface AskPlan {
+  readonly ask: CallAsk;
+  readonly run: { readonly maxSteps: number; readonly maxTokens: number };
+  readonly priced: Record<string, number>;
+}
+
+function askPlan(call: ModelCall, env: LimitsEnv, jobAgent: string): AskPlan {
   const limits = resolveJobLimits(agentOf(env, call.agent ?? jobAgent));
   const { price, listed } = priceOf(env.prices, call.model);
   const maxOutput = call.max_output_tokens ?? limits.max_output_tokens ?? price.max_output_tokens;
   const worst = costMicros(price, { input: call.input_tokens, output: maxOutput, cacheRead: call.cache_read_tokens, cacheWrite: call.cache_write_tokens });
-  const priced = { worst_usd: microsToUsd(worst), ...(listed ? {} : { unpriced_model: 1 }) };
+  const run = { maxSteps: limits.max_steps, maxTokens: limits.max_tokens ?? NO_LIMIT };
+  return { ask: { requestId: call.request_id, runId: call.run_id, inputTokens: call.input_tokens, worst, ...run }, run, priced: { worst_usd: microsToUsd(worst), ...(listed ? {} : { unpriced_model: 1 }) } };
+}
+
+/** The tree's answer to an ask, as the runtime reads it. */
+function askDecision(call: ModelCall, settings: TreeSettings, plan: AskPlan, answer: CallAnswer): Emit {
+  const numbers = { ...spendNumbers(settings, answer), ...plan.priced, run_steps: answer.runSteps, run_tokens: answer.runTokens };
+  return decision(call, "ask", callJudgement(settings, answer, plan.run), numbers);
+}
+
+/** What a usage or a re-warm cost at the model's prices. */
+function spentCost(call: ModelCall, env: LimitsEnv): number {
+  const { price } = priceOf(env.prices, call.model);
+  return costMicros(price, { input: call.input_tokens, output: call.output_tokens ?? 0, cacheRead: call.cache_read_tokens, cacheWrite: call.cache_write_tokens });
+}
+
+async function ask(call: ModelCall, env: LimitsEnv, settings: TreeSettings, jobAgent: string): Promise<Emit[]> {
+  const plan = askPlan(call, env, jobAgent);
+  const { worst } = plan.ask;
+  const priced = plan.priced;
   // LIM-10: the tenant's month, and the quotas of the principal and team, at once; a call either
   // refuses never reaches the tree, and gives back what the other held.
   const [tenant, quota] = await allSettledOrThrow([tenantAsk(env, call, worst), quotaAsk(env, call, settings, worst)]);
@@ -86,11 +114,9 @@ async function ask(call: ModelCall, env: LimitsEnv, settings: TreeSettings, jobA
     const numbers = { spent_usd: microsToUsd(forecast.spent), budget_usd: microsToUsd(settings.budget), chance: forecast.chance, forecast_chance: forecast.threshold, ...priced };
     return [decision(call, "forecast", forecastJudgement(settings, forecast.chance, forecast.threshold), numbers)];
   }
-  const run = { maxSteps: limits.max_steps, maxTokens: limits.max_tokens ?? NO_LIMIT };
-  const answer = await env.store.admitCall(call.tenant, call.tree_id, { requestId: call.request_id, runId: call.run_id, inputTokens: call.input_tokens, worst, ...run });
+  const answer = await env.store.admitCall(call.tenant, call.tree_id, plan.ask);
   if (answer.code !== "allow" && answer.code !== "allow_last_call") await giveBack();
-  const numbers = { ...spendNumbers(settings, answer), ...priced, run_steps: answer.runSteps, run_tokens: answer.runTokens };
-  return [decision(call, "ask", callJudgement(settings, answer, run), numbers)];
+  return [askDecision(call, settings, plan, answer)];
 }
 
 function crossings(call: ModelCall, settings: TreeSettings, answer: SettleAnswer): Emit[] {
@@ -113,24 +139,109 @@ export const limitsModelCallsProcessor = defineProcessor<ModelCall, LimitsEnv>({
     if (call.kind === "usage" && call.output_tokens === null) reasons.push("a usage report needs output_tokens: what the call answered");
     return reasons;
   },
-  process: (records, env) => byTree(records, (call) => treeKey(call.tenant, call.tree_id), () => new TreeView(), async (call, view) => ({ emits: await decide(call, env, view) })),
+  async process(records, env) {
+    const months = new MonthSpends();
+    const outcomes = await byTreeGroups(records, (call) => treeKey(call.tenant, call.tree_id), (calls) => decideTree(calls, env, months));
+    await months.flush(env);
+    return outcomes;
+  },
 });
 
-async function decide(call: ModelCall, env: LimitsEnv, view: TreeView): Promise<Emit[]> {
-  const { settings, jobAgent } = await view.read(env, call);
+/**
+ * A tree's inputs of one batch, in their order. When no ask of the tree is checked against
+ * anything but the tree (the tenant has no monthly budget, no quota holds the tree, no forecast
+ * can hold an ask), every step goes to the tree in one script, and what usages spend in the
+ * tenant's and the quotas' months is written once for the batch (`MonthSpends`): no ask of the
+ * batch reads those months. Otherwise each input is decided alone, in order.
+ */
+async function decideTree(calls: ModelCall[], env: LimitsEnv, months: MonthSpends): Promise<Outcome[]> {
+  const view = new TreeView();
+  const read: Array<{ settings: TreeSettings; jobAgent: string }> = [];
+  for (const call of calls) read.push(await view.read(env, call));
+  const first = calls[0];
+  const settings = read[0]?.settings;
+  if (!first || !settings) return [];
+  const alone = tenantBudget(env, first.tenant) === null && quotasOf(env, first.tenant, settings) === null && !forecastApplies(settings);
+  if (!alone) {
+    const out: Outcome[] = [];
+    for (const [i, call] of calls.entries()) {
+      const r = read[i] as (typeof read)[number];
+      out.push({ emits: await decide(call, env, r.settings, r.jobAgent) });
+    }
+    return out;
+  }
+  const plans: Array<AskPlan | null> = [];
+  const steps = calls.map((call, i): TreeStep => {
+    if (call.kind === "ask") {
+      const plan = askPlan(call, env, (read[i] as (typeof read)[number]).jobAgent);
+      plans.push(plan);
+      return { kind: "ask", ask: plan.ask };
+    }
+    plans.push(null);
+    const cost = spentCost(call, env);
+    months.add(call, settings, cost);
+    return call.kind === "usage" ? { kind: "usage", usage: usageOf(call, cost) } : { kind: "rewarm", requestId: call.request_id, cost };
+  });
+  const answers = await env.store.treeSteps(first.tenant, first.tree_id, steps);
+  return calls.map((call, i) => {
+    const a = answers[i];
+    const plan = plans[i];
+    if (!a) throw new Error(`the limits store answered ${answers.length} steps of tree ${first.tree_id} for ${calls.length}`);
+    if (a.kind === "ask") {
+      if (!plan) throw new Error(`step ${i} of tree ${first.tree_id} was answered as an ask, but it is a ${call.kind}`);
+      return { emits: [askDecision(call, settings, plan, a.answer)] };
+    }
+    return { emits: crossings(call, settings, a.answer) };
+  });
+}
+
+function usageOf(call: ModelCall, cost: number): CallUsage {
+  return { requestId: call.request_id, runId: call.run_id, inputTokens: call.input_tokens, outputTokens: call.output_tokens ?? 0, cost };
+}
+
+async function decide(call: ModelCall, env: LimitsEnv, settings: TreeSettings, jobAgent: string): Promise<Emit[]> {
   if (call.kind === "ask") return ask(call, env, settings, jobAgent);
-  const { price } = priceOf(env.prices, call.model);
-  const cost = costMicros(price, { input: call.input_tokens, output: call.output_tokens ?? 0, cacheRead: call.cache_read_tokens, cacheWrite: call.cache_write_tokens });
+  const cost = spentCost(call, env);
   // The tree, the tenant's month and the quotas' months are separate keys, each step idempotent: no order between them.
   const [answer] = await allSettledOrThrow([
-    call.kind === "usage"
-      ? env.store.settleCall(call.tenant, call.tree_id, { requestId: call.request_id, runId: call.run_id, inputTokens: call.input_tokens, outputTokens: call.output_tokens ?? 0, cost })
-      : env.store.rewarm(call.tenant, call.tree_id, call.request_id, cost),
+    call.kind === "usage" ? env.store.settleCall(call.tenant, call.tree_id, usageOf(call, cost)) : env.store.rewarm(call.tenant, call.tree_id, call.request_id, cost),
     tenantSpend(env, call, cost),
     quotaSpend(env, call, settings, cost),
   ]);
   return crossings(call, settings, answer);
 }
+
+/**
+ * What a batch's usages and re-warms spend in months no ask of the batch is checked against
+ * (the tenant's month without a monthly budget, the quotas' months without a quota): written
+ * after the batch's trees are decided, a tenant's month in one script per 500 spends. Each
+ * spend is idempotent by its request.
+ */
+class MonthSpends {
+  readonly #tenants = new Map<string, { tenant: string; month: string; spends: MonthSpend[] }>();
+  readonly #quotas: Array<{ call: ModelCall; settings: TreeSettings; cost: number }> = [];
+
+  add(call: ModelCall, settings: TreeSettings, cost: number): void {
+    const month = monthOf(call.ts);
+    const key = JSON.stringify([call.tenant, month]);
+    let t = this.#tenants.get(key);
+    if (!t) this.#tenants.set(key, (t = { tenant: call.tenant, month, spends: [] }));
+    t.spends.push({ kind: call.kind === "usage" ? "usage" : "rewarm", requestId: call.request_id, cost, now: call.ts });
+    this.#quotas.push({ call, settings, cost });
+  }
+
+  async flush(env: LimitsEnv): Promise<void> {
+    const tenants = [...this.#tenants.values()].flatMap(({ tenant, month, spends }) => {
+      const sends: Array<Promise<unknown>> = [];
+      for (let i = 0; i < spends.length; i += MONTH_SPENDS_PER_SCRIPT) sends.push(env.store.tenantSpends(tenant, month, spends.slice(i, i + MONTH_SPENDS_PER_SCRIPT)));
+      return sends;
+    });
+    await allSettledOrThrow([...tenants, ...this.#quotas.map(({ call, settings, cost }) => quotaSpend(env, call, settings, cost))]);
+  }
+}
+
+/** Spends per script call: one call holds Redis for about 10 µs a spend. */
+const MONTH_SPENDS_PER_SCRIPT = 500;
 
 /**
  * A tree's settings as one batch reads them: read once (and set provisionally when the tree has

@@ -39,13 +39,20 @@ export function quotaHolder(tenant: string, s: TreeSettings): QuotaHolder | null
 
 const micros = (q: QuotaOf | null): number => (q === null ? -1 : usdToMicros(q.usd));
 
-export async function quotaAsk(env: LimitsEnv, call: ModelCall, s: TreeSettings, worst: number): Promise<QuotaCheck | null> {
-  const who = quotaHolder(call.tenant, s);
+/** The quotas an ask of the tree is checked against; null when no quota holds it (then `quotaAsk` reads nothing). */
+export function quotasOf(env: LimitsEnv, tenant: string, s: TreeSettings): { who: QuotaHolder; person: QuotaOf | null; team: QuotaOf | null } | null {
+  const who = quotaHolder(tenant, s);
   if (!who) return null;
-  const quotas = tenantOf(env, call.tenant)?.quotas;
+  const quotas = tenantOf(env, tenant)?.quotas;
   const person = quotaOf(quotas, "person", who.principal);
   const team = quotaOf(quotas, "team", who.team);
-  if (!person && !team) return null;
+  return person || team ? { who, person, team } : null;
+}
+
+export async function quotaAsk(env: LimitsEnv, call: ModelCall, s: TreeSettings, worst: number): Promise<QuotaCheck | null> {
+  const held = quotasOf(env, call.tenant, s);
+  if (!held) return null;
+  const { who, person, team } = held;
   const month = monthOf(call.ts);
   const answer = await env.store.quotaAsk(who, month, { requestId: call.request_id, worst, personQuota: micros(person), teamQuota: micros(team), now: call.ts });
   return { who, month, person, team, answer };

@@ -26,7 +26,7 @@ export interface RedisBudgetOptions {
   readonly forecastWindow?: number;
 }
 
-type BudgetPart = Pick<LimitsStore, "tenantAsk" | "tenantRelease" | "tenantSettle" | "quotaAsk" | "quotaRelease" | "quotaSettle" | "treeOutcome" | "recordFinished" | "forecastStats" | "forecastOnce">;
+type BudgetPart = Pick<LimitsStore, "tenantAsk" | "tenantRelease" | "tenantSettle" | "tenantSpends" | "quotaAsk" | "quotaRelease" | "quotaSettle" | "treeOutcome" | "recordFinished" | "forecastStats" | "forecastOnce">;
 
 function ints(reply: unknown, what: string): number[] {
   if (!Array.isArray(reply) || reply.some((v) => typeof v !== "number")) throw new Error(`${what} answered ${JSON.stringify(reply)}, not a list of integers`);
@@ -75,6 +75,15 @@ export function redisBudgetStore(redis: Redis, keys: Keys, options: RedisBudgetO
     tenantAsk: async (t, month, a) => tenantAnswer(await tenant(t, month, ["ask", a.requestId, a.worst, a.budget, a.now])),
     tenantRelease: async (t, month, requestId) => void (await tenant(t, month, ["release", requestId, 0, 0, 0])),
     tenantSettle: async (t, month, s) => tenantAnswer(await tenant(t, month, [s.kind, s.requestId, s.cost, 0, s.now])),
+    tenantSpends: (t, month, spends) =>
+      guarded(`keeping the monthly spend of tenant ${t}`, async () => {
+        if (spends.length === 0) return [];
+        const args: Array<string | number> = [hold, keep, tenantTtl, spends.length];
+        for (const s of spends) args.push(s.kind, s.requestId, s.cost, s.now);
+        const r = ints(await runScript(redis, "limitsTenantSpends", [keys.tenantMonth(t, month), keys.tenantMonthTimers(t, month)], args), "limitsTenantSpends");
+        if (r.length !== 4 * spends.length) throw new Error(`limitsTenantSpends answered ${r.length} numbers for ${spends.length} spends, not 4 each`);
+        return spends.map((_, i) => tenantAnswer(r.slice(4 * i, 4 * i + 4)));
+      }),
 
     quotaAsk: (who, month, a) => quota(who, month, "ask", a.requestId, a.worst, [a.personQuota, a.teamQuota], a.now),
     quotaRelease: async (who, month, requestId) => void (await quota(who, month, "release", requestId, 0, [-1, -1], 0)),

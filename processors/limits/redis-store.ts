@@ -11,7 +11,7 @@ import { TransientError, messageOf } from "../runner/errors.ts";
 import type { CallAnswer, ChildAnswer, SettleAnswer, WaitAnswer } from "./admission.ts";
 import { callCode, childCode } from "./codes.ts";
 import { redisBudgetStore, type RedisBudgetOptions } from "./redis-budget-store.ts";
-import type { LimitsStore } from "./store.ts";
+import type { LimitsStore, TreeStepAnswer } from "./store.ts";
 import type { TreeSettings } from "./tree-settings.ts";
 
 export interface RedisLimitsOptions extends RedisBudgetOptions {
@@ -130,6 +130,23 @@ export function redisLimitsStore(redis: Redis, keys: Keys, options: RedisLimitsO
     async rewarm(tenant, treeId, requestId, cost): Promise<SettleAnswer> {
       const r = await call("limitsSettle", tenant, treeId, ["rewarm", requestId, "", 0, 0, cost, ttl]);
       return { spent: at(r, 0), reserved: at(r, 1), modelCalls: at(r, 2), tokens: at(r, 3), spentBefore: at(r, 4) };
+    },
+
+    async treeSteps(tenant, treeId, steps): Promise<TreeStepAnswer[]> {
+      if (steps.length === 0) return [];
+      const args: Array<string | number> = [ttl, steps.length];
+      for (const s of steps) {
+        if (s.kind === "ask") args.push("ask", s.ask.requestId, s.ask.runId, s.ask.inputTokens, s.ask.worst, s.ask.maxSteps, s.ask.maxTokens);
+        else if (s.kind === "usage") args.push("usage", s.usage.requestId, s.usage.runId, s.usage.inputTokens, s.usage.outputTokens, s.usage.cost, "");
+        else args.push("rewarm", s.requestId, "", 0, 0, s.cost, "");
+      }
+      const r = await call("limitsTreeSteps", tenant, treeId, args);
+      if (r.length !== 7 * steps.length) throw new Error(`script limitsTreeSteps answered ${r.length} numbers for ${steps.length} steps of tree ${treeId}, not 7 each`);
+      return steps.map((s, i): TreeStepAnswer => {
+        const o = 7 * i;
+        if (s.kind === "ask") return { kind: "ask", answer: { code: callCode(at(r, o)), spent: at(r, o + 1), reserved: at(r, o + 2), modelCalls: at(r, o + 3), tokens: at(r, o + 4), runSteps: at(r, o + 5), runTokens: at(r, o + 6) } };
+        return { kind: s.kind, answer: { spent: at(r, o), reserved: at(r, o + 1), modelCalls: at(r, o + 2), tokens: at(r, o + 3), spentBefore: at(r, o + 4) } };
+      });
     },
 
     async child(tenant, treeId, phase, a): Promise<ChildAnswer> {

@@ -36,6 +36,23 @@ export interface ForecastHolder {
   readonly spent: number;
 }
 
+/** One model-call step of a tree, as `treeSteps` takes them: an ask, a usage or a re-warm. */
+export type TreeStep =
+  | { readonly kind: "ask"; readonly ask: CallAsk }
+  | { readonly kind: "usage"; readonly usage: CallUsage }
+  | { readonly kind: "rewarm"; readonly requestId: string; readonly cost: number };
+
+/** A step's answer: what `admitCall`, `settleCall` or `rewarm` would have answered it. */
+export type TreeStepAnswer = { readonly kind: "ask"; readonly answer: CallAnswer } | { readonly kind: "usage" | "rewarm"; readonly answer: SettleAnswer };
+
+/** A usage or re-warm spent in a month (a tenant's, a principal's, a team's), once per request. */
+export interface MonthSpend {
+  readonly kind: "usage" | "rewarm";
+  readonly requestId: string;
+  readonly cost: number;
+  readonly now: number;
+}
+
 export interface LimitsStore {
   /** The tree's settings (null before any were set) and the agent of one of its jobs ("" when unknown). */
   read(tenant: string, treeId: string, jobId: string): Promise<{ settings: TreeSettings | null; jobAgent: string }>;
@@ -48,6 +65,11 @@ export interface LimitsStore {
   admitCall(tenant: string, treeId: string, ask: CallAsk): Promise<CallAnswer>;
   settleCall(tenant: string, treeId: string, usage: CallUsage): Promise<SettleAnswer>;
   rewarm(tenant: string, treeId: string, requestId: string, cost: number): Promise<SettleAnswer>;
+  /**
+   * A tree's asks, usages and re-warms in their order, in one atomic step: the same answers and
+   * changes as calling `admitCall`, `settleCall` and `rewarm` one by one.
+   */
+  treeSteps(tenant: string, treeId: string, steps: readonly TreeStep[]): Promise<TreeStepAnswer[]>;
   child(tenant: string, treeId: string, phase: "ask" | "start", ask: ChildAsk): Promise<ChildAnswer>;
   endJob(tenant: string, treeId: string, jobId: string, root: boolean): Promise<void>;
   wait(tenant: string, treeId: string, eventId: string, jobId: string, kind: "started" | "ended", ts: number): Promise<WaitAnswer>;
@@ -59,7 +81,9 @@ export interface LimitsStore {
   /** LIM-10: a call the tenant admitted and the tree did not: its worst case is no longer held. */
   tenantRelease(tenant: string, month: string, requestId: string): Promise<void>;
   /** LIM-10: a usage or re-warm spent in the tenant's month, once. */
-  tenantSettle(tenant: string, month: string, spend: { kind: "usage" | "rewarm"; requestId: string; cost: number; now: number }): Promise<TenantAnswer>;
+  tenantSettle(tenant: string, month: string, spend: MonthSpend): Promise<TenantAnswer>;
+  /** LIM-10: several usages and re-warms spent in the tenant's month in one step, in order, each as `tenantSettle` spends it. */
+  tenantSpends(tenant: string, month: string, spends: readonly MonthSpend[]): Promise<TenantAnswer[]>;
 
   /**
    * LIM-10: an ask against the principal's and the team's month (`YYYY-MM`, UTC), quotas in

@@ -13,7 +13,7 @@ import { TestDriver } from "../../processors/runner/test-driver.ts";
 import type { Decision, JobEvent, ModelCall } from "../../schemas/types.ts";
 import { redisLimitsStore } from "../../processors/limits/redis-store.ts";
 import { spendShare } from "../../processors/limits/spend.ts";
-import type { LimitsStore } from "../../processors/limits/store.ts";
+import type { LimitsStore, TreeStep } from "../../processors/limits/store.ts";
 import { newTenantMonth, tenantAsk, tenantRelease, tenantSettle } from "../../processors/limits/tenant-budget.ts";
 import { NO_LIMIT, type TreeSettings } from "../../processors/limits/tree-settings.ts";
 import { Keys } from "../../store/redis/keys.ts";
@@ -97,6 +97,35 @@ describe("limits state in real Redis", () => {
       }),
       { numRuns: 60 },
     );
+  });
+
+  it("LIM-7 a tree's steps sent at once (treeSteps, one script) answer and change the tree exactly as the same steps one by one, replays included", async () => {
+    const red = redisLimitsStore(redis, keys, { ttlSeconds: 120 });
+    const callOps = opArb.filter((o): o is Extract<Op, { op: "ask" | "usage" | "rewarm" }> => o.op === "ask" || o.op === "usage" || o.op === "rewarm");
+    const stepOf = (o: Extract<Op, { op: "ask" | "usage" | "rewarm" }>): TreeStep =>
+      o.op === "ask"
+        ? { kind: "ask", ask: { requestId: `r${o.req}`, runId: `run${o.run}`, inputTokens: o.input, worst: o.worst, maxSteps: o.maxSteps, maxTokens: o.maxTokens } }
+        : o.op === "usage"
+          ? { kind: "usage", usage: { requestId: `r${o.req}`, runId: `run${o.run}`, inputTokens: o.input, outputTokens: o.output, cost: o.cost } }
+          : { kind: "rewarm", requestId: `w${o.req}`, cost: o.cost };
+    await fc.assert(
+      fc.asyncProperty(settingsArb, fc.array(fc.array(callOps, { minLength: 1, maxLength: 12 }), { minLength: 1, maxLength: 4 }), async (over, batches) => {
+        const [alone, together] = [uid("tree"), uid("tree")];
+        for (const tree of [alone, together]) await red.init("acme", tree, settings(over), true, { jobId: "j0", agent: "root", runId: "pr0" });
+        for (const ops of batches) {
+          const want = [];
+          for (const o of ops) want.push({ kind: stepOf(o).kind, answer: await apply(red, alone, o) });
+          expect(await red.treeSteps("acme", together, ops.map(stepOf)), JSON.stringify(ops)).toEqual(want);
+        }
+        // The same fields and values (answers kept for replays included), and a replay of every batch changes nothing.
+        const [a, b] = await Promise.all([redis.hgetall(keys.limits("acme", alone)), redis.hgetall(keys.limits("acme", together))]);
+        expect(b).toEqual(a);
+        for (const ops of batches) await red.treeSteps("acme", together, ops.map(stepOf));
+        expect(await redis.hgetall(keys.limits("acme", together))).toEqual(a);
+      }),
+      { numRuns: 40 },
+    );
+    await expect(red.treeSteps("acme", uid("never-set"), [{ kind: "rewarm", requestId: "w", cost: 1 }])).rejects.toThrow(/lost its limits state/);
   });
 
   it("LIM-7 concurrent asks, usages and replays never admit spend past the budget but for the one last call, nor children past the limits", async () => {
@@ -201,6 +230,41 @@ describe("LIM-10 and LIM-8 state in real Redis", () => {
         }
         const [spent, reserved] = await redis.hmget(keys.tenantMonth(tenant, "2026-03"), "spent", "reserved");
         expect([Number(spent ?? 0), Number(reserved ?? 0)]).toEqual([m.spent, m.reserved]);
+      }),
+      { numRuns: 60 },
+    );
+  });
+
+  it("LIM-10 a tenant's usages and re-warms spent at once (tenantSpends, one script) answer and change the month exactly as one by one, among asks, releases and expiries", async () => {
+    const hold = { holdMs: 100, keepMs: 300 };
+    const red = redisLimitsStore(redis, keys, { tenantHoldMs: hold.holdMs, tenantKeepMs: hold.keepMs, tenantTtlSeconds: 120 });
+    await fc.assert(
+      fc.asyncProperty(fc.integer({ min: 0, max: 1_500 }), fc.array(tenantOpArb, { minLength: 1, maxLength: 50 }), async (budget, ops) => {
+        const [alone, together] = [uid("tenant"), uid("tenant")];
+        let now = 1_000;
+        let run: Array<{ kind: "usage" | "rewarm"; requestId: string; cost: number; now: number }> = [];
+        const flush = async () => {
+          const want = [];
+          for (const spend of run) want.push(await red.tenantSettle(alone, "2026-03", spend));
+          expect(await red.tenantSpends(together, "2026-03", run), JSON.stringify(run)).toEqual(want);
+          run = [];
+        };
+        for (const { o, dt } of ops) {
+          now += dt;
+          const req = `r${o.req}`;
+          if (o.op === "usage" || o.op === "rewarm") {
+            run.push({ kind: o.op, requestId: req, cost: o.cost, now });
+            continue;
+          }
+          await flush();
+          for (const t of [alone, together]) {
+            if (o.op === "ask") await red.tenantAsk(t, "2026-03", { requestId: req, worst: o.worst, budget, now });
+            else await red.tenantRelease(t, "2026-03", req);
+          }
+        }
+        await flush();
+        const state = async (t: string) => [await redis.hgetall(keys.tenantMonth(t, "2026-03")), await redis.zrange(keys.tenantMonthTimers(t, "2026-03"), 0, -1, "WITHSCORES")];
+        expect(await state(together)).toEqual(await state(alone));
       }),
       { numRuns: 60 },
     );

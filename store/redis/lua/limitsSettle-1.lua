@@ -16,31 +16,11 @@
   request; { -1 } when the tree has no settings.
 ]]
 --@include limitsCommon
+--@include limitsCalls
 if redis.call("HEXISTS", h, "s:auth") == 0 then return { -1 } end
-local done = ARGV[1] .. ":" .. ARGV[2]
-local prior = redis.call("HGET", h, done)
-if prior then return decoded(prior) end
-local spentBefore = num("spent")
-local input, output, cost = tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
-if ARGV[1] == "usage" then
-  local runSteps, runTokens = "run:" .. ARGV[3] .. ":steps", "run:" .. ARGV[3] .. ":tokens"
-  local held = redis.call("HGET", h, "res:" .. ARGV[2])
-  if held then
-    local worst, asked = string.match(held, "^(-?%d+),(-?%d+)$")
-    redis.call("HINCRBY", h, "reserved", 0 - tonumber(worst)) -- never -0, which HINCRBY refuses
-    redis.call("HDEL", h, "res:" .. ARGV[2])
-    local more = output + (input - tonumber(asked))
-    redis.call("HINCRBY", h, "tokens", more)
-    redis.call("HINCRBY", h, runTokens, more)
-  else
-    redis.call("HINCRBY", h, "model_calls", 1)
-    redis.call("HINCRBY", h, "tokens", input + output)
-    redis.call("HINCRBY", h, runSteps, 1)
-    redis.call("HINCRBY", h, runTokens, input + output)
-  end
+local out, changed = settle(ARGV[1], ARGV[2], ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6]))
+if changed then
+  writeBack()
+  redis.call("EXPIRE", h, tonumber(ARGV[7]))
 end
-redis.call("HINCRBY", h, "spent", cost)
-local out = { num("spent"), num("reserved"), num("model_calls"), num("tokens"), spentBefore }
-redis.call("HSET", h, done, table.concat(encoded(out), ","))
-redis.call("EXPIRE", h, tonumber(ARGV[7]))
 return out

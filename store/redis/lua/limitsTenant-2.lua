@@ -22,71 +22,20 @@
   A release returns { 0, spent, reserved, spent }.
 ]]
 local h, timers = KEYS[1], KEYS[2]
-local op, req = ARGV[1], ARGV[2]
-local amount, budget, now = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
-
-local function num(f) return tonumber(redis.call("HGET", h, f) or "0") end
-
-local function drop(r)
-  local worst = redis.call("HGET", h, "res:" .. r)
-  if worst then
-    redis.call("HINCRBY", h, "reserved", 0 - tonumber(worst)) -- never -0, which HINCRBY refuses
-    redis.call("HDEL", h, "res:" .. r)
-    redis.call("ZREM", timers, "h:" .. r)
-  end
-end
-
-local function answer(list)
-  local out = {}
-  for i, v in ipairs(list) do out[i] = string.format("%d", v) end
-  return table.concat(out, ",")
-end
-
-local function decoded(text)
-  local out = {}
-  for v in string.gmatch(text, "[^,]+") do out[#out + 1] = tonumber(v) end
-  return out
-end
+local holdMs, keepMs = tonumber(ARGV[6]), tonumber(ARGV[7])
+--@include limitsTenantStep
 
 local function touch()
   redis.call("EXPIRE", h, tonumber(ARGV[8]))
   redis.call("EXPIRE", timers, tonumber(ARGV[8]))
 end
 
-if op == "release" then
-  drop(req)
+if ARGV[1] == "release" then
+  drop(ARGV[2])
   touch()
   return { 0, num("spent"), num("reserved"), num("spent") }
 end
 
--- Time is up for these: held worst cases are dropped, kept answers forgotten (1,000 a step).
-for _, m in ipairs(redis.call("ZRANGEBYSCORE", timers, "-inf", ARGV[5], "LIMIT", 0, 1000)) do
-  if string.sub(m, 1, 2) == "h:" then drop(string.sub(m, 3))
-  else redis.call("HDEL", h, string.sub(m, 3)) end
-  redis.call("ZREM", timers, m)
-end
-
-local key = op .. ":" .. req
-local prior = redis.call("HGET", h, key)
-if prior then return decoded(prior) end
-
-local spent, reserved = num("spent"), num("reserved")
-local out
-if op == "ask" then
-  local code = 1
-  if spent + reserved + amount <= budget then
-    code = 0
-    reserved = redis.call("HINCRBY", h, "reserved", amount)
-    redis.call("HSET", h, "res:" .. req, amount)
-    redis.call("ZADD", timers, string.format("%d", now + tonumber(ARGV[6])), "h:" .. req)
-  end
-  out = { code, spent, reserved, spent }
-else
-  if op == "usage" then drop(req) end
-  local after = redis.call("HINCRBY", h, "spent", amount)
-  out = { 0, after, num("reserved"), spent }
-end
-redis.call("HSET", h, key, answer(out))
-redis.call("ZADD", timers, string.format("%d", now + tonumber(ARGV[7])), "d:" .. key)
-touch()
+local out, changed = tenantStep(ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]))
+if changed then touch() end
 return out

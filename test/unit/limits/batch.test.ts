@@ -44,16 +44,19 @@ describe("limits-model-calls decides a batch tree by tree", () => {
     let fail = true;
     let inFlight = 0;
     let peak = 0;
+    const step = async <T>(treeId: string, then: () => Promise<T>): Promise<T> => {
+      inFlight++;
+      peak = Math.max(peak, inFlight);
+      await new Promise((r) => setTimeout(r, treeId === trees[1] ? 1 : 20));
+      inFlight--;
+      if (fail && treeId === trees[1]) throw new Error("Redis went away");
+      return then();
+    };
+    // A tree checked against nothing but itself sends its steps at once (treeSteps), others one by one (admitCall).
     const flaky: LimitsStore = {
       ...memory,
-      admitCall: async (tenant, treeId, ask) => {
-        inFlight++;
-        peak = Math.max(peak, inFlight);
-        await new Promise((r) => setTimeout(r, treeId === trees[1] ? 1 : 20));
-        inFlight--;
-        if (fail && treeId === trees[1]) throw new Error("Redis went away");
-        return memory.admitCall(tenant, treeId, ask);
-      },
+      admitCall: (tenant, treeId, ask) => step(treeId, () => memory.admitCall(tenant, treeId, ask)),
+      treeSteps: (tenant, treeId, steps) => step(treeId, () => memory.treeSteps(tenant, treeId, steps)),
     };
     const { calls: driver, jobs } = setup([boss], tenantSettings(), memory);
     const env = { ...driver.env, store: flaky };
