@@ -1,7 +1,7 @@
 /**
  * Lua scripts, one per file in `lua/`, named `<name>-<number of keys>.lua`, each opening with a
  * header of its KEYS, ARGV and return codes. A line `--@include <name>` takes in
- * `lua/includes/<name>.lua`, for helpers several scripts share. They are loaded once per connection under a name
+ * `lua/includes/<name>.lua` (and what it includes), for helpers several scripts share. They are loaded once per connection under a name
  * that carries a digest of their text, so a deploy never runs a stale script.
  */
 import { createHash } from "node:crypto";
@@ -27,16 +27,24 @@ export function scriptFiles(): ScriptFile[] {
       if (!m) throw new Error(`Lua script ${file} must be named <name>-<number of keys>.lua`);
       const source = readFileSync(new URL(file, dir), "utf8");
       if (!source.startsWith("--[[")) throw new Error(`Lua script ${file} must open with a --[[ header ]] naming its KEYS, ARGV and returns`);
-      const lua = source.replace(/^--@include ([A-Za-z]+)[ \t]*$/gm, (_line, name: string) => {
-        try {
-          return readFileSync(new URL(`includes/${name}.lua`, dir), "utf8");
-        } catch (err) {
-          throw new Error(`Lua script ${file} includes ${name}, which store/redis/lua/includes/${name}.lua does not hold`, { cause: err });
-        }
-      });
+      const lua = withIncludes(file, source, []);
       const digest = createHash("sha1").update(lua).digest("hex").slice(0, 8);
       return { name: m[1] as string, keys: Number(m[2]), lua, command: `oz0_${m[1] as string}_${digest}` };
     });
+}
+
+/** The text with each `--@include <name>` line replaced by that include, whose own includes are taken in too. */
+function withIncludes(file: string, text: string, within: readonly string[]): string {
+  return text.replace(/^--@include ([A-Za-z]+)[ \t]*$/gm, (_line, name: string) => {
+    if (within.includes(name)) throw new Error(`Lua script ${file} includes ${name} within itself (${[...within, name].join(" > ")})`);
+    let included: string;
+    try {
+      included = readFileSync(new URL(`includes/${name}.lua`, dir), "utf8");
+    } catch (err) {
+      throw new Error(`Lua script ${file} includes ${name}, which store/redis/lua/includes/${name}.lua does not hold`, { cause: err });
+    }
+    return withIncludes(file, included, [...within, name]);
+  });
 }
 
 let loaded: Map<string, ScriptFile> | undefined;

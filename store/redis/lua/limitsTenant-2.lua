@@ -32,10 +32,12 @@ end
 
 if ARGV[1] == "release" then
   drop(ARGV[2])
+  writeBack()
   touch()
-  return { 0, num("spent"), num("reserved"), num("spent") }
+  return { 0, count("spent"), count("reserved"), count("spent") }
 end
 
 local out, changed = tenantStep(ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]))
+writeBack() -- the sweep of timers may have changed the month even when the step is a replay
 if changed then touch() end
 return out
