@@ -31,6 +31,8 @@ export interface JobState {
   waited: number;
   /** When the wait in progress began (ms), or -1. */
   waitSince: number;
+  /** When the job started (ms), or -1 before its start was seen (LIM-1 timeout). */
+  at: number;
 }
 
 export interface TreeState {
@@ -106,6 +108,10 @@ export interface CallAsk {
   /** The run's limits (LIM-1), -1 for none. */
   readonly maxSteps: number;
   readonly maxTokens: number;
+  /** LIM-1: when the job's timeout ends (its start plus limits.timeout, ms), -1 for none or a start not seen. */
+  readonly deadline: number;
+  /** The ask's time (ms). */
+  readonly now: number;
 }
 
 export interface CallAnswer extends TreeUse {
@@ -125,6 +131,8 @@ function run(t: TreeState, runId: string): RunCounters {
 
 function decideCall(t: TreeState, r: RunCounters, ask: CallAsk): CallCode {
   const s = t.settings;
+  // LIM-1: a job past its timeout makes no more model calls.
+  if (ask.deadline !== NO_LIMIT && ask.now > ask.deadline) return "job_timeout";
   if (!within(ask.maxSteps, r.steps + 1)) return "run_steps";
   if (!within(ask.maxTokens, r.tokens + ask.inputTokens)) return "run_tokens";
   if (!within(s.modelCalls, t.modelCalls + 1)) return "tree_model_calls";
@@ -231,6 +239,8 @@ export interface ChildAsk {
   /** The parent agent's delegation limits (LIM-6); maxChildren -1 for none. */
   readonly parentMaxDepth: number;
   readonly parentMaxChildren: number;
+  /** The event's time (ms): at a start, when the child's timeout starts counting. */
+  readonly at: number;
 }
 
 export interface ChildAnswer {
@@ -247,7 +257,7 @@ export interface ChildAnswer {
 function job(t: TreeState, jobId: string): JobState {
   let j = t.jobs.get(jobId);
   if (!j) {
-    j = { agent: "", delegationDepth: 0, slot: false, delegatedFrom: "", started: false, ended: false, run: "", waited: 0, waitSince: -1 };
+    j = { agent: "", delegationDepth: 0, slot: false, delegatedFrom: "", started: false, ended: false, run: "", waited: 0, waitSince: -1, at: -1 };
     t.jobs.set(jobId, j);
   }
   return j;
@@ -349,16 +359,18 @@ export function startChild(t: TreeState, a: ChildAsk): ChildAnswer {
     const j = job(t, a.jobId);
     j.started = true;
     j.run = a.runId;
+    if (j.at === -1) j.at = a.at;
   }
   t.childAnswers.set(key, answer);
   return answer;
 }
 
 /** The root job starts: it is the tree's first job and holds no slot. */
-export function startRoot(t: TreeState, jobId: string, agent: string, runId: string): void {
+export function startRoot(t: TreeState, jobId: string, agent: string, runId: string, at: number): void {
   const j = job(t, jobId);
   j.agent = agent;
   j.started = true;
+  if (j.at === -1) j.at = at;
   if (runId) j.run = runId;
 }
 

@@ -4,7 +4,7 @@
  */
 
 /** The answer to a model call's ask (LIM-1, LIM-2, LIM-7). */
-export const CALL_CODES = ["allow", "allow_last_call", "tree_model_calls", "tree_tokens", "budget", "run_steps", "run_tokens"] as const;
+export const CALL_CODES = ["allow", "allow_last_call", "tree_model_calls", "tree_tokens", "budget", "run_steps", "run_tokens", "job_timeout"] as const;
 export type CallCode = (typeof CALL_CODES)[number];
 
 /** The answer to a child's ask or start (LIM-3, LIM-5, LIM-6). */

@@ -20,8 +20,17 @@ function budgetJudgement(s: TreeSettings, what: string): Judgement {
 }
 
 /** LIM-1, LIM-2, LIM-7. */
-export function callJudgement(s: TreeSettings, a: CallAnswer, run: { maxSteps: number; maxTokens: number }): Judgement {
+/** A duration as people write it in an agent's limits: 90s, 10m, 1h30m. */
+export function duration(ms: number): string {
+  const total = Math.round(ms / 1000);
+  const [h, m, sec] = [Math.floor(total / 3600), Math.floor((total % 3600) / 60), total % 60];
+  return [h ? `${h}h` : "", m ? `${m}m` : "", sec || total === 0 ? `${sec}s` : ""].join("");
+}
+
+export function callJudgement(s: TreeSettings, a: CallAnswer, run: { maxSteps: number; maxTokens: number; timeout?: number | null }): Judgement {
   switch (a.code) {
+    case "job_timeout":
+      return { verdict: "stop", reason_code: "AgentTimeout", limit: "limits.timeout", message: `The job ran past its ${duration(run.timeout ?? 0)} (limits.timeout): it ends with AgentTimeout. Raise limits.timeout of the agent to allow more.` };
     case "allow":
       return ALLOW;
     case "allow_last_call":

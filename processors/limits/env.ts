@@ -30,9 +30,9 @@ export function settingsFor(env: LimitsEnv, tenantId: string, rootAgent: string,
  * the first model call, which can only be the root's while no child was admitted) and the
  * tenant. The root job's start later replaces them with the authoritative ones.
  */
-export async function treeSettings(env: LimitsEnv, treeId: string, tenantId: string, jobId: string, rootGuess: string): Promise<{ settings: TreeSettings; jobAgent: string }> {
-  const { settings, jobAgent } = await env.store.read(tenantId, treeId, jobId);
-  if (settings) return { settings, jobAgent };
+export async function treeSettings(env: LimitsEnv, treeId: string, tenantId: string, jobId: string, rootGuess: string): Promise<{ settings: TreeSettings; jobAgent: string; jobStart: number }> {
+  const { settings, jobAgent, jobStart } = await env.store.read(tenantId, treeId, jobId);
+  if (settings) return { settings, jobAgent, jobStart };
   const provisional = settingsFor(env, tenantId, rootGuess, false);
-  return { settings: await env.store.init(tenantId, treeId, provisional, false, null), jobAgent };
+  return { settings: await env.store.init(tenantId, treeId, provisional, false, null), jobAgent, jobStart };
 }

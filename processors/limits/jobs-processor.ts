@@ -67,6 +67,7 @@ async function child(e: JobEvent & { parent_job_id: string }, env: LimitsEnv, ph
     delegating: e.delegation === "delegation" || e.delegation === "flow_tool",
     parentMaxDepth: delegation.max_depth,
     parentMaxChildren: delegation.max_children ?? NO_LIMIT,
+    at: e.ts,
   });
   return [decision(e, phase, childJudgement(settings, answer), childNumbers(settings, answer, e.depth), e.parent_job_id)];
 }
@@ -102,7 +103,7 @@ async function decide(e: JobEvent, env: LimitsEnv): Promise<Emit[]> {
   if (e.kind === "started" && parent === null) {
     // LIM-10: whose quotas the tree spends against is recorded with its settings, once.
     const settings = settingsFor(env, e.tenant, e.agent, e.started_by === "person", { principal: e.principal, team: e.team });
-    await env.store.init(e.tenant, e.tree_id, settings, true, { jobId: e.job_id, agent: e.agent, runId: e.run_id ?? "" });
+    await env.store.init(e.tenant, e.tree_id, settings, true, { jobId: e.job_id, agent: e.agent, runId: e.run_id ?? "", at: e.ts });
     return [];
   }
   if ((e.kind === "child_ask" || e.kind === "started") && parent !== null) {

@@ -58,7 +58,7 @@ export function memoryLimitsStore(options: { forecastWindow?: number } = {}): Me
     forecasts,
     read: (tenant, treeId, jobId) => {
       const t = trees.get(limitsTreeKey(tenant, treeId));
-      return Promise.resolve({ settings: t?.settings ?? null, jobAgent: t?.jobs.get(jobId)?.agent ?? "" });
+      return Promise.resolve({ settings: t?.settings ?? null, jobAgent: t?.jobs.get(jobId)?.agent ?? "", jobStart: t?.jobs.get(jobId)?.at ?? -1 });
     },
     init: (tenant, treeId, settings, auth, root) => {
       const key = limitsTreeKey(tenant, treeId);
@@ -71,7 +71,7 @@ export function memoryLimitsStore(options: { forecastWindow?: number } = {}): Me
         authoritative.set(key, true);
       }
       const now = tree(tenant, treeId);
-      if (root) startRoot(now, root.jobId, root.agent, root.runId);
+      if (root) startRoot(now, root.jobId, root.agent, root.runId, root.at);
       return Promise.resolve(now.settings);
     },
     admitCall: (tenant, treeId, ask) => Promise.resolve(admitCall(tree(tenant, treeId), ask)),

@@ -61,22 +61,26 @@ function spendNumbers(s: TreeSettings, a: { spent: number; reserved: number; mod
 /** What an ask reserves and is checked against: its run's limits and its worst case at the model's prices. */
 interface AskPlan {
   readonly ask: CallAsk;
-  readonly run: { readonly maxSteps: number; readonly maxTokens: number };
+  readonly run: { readonly maxSteps: number; readonly maxTokens: number; readonly timeout: number | null };
   readonly priced: Record<string, number>;
 }
 
-function askPlan(call: ModelCall, env: LimitsEnv, jobAgent: string): AskPlan {
-  const limits = resolveJobLimits(agentOf(env, call.agent ?? jobAgent));
+function askPlan(call: ModelCall, env: LimitsEnv, job: JobView): AskPlan {
+  const limits = resolveJobLimits(agentOf(env, call.agent ?? job.jobAgent));
   const { price, listed } = priceOf(env.prices, call.model);
   const maxOutput = call.max_output_tokens ?? limits.max_output_tokens ?? price.max_output_tokens;
   const worst = costMicros(price, { input: call.input_tokens, output: maxOutput, cacheRead: call.cache_read_tokens, cacheWrite: call.cache_write_tokens });
-  const run = { maxSteps: limits.max_steps, maxTokens: limits.max_tokens ?? NO_LIMIT };
-  return { ask: { requestId: call.request_id, runId: call.run_id, inputTokens: call.input_tokens, worst, ...run }, run, priced: { worst_usd: microsToUsd(worst), ...(listed ? {} : { unpriced_model: 1 }) } };
+  const run = { maxSteps: limits.max_steps, maxTokens: limits.max_tokens ?? NO_LIMIT, timeout: limits.timeout };
+  // LIM-1: the job's timeout counts from its start, once the start has been seen.
+  const deadline = limits.timeout === null || job.jobStart === -1 ? NO_LIMIT : job.jobStart + limits.timeout;
+  const ask = { requestId: call.request_id, runId: call.run_id, inputTokens: call.input_tokens, worst, maxSteps: run.maxSteps, maxTokens: run.maxTokens, deadline, now: call.ts };
+  return { ask, run, priced: { worst_usd: microsToUsd(worst), ...(listed ? {} : { unpriced_model: 1 }) } };
 }
 
 /** The tree's answer to an ask, as the runtime reads it. */
 function askDecision(call: ModelCall, settings: TreeSettings, plan: AskPlan, answer: CallAnswer): Emit {
-  const numbers = { ...spendNumbers(settings, answer), ...plan.priced, run_steps: answer.runSteps, run_tokens: answer.runTokens };
+  const timedOut: Record<string, number> = answer.code === "job_timeout" ? { timeout_ms: plan.run.timeout ?? 0, elapsed_ms: plan.ask.now - (plan.ask.deadline - (plan.run.timeout ?? 0)) } : {};
+  const numbers = { ...spendNumbers(settings, answer), ...plan.priced, run_steps: answer.runSteps, run_tokens: answer.runTokens, ...timedOut };
   return decision(call, "ask", callJudgement(settings, answer, plan.run), numbers);
 }
 
@@ -86,8 +90,8 @@ function spentCost(call: ModelCall, env: LimitsEnv): number {
   return costMicros(price, { input: call.input_tokens, output: call.output_tokens ?? 0, cacheRead: call.cache_read_tokens, cacheWrite: call.cache_write_tokens });
 }
 
-async function ask(call: ModelCall, env: LimitsEnv, settings: TreeSettings, jobAgent: string): Promise<Emit[]> {
-  const plan = askPlan(call, env, jobAgent);
+async function ask(call: ModelCall, env: LimitsEnv, settings: TreeSettings, job: JobView): Promise<Emit[]> {
+  const plan = askPlan(call, env, job);
   const { worst } = plan.ask;
   const priced = plan.priced;
   // LIM-10: the tenant's month, and the quotas of the principal and team, at once; a call either
@@ -156,7 +160,7 @@ export const limitsModelCallsProcessor = defineProcessor<ModelCall, LimitsEnv>({
  */
 async function decideTree(calls: ModelCall[], env: LimitsEnv, months: MonthSpends): Promise<Outcome[]> {
   const view = new TreeView();
-  const read: Array<{ settings: TreeSettings; jobAgent: string }> = [];
+  const read: Array<{ settings: TreeSettings } & JobView> = [];
   for (const call of calls) read.push(await view.read(env, call));
   const first = calls[0];
   const settings = read[0]?.settings;
@@ -166,14 +170,14 @@ async function decideTree(calls: ModelCall[], env: LimitsEnv, months: MonthSpend
     const out: Outcome[] = [];
     for (const [i, call] of calls.entries()) {
       const r = read[i] as (typeof read)[number];
-      out.push({ emits: await decide(call, env, r.settings, r.jobAgent) });
+      out.push({ emits: await decide(call, env, r.settings, r) });
     }
     return out;
   }
   const plans: Array<AskPlan | null> = [];
   const steps = calls.map((call, i): TreeStep => {
     if (call.kind === "ask") {
-      const plan = askPlan(call, env, (read[i] as (typeof read)[number]).jobAgent);
+      const plan = askPlan(call, env, read[i] as (typeof read)[number]);
       plans.push(plan);
       return { kind: "ask", ask: plan.ask };
     }
@@ -199,8 +203,8 @@ function usageOf(call: ModelCall, cost: number): CallUsage {
   return { requestId: call.request_id, runId: call.run_id, inputTokens: call.input_tokens, outputTokens: call.output_tokens ?? 0, cost };
 }
 
-async function decide(call: ModelCall, env: LimitsEnv, settings: TreeSettings, jobAgent: string): Promise<Emit[]> {
-  if (call.kind === "ask") return ask(call, env, settings, jobAgent);
+async function decide(call: ModelCall, env: LimitsEnv, settings: TreeSettings, job: JobView): Promise<Emit[]> {
+  if (call.kind === "ask") return ask(call, env, settings, job);
   const cost = spentCost(call, env);
   // The tree, the tenant's month and the quotas' months are separate keys, each step idempotent: no order between them.
   const [answer] = await allSettledOrThrow([
@@ -250,14 +254,20 @@ const MONTH_SPENDS_PER_SCRIPT = 500;
  */
 class TreeView {
   #settings: TreeSettings | undefined;
-  readonly #agents = new Map<string, string>();
+  readonly #jobs = new Map<string, JobView>();
 
-  async read(env: LimitsEnv, call: ModelCall): Promise<{ settings: TreeSettings; jobAgent: string }> {
-    const known = this.#agents.get(call.job_id);
-    if (this.#settings && (known !== undefined || call.agent)) return { settings: this.#settings, jobAgent: known ?? "" };
+  async read(env: LimitsEnv, call: ModelCall): Promise<{ settings: TreeSettings } & JobView> {
+    const known = this.#jobs.get(call.job_id);
+    if (this.#settings && known) return { settings: this.#settings, ...known };
     const r = await treeSettings(env, call.tree_id, call.tenant, call.job_id, call.agent ?? "");
-    this.#settings = r.settings;
-    this.#agents.set(call.job_id, r.jobAgent);
-    return r;
+    this.#settings ??= r.settings;
+    this.#jobs.set(call.job_id, { jobAgent: r.jobAgent, jobStart: r.jobStart });
+    return { ...r, settings: this.#settings };
   }
+}
+
+/** What a batch knows of one job: its agent ("" when unknown) and when it started (ms, -1 when not seen). */
+interface JobView {
+  readonly jobAgent: string;
+  readonly jobStart: number;
 }

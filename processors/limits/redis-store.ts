@@ -105,20 +105,21 @@ export function redisLimitsStore(redis: Redis, keys: Keys, options: RedisLimitsO
     ...redisBudgetStore(redis, keys, options),
     read: (tenant, treeId, jobId) =>
       guarded(`reading tree ${treeId}`, async () => {
-        const values = await redis.hmget(keys.limits(tenant, treeId), ...SETTING_FIELDS, `job:${jobId}:agent`);
-        return { settings: settingsFrom(values.slice(0, SETTING_FIELDS.length)), jobAgent: values[SETTING_FIELDS.length] ?? "" };
+        const values = await redis.hmget(keys.limits(tenant, treeId), ...SETTING_FIELDS, `job:${jobId}:agent`, `job:${jobId}:at`);
+        const at = values[SETTING_FIELDS.length + 1];
+        return { settings: settingsFrom(values.slice(0, SETTING_FIELDS.length)), jobAgent: values[SETTING_FIELDS.length] ?? "", jobStart: at === null || at === undefined ? -1 : Number(at) };
       }),
 
     async init(tenant, treeId, settings, authoritative, root) {
       await guarded(`setting the limits of tree ${treeId}`, () =>
-        runScript(redis, "limitsInit", [keys.limits(tenant, treeId)], [authoritative ? 1 : 0, ttl, root?.jobId ?? "", root?.agent ?? "", root?.runId ?? "", ...settingPairs(settings)]),
+        runScript(redis, "limitsInit", [keys.limits(tenant, treeId)], [authoritative ? 1 : 0, ttl, root?.jobId ?? "", root?.agent ?? "", root?.runId ?? "", root?.at ?? -1, ...settingPairs(settings)]),
       );
       const now = await guarded(`reading tree ${treeId}`, () => redis.hmget(keys.limits(tenant, treeId), ...SETTING_FIELDS));
       return settingsFrom(now) ?? settings;
     },
 
     async admitCall(tenant, treeId, ask): Promise<CallAnswer> {
-      const r = await call("limitsAdmitCall", tenant, treeId, [ask.requestId, ask.runId, ask.inputTokens, ask.worst, ask.maxSteps, ask.maxTokens, ttl]);
+      const r = await call("limitsAdmitCall", tenant, treeId, [ask.requestId, ask.runId, ask.inputTokens, ask.worst, ask.maxSteps, ask.maxTokens, ask.deadline, ask.now, ttl]);
       return { code: callCode(at(r, 0)), spent: at(r, 1), reserved: at(r, 2), modelCalls: at(r, 3), tokens: at(r, 4), runSteps: at(r, 5), runTokens: at(r, 6) };
     },
 
@@ -136,9 +137,9 @@ export function redisLimitsStore(redis: Redis, keys: Keys, options: RedisLimitsO
       if (steps.length === 0) return [];
       const args: Array<string | number> = [ttl, steps.length];
       for (const s of steps) {
-        if (s.kind === "ask") args.push("ask", s.ask.requestId, s.ask.runId, s.ask.inputTokens, s.ask.worst, s.ask.maxSteps, s.ask.maxTokens);
-        else if (s.kind === "usage") args.push("usage", s.usage.requestId, s.usage.runId, s.usage.inputTokens, s.usage.outputTokens, s.usage.cost, "");
-        else args.push("rewarm", s.requestId, "", 0, 0, s.cost, "");
+        if (s.kind === "ask") args.push("ask", s.ask.requestId, s.ask.runId, s.ask.inputTokens, s.ask.worst, s.ask.maxSteps, s.ask.maxTokens, s.ask.deadline, s.ask.now);
+        else if (s.kind === "usage") args.push("usage", s.usage.requestId, s.usage.runId, s.usage.inputTokens, s.usage.outputTokens, s.usage.cost, "", "", "");
+        else args.push("rewarm", s.requestId, "", 0, 0, s.cost, "", "", "");
       }
       const r = await call("limitsTreeSteps", tenant, treeId, args);
       if (r.length !== 7 * steps.length) throw new Error(`script limitsTreeSteps answered ${r.length} numbers for ${steps.length} steps of tree ${treeId}, not 7 each`);
@@ -150,7 +151,7 @@ export function redisLimitsStore(redis: Redis, keys: Keys, options: RedisLimitsO
     },
 
     async child(tenant, treeId, phase, a): Promise<ChildAnswer> {
-      const r = await call("limitsChild", tenant, treeId, [phase, a.jobId, a.parentJobId, a.parentRunId, a.runId, a.agent, a.depth, a.delegating ? 1 : 0, a.parentMaxDepth, a.parentMaxChildren, ttl]);
+      const r = await call("limitsChild", tenant, treeId, [phase, a.jobId, a.parentJobId, a.parentRunId, a.runId, a.agent, a.depth, a.delegating ? 1 : 0, a.parentMaxDepth, a.parentMaxChildren, ttl, a.at]);
       return { code: childCode(at(r, 0)), phase, children: at(r, 1), running: at(r, 2), delegations: at(r, 3), delegationDepth: at(r, 4), spent: at(r, 5) };
     },
 

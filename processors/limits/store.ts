@@ -17,6 +17,8 @@ export interface RootJob {
   readonly jobId: string;
   readonly agent: string;
   readonly runId: string;
+  /** When it started (ms): its timeout counts from here (LIM-1). */
+  readonly at: number;
 }
 
 /** Whose quotas a tree spends against (LIM-10): its principal and the principal's team ("" for none). */
@@ -54,8 +56,11 @@ export interface MonthSpend {
 }
 
 export interface LimitsStore {
-  /** The tree's settings (null before any were set) and the agent of one of its jobs ("" when unknown). */
-  read(tenant: string, treeId: string, jobId: string): Promise<{ settings: TreeSettings | null; jobAgent: string }>;
+  /**
+   * The tree's settings (null before any were set), and the agent of one of its jobs ("" when
+   * unknown) and when that job started (ms, -1 when its start was not seen).
+   */
+  read(tenant: string, treeId: string, jobId: string): Promise<{ settings: TreeSettings | null; jobAgent: string; jobStart: number }>;
   /**
    * Sets the tree's settings: authoritative ones (from the root job's start) replace
    * provisional ones (from a first model call that came before it); otherwise the first wins.

@@ -38,18 +38,18 @@ const settingsArb = fc.record({
 });
 
 type Op =
-  | { op: "ask"; req: number; run: number; input: number; worst: number; maxSteps: number; maxTokens: number }
+  | { op: "ask"; req: number; run: number; input: number; worst: number; maxSteps: number; maxTokens: number; deadline: number; now: number }
   | { op: "usage"; req: number; run: number; input: number; output: number; cost: number }
   | { op: "rewarm"; req: number; cost: number }
-  | { op: "child"; phase: "ask" | "start"; job: number; parent: number; parentRun: number; depth: number; delegating: boolean; maxDepth: number; maxChildren: number }
+  | { op: "child"; phase: "ask" | "start"; job: number; parent: number; parentRun: number; depth: number; delegating: boolean; maxDepth: number; maxChildren: number; at: number }
   | { op: "end"; job: number }
   | { op: "wait"; event: number; job: number; kind: "started" | "ended"; ts: number };
 
 const opArb: fc.Arbitrary<Op> = fc.oneof(
-  fc.record({ op: fc.constant("ask" as const), req: fc.nat(15), run: fc.nat(2), input: fc.nat(400), worst: fc.nat(500), maxSteps: fc.constantFrom(NO_LIMIT, 3, 50), maxTokens: fc.constantFrom(NO_LIMIT, 800) }),
+  fc.record({ op: fc.constant("ask" as const), req: fc.nat(15), run: fc.nat(2), input: fc.nat(400), worst: fc.nat(500), maxSteps: fc.constantFrom(NO_LIMIT, 3, 50), maxTokens: fc.constantFrom(NO_LIMIT, 800), deadline: fc.constantFrom(NO_LIMIT, NO_LIMIT, 1_000), now: fc.nat(2_000) }),
   fc.record({ op: fc.constant("usage" as const), req: fc.nat(15), run: fc.nat(2), input: fc.nat(400), output: fc.nat(400), cost: fc.nat(500) }),
   fc.record({ op: fc.constant("rewarm" as const), req: fc.nat(5), cost: fc.nat(200) }),
-  fc.record({ op: fc.constant("child" as const), phase: fc.constantFrom("ask" as const, "start" as const), job: fc.integer({ min: 1, max: 8 }), parent: fc.nat(3), parentRun: fc.nat(1), depth: fc.integer({ min: 1, max: 4 }), delegating: fc.boolean(), maxDepth: fc.nat(2), maxChildren: fc.constantFrom(NO_LIMIT, 1, 2) }),
+  fc.record({ op: fc.constant("child" as const), phase: fc.constantFrom("ask" as const, "start" as const), job: fc.integer({ min: 1, max: 8 }), parent: fc.nat(3), parentRun: fc.nat(1), depth: fc.integer({ min: 1, max: 4 }), delegating: fc.boolean(), maxDepth: fc.nat(2), maxChildren: fc.constantFrom(NO_LIMIT, 1, 2), at: fc.nat(2_000) }),
   fc.record({ op: fc.constant("end" as const), job: fc.nat(8) }),
   fc.record({ op: fc.constant("wait" as const), event: fc.nat(10), job: fc.nat(3), kind: fc.constantFrom("started" as const, "ended" as const), ts: fc.nat(2_000) }),
 );
@@ -57,13 +57,13 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
 async function apply(store: LimitsStore, tree: string, o: Op): Promise<unknown> {
   switch (o.op) {
     case "ask":
-      return store.admitCall("acme", tree, { requestId: `r${o.req}`, runId: `run${o.run}`, inputTokens: o.input, worst: o.worst, maxSteps: o.maxSteps, maxTokens: o.maxTokens });
+      return store.admitCall("acme", tree, { requestId: `r${o.req}`, runId: `run${o.run}`, inputTokens: o.input, worst: o.worst, maxSteps: o.maxSteps, maxTokens: o.maxTokens, deadline: o.deadline, now: o.now });
     case "usage":
       return store.settleCall("acme", tree, { requestId: `r${o.req}`, runId: `run${o.run}`, inputTokens: o.input, outputTokens: o.output, cost: o.cost });
     case "rewarm":
       return store.rewarm("acme", tree, `w${o.req}`, o.cost);
     case "child":
-      return store.child("acme", tree, o.phase, { jobId: `j${o.job}`, parentJobId: `j${o.parent}`, parentRunId: o.phase === "ask" ? `pr${o.parentRun}` : "", runId: o.phase === "start" ? `cr${o.job}` : "", agent: "a", depth: o.depth, delegating: o.delegating, parentMaxDepth: o.maxDepth, parentMaxChildren: o.maxChildren });
+      return store.child("acme", tree, o.phase, { jobId: `j${o.job}`, parentJobId: `j${o.parent}`, parentRunId: o.phase === "ask" ? `pr${o.parentRun}` : "", runId: o.phase === "start" ? `cr${o.job}` : "", agent: "a", depth: o.depth, delegating: o.delegating, parentMaxDepth: o.maxDepth, parentMaxChildren: o.maxChildren, at: o.at });
     case "end":
       await store.endJob("acme", tree, `j${o.job}`, o.job === 0);
       return null;
@@ -87,7 +87,7 @@ describe("limits state in real Redis", () => {
       fc.asyncProperty(settingsArb, fc.array(opArb, { minLength: 1, maxLength: 40 }), async (over, ops) => {
         const tree = uid("tree");
         const mem = memoryLimitsStore();
-        for (const store of [mem, red]) await store.init("acme", tree, settings(over), true, { jobId: "j0", agent: "root", runId: "pr0" });
+        for (const store of [mem, red]) await store.init("acme", tree, settings(over), true, { jobId: "j0", agent: "root", runId: "pr0", at: 1_000 });
         for (const o of ops) {
           const want = await apply(mem, tree, o);
           const got = await apply(red, tree, o);
@@ -104,14 +104,14 @@ describe("limits state in real Redis", () => {
     const callOps = opArb.filter((o): o is Extract<Op, { op: "ask" | "usage" | "rewarm" }> => o.op === "ask" || o.op === "usage" || o.op === "rewarm");
     const stepOf = (o: Extract<Op, { op: "ask" | "usage" | "rewarm" }>): TreeStep =>
       o.op === "ask"
-        ? { kind: "ask", ask: { requestId: `r${o.req}`, runId: `run${o.run}`, inputTokens: o.input, worst: o.worst, maxSteps: o.maxSteps, maxTokens: o.maxTokens } }
+        ? { kind: "ask", ask: { requestId: `r${o.req}`, runId: `run${o.run}`, inputTokens: o.input, worst: o.worst, maxSteps: o.maxSteps, maxTokens: o.maxTokens, deadline: o.deadline, now: o.now } }
         : o.op === "usage"
           ? { kind: "usage", usage: { requestId: `r${o.req}`, runId: `run${o.run}`, inputTokens: o.input, outputTokens: o.output, cost: o.cost } }
           : { kind: "rewarm", requestId: `w${o.req}`, cost: o.cost };
     await fc.assert(
       fc.asyncProperty(settingsArb, fc.array(fc.array(callOps, { minLength: 1, maxLength: 12 }), { minLength: 1, maxLength: 4 }), async (over, batches) => {
         const [alone, together] = [uid("tree"), uid("tree")];
-        for (const tree of [alone, together]) await red.init("acme", tree, settings(over), true, { jobId: "j0", agent: "root", runId: "pr0" });
+        for (const tree of [alone, together]) await red.init("acme", tree, settings(over), true, { jobId: "j0", agent: "root", runId: "pr0", at: 1_000 });
         for (const ops of batches) {
           const want = [];
           for (const o of ops) want.push({ kind: stepOf(o).kind, answer: await apply(red, alone, o) });
@@ -140,10 +140,10 @@ describe("limits state in real Redis", () => {
         fc.array(fc.record({ replays: fc.nat(2), start: fc.boolean() }), { maxLength: 12 }),
         async (budget, reserve, children, fanOut, calls, kids) => {
           const tree = uid("tree");
-          await red.init("acme", tree, settings({ budget, reserve, children, fanOut }), true, { jobId: "root", agent: "root", runId: "run" });
+          await red.init("acme", tree, settings({ budget, reserve, children, fanOut }), true, { jobId: "root", agent: "root", runId: "run", at: 1_000 });
           // Every caller races every other: each call asks (maybe several times), then reports what it cost, at most its worst case.
           const callers = calls.map(async (c, i) => {
-            const ask = { requestId: `r${i}`, runId: `run${i % 3}`, inputTokens: 1, worst: c.worst, maxSteps: NO_LIMIT, maxTokens: NO_LIMIT };
+            const ask = { requestId: `r${i}`, runId: `run${i % 3}`, inputTokens: 1, worst: c.worst, maxSteps: NO_LIMIT, maxTokens: NO_LIMIT, deadline: NO_LIMIT, now: 0 };
             const answers = await Promise.all(Array.from({ length: 1 + c.replays }, () => red.admitCall("acme", tree, ask)));
             expect(new Set(answers.map((a) => a.code)).size).toBe(1);
             const admitted = answers[0]?.code === "allow" || answers[0]?.code === "allow_last_call";
@@ -153,7 +153,7 @@ describe("limits state in real Redis", () => {
             return { admitted, cost, worst: c.worst, last: answers[0]?.code === "allow_last_call" };
           });
           const children_ = kids.map(async (k, i) => {
-            const a = { jobId: `c${i}`, parentJobId: "root", parentRunId: "run", runId: "", agent: "w", depth: 1, delegating: false, parentMaxDepth: 1, parentMaxChildren: NO_LIMIT };
+            const a = { jobId: `c${i}`, parentJobId: "root", parentRunId: "run", runId: "", agent: "w", depth: 1, delegating: false, parentMaxDepth: 1, parentMaxChildren: NO_LIMIT, at: 0 };
             const answers = await Promise.all(Array.from({ length: 1 + k.replays }, () => red.child("acme", tree, k.start ? "start" : "ask", a)));
             expect(new Set(answers.map((x) => x.code)).size).toBe(1);
             return answers[0]?.code === "allow";
@@ -308,7 +308,7 @@ describe("LIM-10 and LIM-8 state in real Redis", () => {
     const tree = uid("tree");
     const tenant = uid("tenant");
     await red.init("acme", tree, settings({ budget: 100 }), true, null);
-    await red.admitCall("acme", tree, { requestId: "r", runId: "run", inputTokens: 0, worst: 0, maxSteps: NO_LIMIT, maxTokens: NO_LIMIT });
+    await red.admitCall("acme", tree, { requestId: "r", runId: "run", inputTokens: 0, worst: 0, maxSteps: NO_LIMIT, maxTokens: NO_LIMIT, deadline: NO_LIMIT, now: 0 });
     await red.tenantAsk(tenant, "2026-03", { requestId: "r", worst: 0, budget: 100, now: 1 });
     expect((await red.settleCall("acme", tree, { requestId: "r", runId: "run", inputTokens: 0, outputTokens: 0, cost: 0 })).reserved).toBe(0);
     expect((await red.tenantSettle(tenant, "2026-03", { kind: "usage", requestId: "r", cost: 0, now: 1 })).reserved).toBe(0);

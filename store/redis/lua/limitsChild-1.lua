@@ -16,6 +16,7 @@
   ARGV[9]  the parent agent's delegation.max_depth
   ARGV[10] the parent agent's delegation.max_children, -1 for none
   ARGV[11] TTL of the hash in seconds
+  ARGV[12] the event's time (ms): at an admitted start, when the child started (its timeout counts from here)
 
   Returns { code, children, running, delegations, delegation_depth, spent }, code one of
   CHILD_CODES in processors/limits/codes.ts (0 allow, 1 depth, 2 children, 3 fan_out,
@@ -101,7 +102,10 @@ else
   else
     out = fresh()
   end
-  if out[1] == 0 then redis.call("HSET", h, cj .. "started", "1", cj .. "run", ARGV[5]) end
+  if out[1] == 0 then
+    redis.call("HSET", h, cj .. "started", "1", cj .. "run", ARGV[5])
+    redis.call("HSETNX", h, cj .. "at", ARGV[12])
+  end
 end
 redis.call("HSET", h, "child:" .. phase .. ":" .. job, table.concat(encoded(out), ","))
 redis.call("EXPIRE", h, tonumber(ARGV[11]))

@@ -5,9 +5,11 @@
 
   KEYS[1]  the tree's limits hash (Keys.limits, per tenant and tree)
   ARGV[1]  TTL of the hash in seconds
-  ARGV[2]  n, the number of steps; then 7 values per step:
-           "ask", request ID, run ID, input tokens, worst case (micro-dollars), max_steps, max_tokens
-           "usage" or "rewarm", request ID, run ID, input tokens, output tokens, cost (micro-dollars), ""
+  ARGV[2]  n, the number of steps; then 9 values per step:
+           "ask", request ID, run ID, input tokens, worst case (micro-dollars), max_steps,
+             max_tokens, the job's timeout deadline (ms, -1 for none), the ask's time (ms)
+           "usage" or "rewarm", request ID, run ID, input tokens, output tokens, cost
+             (micro-dollars), "", "", ""
 
   Returns 7 numbers per step, in step order: an ask's answer as limitsAdmitCall gives it; a
   usage's or re-warm's as limitsSettle gives it, followed by two zeros. { -1 } when the tree has
@@ -19,11 +21,11 @@ if redis.call("HEXISTS", h, "s:auth") == 0 then return { -1 } end
 local n = tonumber(ARGV[2])
 local answers, changed = {}, false
 for i = 0, n - 1 do
-  local b = 3 + 7 * i
+  local b = 3 + 9 * i
   local kind = ARGV[b]
   local out, did
   if kind == "ask" then
-    out, did = admit(ARGV[b + 1], ARGV[b + 2], tonumber(ARGV[b + 3]), tonumber(ARGV[b + 4]), tonumber(ARGV[b + 5]), tonumber(ARGV[b + 6]))
+    out, did = admit(ARGV[b + 1], ARGV[b + 2], tonumber(ARGV[b + 3]), tonumber(ARGV[b + 4]), tonumber(ARGV[b + 5]), tonumber(ARGV[b + 6]), tonumber(ARGV[b + 7]), tonumber(ARGV[b + 8]))
   elseif kind == "usage" or kind == "rewarm" then
     out, did = settle(kind, ARGV[b + 1], ARGV[b + 2], tonumber(ARGV[b + 3]), tonumber(ARGV[b + 4]), tonumber(ARGV[b + 5]))
     out[6], out[7] = 0, 0

@@ -28,16 +28,16 @@ function settings(over: Partial<TreeSettings> = {}): TreeSettings {
 
 let n = 0;
 function ask(over: Partial<CallAsk> = {}): CallAsk {
-  return { requestId: `req-${++n}`, runId: "run-1", inputTokens: 100, worst: 10, maxSteps: 50, maxTokens: NO_LIMIT, ...over };
+  return { requestId: `req-${++n}`, runId: "run-1", inputTokens: 100, worst: 10, maxSteps: 50, maxTokens: NO_LIMIT, deadline: NO_LIMIT, now: 0, ...over };
 }
 
 function child(over: Partial<ChildAsk> = {}): ChildAsk {
-  return { jobId: `job-${++n}`, parentJobId: "root", parentRunId: "run-1", runId: "", agent: "worker", depth: 1, delegating: false, parentMaxDepth: 1, parentMaxChildren: NO_LIMIT, ...over };
+  return { jobId: `job-${++n}`, parentJobId: "root", parentRunId: "run-1", runId: "", agent: "worker", depth: 1, delegating: false, parentMaxDepth: 1, parentMaxChildren: NO_LIMIT, at: 0, ...over };
 }
 
 function tree(over: Partial<TreeSettings> = {}): TreeState {
   const t = newTreeState(settings(over));
-  startRoot(t, "root", "root", "run-1");
+  startRoot(t, "root", "root", "run-1", 0);
   return t;
 }
 
@@ -83,6 +83,16 @@ describe("limits: model calls", () => {
     expect(admitCall(t, ask({ maxSteps: 2 })).code).toBe("allow");
     expect(admitCall(t, ask({ maxSteps: 2 })).code).toBe("run_steps");
     expect(admitCall(t, ask({ maxSteps: 2, runId: "run-2" })).code).toBe("allow");
+  });
+
+  it("LIM-1 a job past its timeout deadline makes no more model calls: nothing is reserved, and a replay answers the same", () => {
+    const t = tree();
+    expect(admitCall(t, ask({ deadline: 60_000, now: 60_000 })).code).toBe("allow");
+    const late = ask({ deadline: 60_000, now: 60_001 });
+    const answer = admitCall(t, late);
+    expect(answer).toMatchObject({ code: "job_timeout", modelCalls: 1, reserved: 10 });
+    expect(admitCall(t, { ...late, now: 1 })).toEqual(answer);
+    expect(admitCall(t, ask({ deadline: NO_LIMIT, now: 10 ** 12 })).code).toBe("allow");
   });
 
   it("LIM-1 the run's max_tokens refuses a call whose input would pass it", () => {

@@ -70,6 +70,32 @@ describe("limits processors (in memory)", () => {
     expect(last(calls)).toMatchObject({ verdict: "stop", reason_code: "UsageLimitExceeded", limit: "limits.max_steps" });
   });
 
+  it("LIM-1 a job past its limits.timeout, counted from its start, stops with AgentTimeout; a child's counts from its own start", async () => {
+    const { calls, jobs } = setup([agent("boss", { limits: { tree: {}, timeout: 600_000 } }), agent("worker", { limits: { tree: {}, timeout: 90_000 } })]);
+    const tree = uid("tree");
+    await jobs.pipe(job(tree, { ts: 1_000 }), { key: tree });
+    await calls.pipe([call(tree, { ts: 601_000 }), call(tree, { ts: 601_001 })], { key: tree });
+    const [inTime, late] = calls.read<Decision>("oz0.admissions");
+    expect(inTime).toMatchObject({ verdict: "allow" });
+    expect(late).toMatchObject({ verdict: "stop", reason_code: "AgentTimeout", limit: "limits.timeout", numbers: expect.objectContaining({ timeout_ms: 600_000, elapsed_ms: 600_001 }) });
+    expect(late?.message).toMatch(/ran past its 10m \(limits.timeout\).*AgentTimeout.*Raise limits.timeout/);
+    // A child started at 500,000 has 90 s of its own; the root's clock does not count for it.
+    const kid = `${tree}-kid`;
+    await jobs.pipe(job(tree, { job_id: kid, parent_job_id: tree, agent: "worker", depth: 1, run_id: "run-kid", ts: 500_000 }), { key: tree });
+    await calls.pipe([call(tree, { job_id: kid, run_id: "run-kid", agent: "worker", ts: 590_000 }), call(tree, { job_id: kid, run_id: "run-kid", agent: "worker", ts: 590_001 })], { key: tree });
+    expect(calls.read<Decision>("oz0.admissions").slice(2).map((d) => [d.verdict, d.reason_code])).toEqual([
+      ["allow", null],
+      ["stop", "AgentTimeout"],
+    ]);
+  });
+
+  it("LIM-1 a job whose start was not seen, or with no timeout, is not timed out", async () => {
+    const { calls } = setup([agent("boss", { limits: { tree: {}, timeout: 1_000 } })]);
+    const tree = uid("tree");
+    await calls.pipe(call(tree, { ts: 10 ** 9 }), { key: tree });
+    expect(last(calls)).toMatchObject({ verdict: "allow" });
+  });
+
   it("LIM-7 an ask replayed answers the same decision with the same ID and reserves nothing more", async () => {
     const { env, calls } = setup([agent("boss", { limits: { tree: {}, max_cost_usd: 1 } })]);
     const tree = uid("tree");

@@ -5,9 +5,10 @@
 --@include hashCache
 
 -- An ask: the run's and the tree's limits and budget checked, the worst case reserved when it
--- may go ahead (LIM-1, LIM-2, LIM-7). Answers { code, spent, reserved, model_calls, tokens,
+-- may go ahead (LIM-1, LIM-2, LIM-7); a job past its timeout deadline (-1 for none) makes no
+-- more calls. Answers { code, spent, reserved, model_calls, tokens,
 -- run_steps, run_tokens }.
-local function admit(request, run, input, worst, maxSteps, maxTokens)
+local function admit(request, run, input, worst, maxSteps, maxTokens, deadline, now)
   local prior = field("ask:" .. request)
   if prior then return decoded(prior), false end
   local runSteps, runTokens = "run:" .. run .. ":steps", "run:" .. run .. ":tokens"
@@ -16,7 +17,8 @@ local function admit(request, run, input, worst, maxSteps, maxTokens)
   local budget = count("s:budget")
 
   local code
-  if not within(maxSteps, steps + 1) then code = 5
+  if deadline ~= -1 and now > deadline then code = 7
+  elseif not within(maxSteps, steps + 1) then code = 5
   elseif not within(maxTokens, rtokens + input) then code = 6
   elseif not within(count("s:model_calls"), calls + 1) then code = 2
   elseif not within(count("s:tokens"), tokens + input) then code = 3
