@@ -241,6 +241,8 @@ export interface ChildAsk {
   readonly parentMaxChildren: number;
   /** The event's time (ms): at a start, when the child's timeout starts counting. */
   readonly at: number;
+  /** LIM-1: when the parent's timeout ends (ms), -1 for none or a start not seen: past it, the parent starts no child. */
+  readonly parentDeadline: number;
 }
 
 export interface ChildAnswer {
@@ -273,6 +275,7 @@ function childRun(t: TreeState, a: ChildAsk): string {
 
 function decideChild(t: TreeState, a: ChildAsk, delegationDepth: number, delegations: number): ChildCode {
   const s = t.settings;
+  if (a.parentDeadline !== NO_LIMIT && a.at > a.parentDeadline) return "job_timeout";
   if (!within(s.depth, a.depth)) return "depth";
   if (!within(s.children, t.children + 1)) return "children";
   if (!within(s.fanOut, t.running + 1)) return "fan_out";

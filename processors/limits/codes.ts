@@ -8,7 +8,7 @@ export const CALL_CODES = ["allow", "allow_last_call", "tree_model_calls", "tree
 export type CallCode = (typeof CALL_CODES)[number];
 
 /** The answer to a child's ask or start (LIM-3, LIM-5, LIM-6). */
-export const CHILD_CODES = ["allow", "depth", "children", "fan_out", "budget", "delegation_depth", "delegation_children"] as const;
+export const CHILD_CODES = ["allow", "depth", "children", "fan_out", "budget", "delegation_depth", "delegation_children", "job_timeout"] as const;
 export type ChildCode = (typeof CHILD_CODES)[number];
 
 export function callCode(n: number): CallCode {

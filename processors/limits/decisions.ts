@@ -48,7 +48,7 @@ export function callJudgement(s: TreeSettings, a: CallAnswer, run: { maxSteps: n
   }
 }
 
-const CHILD_LIMITS: Record<Exclude<ChildAnswer["code"], "allow" | "budget">, { limit: string; says: (s: TreeSettings, a: ChildAnswer) => string }> = {
+const CHILD_LIMITS: Record<Exclude<ChildAnswer["code"], "allow" | "budget" | "job_timeout">, { limit: string; says: (s: TreeSettings, a: ChildAnswer) => string }> = {
   depth: { limit: "limits.tree.depth", says: (s) => `the job tree may go ${s.depth} deep (limits.tree.depth); raise limits.tree.depth of the root agent or the tenant's (oz0 tenant spend --tree-depth)` },
   children: { limit: "limits.tree.children", says: (s) => `the job tree has started its ${s.children} children (limits.tree.children); raise limits.tree.children of the root agent or the tenant's (oz0 tenant spend --tree-children)` },
   fan_out: { limit: "limits.tree.fan_out", says: (s) => `the job tree runs ${s.fanOut} children at once (limits.tree.fan_out); wait for one to end, or raise limits.tree.fan_out of the root agent or the tenant's (oz0 tenant spend --tree-fan-out)` },
@@ -62,6 +62,9 @@ export function childJudgement(s: TreeSettings, a: ChildAnswer): Judgement {
   if (a.code === "budget") {
     const j = budgetJudgement(s, "A child job");
     return j.verdict === "wait" ? j : { ...j, verdict: a.phase === "ask" ? "refuse" : "stop", message: `The child is not started: the tree's budget is spent. ${j.message}` };
+  }
+  if (a.code === "job_timeout") {
+    return { verdict: a.phase === "ask" ? "refuse" : "stop", reason_code: "AgentTimeout", limit: "limits.timeout", message: "The child job is not started: the job that asks for it ran past its limits.timeout and ends with AgentTimeout. Raise limits.timeout of its agent to allow more." };
   }
   const { limit, says } = CHILD_LIMITS[a.code];
   const reason_code = a.code.startsWith("delegation") ? "UsageLimitExceeded" : "TreeLimitExceeded";

@@ -6,7 +6,7 @@
  * fails, per `on_unknown`. A root job's end records its tree for its agent's spend forecast
  * (LIM-8).
  */
-import { resolveDelegation, resolveOnUnknown } from "../../config/resolve.ts";
+import { resolveDelegation, resolveJobLimits, resolveOnUnknown } from "../../config/resolve.ts";
 import type { Decision, JobEvent } from "../../schemas/types.ts";
 import { deriveId } from "../runner/ids.ts";
 import { defineProcessor, type Emit } from "../runner/processor.ts";
@@ -55,8 +55,10 @@ function childNumbers(s: TreeSettings, a: ChildAnswer, depth: number): Record<st
 }
 
 async function child(e: JobEvent & { parent_job_id: string }, env: LimitsEnv, phase: "ask" | "start"): Promise<Emit[]> {
-  const { settings, jobAgent: parentAgent } = await treeSettings(env, e.tree_id, e.tenant, e.parent_job_id, "");
+  const { settings, jobAgent: parentAgent, jobStart: parentStart } = await treeSettings(env, e.tree_id, e.tenant, e.parent_job_id, "");
   const delegation = resolveDelegation(agentOf(env, parentAgent));
+  // LIM-1: a parent past its timeout (counted from its start, once seen) starts no child.
+  const timeout = resolveJobLimits(agentOf(env, parentAgent)).timeout;
   const answer = await env.store.child(e.tenant, e.tree_id, phase, {
     jobId: e.job_id,
     parentJobId: e.parent_job_id,
@@ -68,6 +70,7 @@ async function child(e: JobEvent & { parent_job_id: string }, env: LimitsEnv, ph
     parentMaxDepth: delegation.max_depth,
     parentMaxChildren: delegation.max_children ?? NO_LIMIT,
     at: e.ts,
+    parentDeadline: timeout === null || parentStart === -1 ? NO_LIMIT : parentStart + timeout,
   });
   return [decision(e, phase, childJudgement(settings, answer), childNumbers(settings, answer, e.depth), e.parent_job_id)];
 }

@@ -17,10 +17,12 @@
   ARGV[10] the parent agent's delegation.max_children, -1 for none
   ARGV[11] TTL of the hash in seconds
   ARGV[12] the event's time (ms): at an admitted start, when the child started (its timeout counts from here)
+  ARGV[13] when the parent's timeout ends (ms), -1 for none: past it, the parent starts no child
 
   Returns { code, children, running, delegations, delegation_depth, spent }, code one of
   CHILD_CODES in processors/limits/codes.ts (0 allow, 1 depth, 2 children, 3 fan_out,
-  4 budget, 5 delegation_depth, 6 delegation_children); { -1 } when the tree has no settings.
+  4 budget, 5 delegation_depth, 6 delegation_children, 7 job_timeout); { -1 } when the tree has
+  no settings.
 ]]
 --@include limitsCommon
 if redis.call("HEXISTS", h, "s:auth") == 0 then return { -1 } end
@@ -44,7 +46,9 @@ local function delegationDepth()
   if delegating then return d + 1 end
   return d
 end
+local parentDeadline = tonumber(ARGV[13])
 local function decide(dd)
+  if parentDeadline ~= -1 and tonumber(ARGV[12]) > parentDeadline then return 7 end
   if not within(num("s:depth"), depth) then return 1 end
   if not within(num("s:children"), num("children") + 1) then return 2 end
   if not within(num("s:fan_out"), num("running") + 1) then return 3 end

@@ -90,6 +90,19 @@ describe("limits processors (in memory)", () => {
     ]);
   });
 
+  it("LIM-1 LIM-5 a job past its timeout starts no child: refused at the ask, stopped at an unasked start, with AgentTimeout", async () => {
+    const { jobs } = setup([agent("boss", { limits: { tree: {}, timeout: 60_000 } }), agent("worker")]);
+    const tree = uid("tree");
+    await jobs.pipe(job(tree, { ts: 1_000 }), { key: tree });
+    const kid = (n: number, over: Partial<JobEvent>) => job(tree, { job_id: `${tree}-kid-${n}`, parent_job_id: tree, agent: "worker", depth: 1, run_id: `run-kid-${n}`, ...over });
+    await jobs.pipe([kid(1, { kind: "child_ask", ts: 61_000 }), kid(2, { kind: "child_ask", ts: 61_001 }), kid(3, { kind: "started", ts: 61_001 })], { key: tree });
+    expect(jobs.read<Decision>("oz0.admissions").map((d) => [d.subject, d.verdict, d.reason_code, d.limit])).toEqual([
+      [`${tree}-kid-1`, "allow", null, null],
+      [`${tree}-kid-2`, "refuse", "AgentTimeout", "limits.timeout"],
+      [`${tree}-kid-3`, "stop", "AgentTimeout", "limits.timeout"],
+    ]);
+  });
+
   it("LIM-1 a job whose start was not seen, or with no timeout, is not timed out", async () => {
     const { calls } = setup([agent("boss", { limits: { tree: {}, timeout: 1_000 } })]);
     const tree = uid("tree");
