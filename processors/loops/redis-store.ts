@@ -7,7 +7,7 @@ import type { Redis } from "ioredis";
 import type { Keys } from "../../store/redis/keys.ts";
 import { defineScripts, scripts } from "../../store/redis/scripts.ts";
 import { TransientError, messageOf } from "../runner/errors.ts";
-import { flagsFromHash, timerEntries, timerMember, type Lane, type LaneRead, type LaneSnapshot, type LaneWrite, type LoopStore, type TimerEntry } from "./store.ts";
+import { flagsFromHash, timerEntries, timerMember, type Lane, type LaneRead, type LaneSnapshot, type LaneWrite, type LoopCount, type LoopStore, type TimerEntry } from "./store.ts";
 
 export interface RedisLoopStoreOptions {
   /** Seconds a run's loop state outlives its newest input, or the deadline of a loop waiting for a person. @default 86400 (a day) */
@@ -17,6 +17,9 @@ export interface RedisLoopStoreOptions {
 }
 
 type Reply = [Error | null, unknown];
+
+/** Loops counted per script call. */
+const COUNTS_PER_SCRIPT = 500;
 
 function replies(result: Reply[] | null, what: string): unknown[] {
   if (!result) throw new TransientError(`Redis returned nothing for ${what}; the batch is tried again`);
@@ -67,25 +70,39 @@ export class RedisLoopStore implements LoopStore {
   async write(lane: Lane, writes: readonly LaneWrite[]): Promise<void> {
     if (writes.length === 0) return;
     const commit = scripts().get("loopCommit")?.command;
-    const count = scripts().get("countLoop")?.command;
-    if (!commit || !count) throw new Error("the loopCommit and countLoop scripts are missing from store/redis/lua");
+    const count = scripts().get("countLoops")?.command;
+    if (!commit || !count) throw new Error("the loopCommit and countLoops scripts are missing from store/redis/lua");
     const pipe = this.redis.pipeline();
     // ioredis adds a method per defined script to a pipeline; its type does not know them.
     const scripted = pipe as unknown as Record<string, (...args: Array<string | number>) => unknown>;
+    // Deadlines and counts live under other hash tags than the runs, so they cannot join a
+    // run's script. Both are idempotent and go first: once a run's script has stored its lane, a
+    // retry replays its inputs and would not send them again. A day's counts go in one script.
+    const days = new Map<string, LoopCount[]>();
+    for (const c of writes.flatMap((w) => w.counts)) {
+      const list = days.get(c.day);
+      if (list) list.push(c);
+      else days.set(c.day, [c]);
+    }
+    for (const [day, counts] of days) {
+      for (let i = 0; i < counts.length; i += COUNTS_PER_SCRIPT) {
+        const args: Array<string | number> = [this.statsTtl, Math.min(COUNTS_PER_SCRIPT, counts.length - i)];
+        for (const c of counts.slice(i, i + COUNTS_PER_SCRIPT)) args.push(c.id, c.tenant, c.plugin, c.tool);
+        scripted[count]?.(this.keys.loopStats(day, "counts"), this.keys.loopStats(day, "counted"), ...args);
+      }
+    }
+    for (const w of writes) {
+      for (const e of w.deadlines.flatMap(timerEntries)) pipe.zadd(this.keys.loopDeadlines(), "NX", e.at, timerMember(e));
+    }
     for (const w of writes) {
       const waitsUntil = Math.max(0, ...w.deadlines.map((d) => d.at));
       const ttl = Math.max(this.runTtl, Math.ceil((waitsUntil - Date.now()) / 1000) + this.runTtl);
       const args: Array<string | number> = [w.source, w.at, w.state, ttl, w.memos.length];
       for (const [offset, outcome] of w.memos) args.push(offset, outcome);
       for (const [field, value] of w.flags) args.push(field, value);
-      // Deadlines and counts live under other hash tags than the run, so they cannot join the
-      // run's script. Both are idempotent and go first: once the script has stored the lane, a
-      // retry replays its inputs and would not send them again.
-      for (const e of w.deadlines.flatMap(timerEntries)) pipe.zadd(this.keys.loopDeadlines(), "NX", e.at, timerMember(e));
-      for (const c of w.counts) {
-        scripted[count]?.(this.keys.loopStats(c.day, "counts"), this.keys.loopStats(c.day, "counted"), c.id, c.tenant, c.plugin, c.tool, this.statsTtl);
-      }
       scripted[commit]?.(this.keys.loopLane(w.tenant, w.run, lane), this.keys.loopFlags(w.tenant, w.run), ...args);
+    }
+    for (const w of writes) {
       for (const e of w.settled.flatMap(timerEntries)) pipe.zrem(this.keys.loopDeadlines(), timerMember(e));
     }
     try {

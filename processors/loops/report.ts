@@ -1,6 +1,6 @@
 /**
  * LOOP-9: the tools that looped in three or more tenants within a week, for the cluster's
- * admins, from the daily counts `countLoop` keeps (per day, tenant, plugin and tool; never
+ * admins, from the daily counts `countLoops` keeps (per day, tenant, plugin and tool; never
  * what was said), each with its risk class and whether its kill switch is thrown.
  */
 import type { Redis } from "ioredis";
