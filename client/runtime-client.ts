@@ -126,6 +126,23 @@ export function readResultCall(ctx: CallContext, args: ReadResultArgs, ids: { id
   };
 }
 
+/**
+ * Deletes a consumer group of one reader (a client's replies, a trace scan) once it has left,
+ * so short-lived readers leave no groups behind on the broker. A failure is only logged: the
+ * broker drops an empty group's offsets after `offsets.retention.minutes` anyway.
+ */
+export async function deleteGroup(kafka: Kafka, group: string, log: Pick<Logger, "warn">): Promise<void> {
+  const admin = kafka.admin();
+  try {
+    await admin.connect();
+    await admin.deleteGroups([group]);
+  } catch (err) {
+    log.warn("could not delete a reader's consumer group; the broker expires it later", { group, error: err instanceof Error ? err.message : String(err) });
+  } finally {
+    await admin.disconnect().catch(() => undefined);
+  }
+}
+
 /** The key each topic is partitioned by (topology/topics.ts), so a run's or a tree's events stay in order. */
 const byRun = (e: { run_id: string }): string => e.run_id;
 const byTree = (e: { tree_id: string }): string => e.tree_id;
@@ -314,12 +331,18 @@ export class RuntimeClient {
     return answer;
   }
 
-  /** Rejects what is still awaited with NoAnswer and disconnects. */
+  /** The consumer group this client reads its answers in; deleted when the client closes. */
+  get replyGroup(): string {
+    return this.group;
+  }
+
+  /** Rejects what is still awaited with NoAnswer, disconnects, and deletes the client's reply group. */
   async close(): Promise<void> {
     for (const kind of Object.keys(ANSWERS) as AnswerKind[]) {
       this.answers[kind].rejectAll((id) => new NoAnswer(kind, id, 0, `the client closed before ${WHAT[kind]} for event ${id} came on ${ANSWERS[kind].topic}`));
     }
     await this.replies.disconnect();
     await this.producer.disconnect();
+    if (this.listening.length > 0) await deleteGroup(this.kafka, this.group, this.log);
   }
 }

@@ -10,6 +10,7 @@ import type { Kafka } from "kafkajs";
 import type { SchemaName } from "../schemas/catalog.ts";
 import type { Serde } from "../schemas/serde.ts";
 import type { Decision, JobEvent, TraceEntry } from "../schemas/types.ts";
+import { deleteGroup } from "./runtime-client.ts";
 import type { JobTrace } from "./trace-format.ts";
 
 const TOPICS: Record<string, SchemaName> = { "oz0.trace": "TraceEntry", "oz0.call-decisions": "Decision", "oz0.admissions": "Decision", "oz0.jobs": "JobEvent" };
@@ -34,7 +35,8 @@ export async function scanTrace(kafka: Kafka, serde: Serde, jobId: string): Prom
   const entries: TraceEntry[] = [];
   const decisions: Decision[] = [];
   const jobs: JobEvent[] = [];
-  const consumer = kafka.consumer({ groupId: `oz0.trace-reader.${randomUUID()}`, readUncommitted: false });
+  const group = `oz0.trace-reader.${randomUUID()}`;
+  const consumer = kafka.consumer({ groupId: group, readUncommitted: false });
   await consumer.connect();
   try {
     for (const topic of Object.keys(TOPICS)) await consumer.subscribe({ topic, fromBeginning: true });
@@ -70,6 +72,7 @@ export async function scanTrace(kafka: Kafka, serde: Serde, jobId: string): Prom
     });
   } finally {
     await consumer.disconnect();
+    await deleteGroup(kafka, group, { warn: (msg, fields) => process.stderr.write(`${msg} ${JSON.stringify(fields)}\n`) });
   }
   return { jobId, entries, decisions, jobs };
 }

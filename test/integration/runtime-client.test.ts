@@ -11,7 +11,7 @@ import type { RunningProcessor } from "../../processors/runner/runner.ts";
 import type { JobEvent, ModelCall } from "../../schemas/types.ts";
 import { Keys } from "../../store/redis/keys.ts";
 import { uid } from "../support/events.ts";
-import { endpoints, serde, startOnKafka } from "../support/kafka.ts";
+import { endpoints, kafka, serde, startOnKafka } from "../support/kafka.ts";
 
 describe("the runtime client against the real broker and the limits processors", () => {
   let redis: Redis;
@@ -53,6 +53,20 @@ describe("the runtime client against the real broker and the limits processors",
     expect(d2).toMatchObject({ input_id: second.id, verdict: "refuse", limit: "limits.tree.fan_out" });
 
     await client.publishModelCalls([{ ...a, id: uid("evt"), kind: "usage", output_tokens: 200 }]);
+  });
+
+  it("SYS-1 a closed client leaves no consumer group behind on the broker", async () => {
+    const other = await RuntimeClient.connect(endpoints(), { log: createLogger({ test: "runtime-client" }, () => {}) });
+    const admin = kafka().admin();
+    await admin.connect();
+    try {
+      const groups = async () => (await admin.listGroups()).groups.map((g) => g.groupId);
+      expect(await groups()).toContain(other.replyGroup);
+      await other.close();
+      expect(await groups()).not.toContain(other.replyGroup);
+    } finally {
+      await admin.disconnect();
+    }
   });
 
   it("SYS-1 fails with NoAnswer naming the event, the topic and the time when nothing answers", async () => {
