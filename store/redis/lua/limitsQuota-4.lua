@@ -28,6 +28,7 @@
   returns { 0, ... } with the numbers after it.
 ]]
 local ph, pt = KEYS[1], KEYS[2]
+--@include answers
 local op, req = ARGV[1], ARGV[2]
 local amount, now = tonumber(ARGV[3]), tonumber(ARGV[7])
 local team = ARGV[6] == "1"
@@ -77,11 +78,7 @@ end
 
 local key = op .. ":" .. req
 local prior = redis.call("HGET", ph, key)
-if prior then
-  local out = {}
-  for v in string.gmatch(prior, "[^,]+") do out[#out + 1] = tonumber(v) end
-  return out
-end
+if prior then return decoded(prior) end
 
 local function fits(h, quota)
   return quota < 0 or num(h, "spent") + num(h, "reserved") + amount <= quota
@@ -105,9 +102,7 @@ else
   end
 end
 local out = numbers(code)
-local text = {}
-for i, v in ipairs(out) do text[i] = string.format("%d", v) end
-redis.call("HSET", ph, key, table.concat(text, ","))
+redis.call("HSET", ph, key, table.concat(encoded(out), ","))
 redis.call("ZADD", pt, string.format("%d", now + tonumber(ARGV[9])), "d:" .. key)
 touch()
 return out

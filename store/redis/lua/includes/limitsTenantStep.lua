@@ -3,6 +3,7 @@
 -- worst case without a usage) and keepMs (how long an answer is kept for replays) first, and
 -- calls writeBack() once its steps are done.
 --@include hashCache
+--@include answers
 
 local function drop(r)
   local worst = field("res:" .. r)
@@ -11,18 +12,6 @@ local function drop(r)
     put("res:" .. r, false)
     redis.call("ZREM", timers, "h:" .. r)
   end
-end
-
-local function answer(list)
-  local out = {}
-  for i, v in ipairs(list) do out[i] = string.format("%d", v) end
-  return table.concat(out, ",")
-end
-
-local function decoded(text)
-  local out = {}
-  for v in string.gmatch(text, "[^,]+") do out[#out + 1] = tonumber(v) end
-  return out
 end
 
 -- An ask, usage or re-warm at `now` (ms): answers { code, spent, reserved, spent_before } and
@@ -55,7 +44,7 @@ local function tenantStep(op, req, amount, budget, now)
     local after = add("spent", amount)
     out = { 0, after, count("reserved"), spent }
   end
-  put(key, answer(out))
+  put(key, table.concat(encoded(out), ","))
   redis.call("ZADD", timers, string.format("%d", now + keepMs), "d:" .. key)
   return out, true
 end
