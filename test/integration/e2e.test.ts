@@ -27,7 +27,7 @@ import { createLogger } from "../../processors/runner/log.ts";
 import { sinkStores, type SinkStores } from "../../processors/sinks.ts";
 import { Serde } from "../../schemas/serde.ts";
 import type { AuditEvent, Decision, JobEvent, ResultDelivered, ToolCall, ToolResult } from "../../schemas/types.ts";
-import { uid } from "../support/events.ts";
+import { jobEvent as rootJobEvent, uid } from "../support/events.ts";
 import { endpoints } from "../support/kafka.ts";
 
 const CONFIG_DIR = fileURLToPath(new URL("../fixtures/e2e-config/", import.meta.url));
@@ -63,29 +63,19 @@ function childJob(parent: Job, n: number, agent: string): Job {
 
 function jobEvent(j: Job, kind: JobEvent["kind"], over: Partial<JobEvent> = {}): JobEvent {
   const child = j.parent !== null;
-  return {
+  return rootJobEvent(j.job_id, kind, {
     id: uid("e2e-job"),
     tenant: j.tenant,
     tree_id: j.tree_id,
-    job_id: j.job_id,
     parent_job_id: j.parent,
     run_id: j.run_id,
     agent: j.agent,
-    kind,
     started_by: child ? "agent" : "app",
     delegation: child ? "delegation" : "none",
     depth: j.depth,
-    outcome: null,
     principal: child ? null : "e2e-app",
-    team: null,
-    permissions: [],
-    files: [],
-    chosen_tree_id: false,
-    conversation_id: null,
-    previous_turn: null,
-    ts: Date.now(),
     ...over,
-  };
+  });
 }
 
 function toolCall(j: Job, args: Record<string, unknown>): ToolCall {

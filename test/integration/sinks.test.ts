@@ -15,11 +15,11 @@ import { traceSinkAdmissions, traceSinkCallDecisions, traceSinkEntries, traceSin
 import { TraceStore } from "../../processors/trace-sink/store.ts";
 import { jobPrefix } from "../../processors/trace-sink/trace-parts.ts";
 import type { Serde } from "../../schemas/serde.ts";
-import type { AuditEvent, ConfigRecord, Decision, JobEvent, ToolResult, TraceEntry } from "../../schemas/types.ts";
+import type { AuditEvent, ConfigRecord, Decision, ToolResult, TraceEntry } from "../../schemas/types.ts";
 import { minioClient } from "../../store/objects.ts";
 import type { TopicName } from "../../topology/topics.ts";
 import { endpoints, kafka, serde, startOnKafka } from "../support/kafka.ts";
-import { uid } from "../support/events.ts";
+import { jobEvent, uid } from "../support/events.ts";
 
 const PAGE = ["# Guide", "", "The guide starts here.", ...Array.from({ length: 200 }, (_, i) => `## Part ${i}\n\nPart ${i} is about topic ${i} and goes on for a while.`)].join("\n");
 
@@ -59,31 +59,6 @@ function decision(over: Partial<Decision>): Decision {
   };
 }
 
-function jobEvent(job: string, kind: JobEvent["kind"], over: Partial<JobEvent> = {}): JobEvent {
-  return {
-    id: uid("job-evt"),
-    tenant: "acme",
-    tree_id: job,
-    job_id: job,
-    parent_job_id: null,
-    run_id: null,
-    agent: "acme-reviewer",
-    kind,
-    started_by: "app",
-    delegation: "none",
-    depth: 0,
-    outcome: null,
-    principal: null,
-    team: null,
-    permissions: [],
-    files: [],
-    chosen_tree_id: false,
-    conversation_id: null,
-    previous_turn: null,
-    ts: Date.now(),
-    ...over,
-  };
-}
 
 function auditEvent(over: Partial<AuditEvent>): AuditEvent {
   return { id: uid("audit"), kind: "job.files_handed", tenant: null, tree_id: null, job_id: null, actor: null, reason: null, facts: {}, numbers: {}, ts: Date.now(), ...over };

@@ -6,7 +6,7 @@ import { rangeOf, traceSinkAdmissions, traceSinkCallDecisions, traceSinkEntries,
 import { jobPrefix, mergeParts, padOffset, parsePart, partName, partsByJob, type BatchRange, type TracePart } from "../../../processors/trace-sink/trace-parts.ts";
 import type { Decision, JobEvent, ResultDelivered, ToolResult, TraceEntry } from "../../../schemas/types.ts";
 import { refOf } from "../../../store/objects.ts";
-import { uid } from "../../support/events.ts";
+import { jobEvent as rootJobEvent, uid } from "../../support/events.ts";
 
 const PAGE = [
   "# Widget guide",
@@ -73,29 +73,7 @@ function decision(job: string, over: Partial<Decision> = {}): Decision {
 }
 
 function jobEvent(job: string, kind: JobEvent["kind"], over: Partial<JobEvent> = {}): JobEvent {
-  return {
-    id: uid("job"),
-    tenant: "acme",
-    tree_id: job,
-    job_id: job,
-    parent_job_id: null,
-    run_id: null,
-    agent: "acme-reviewer",
-    kind,
-    started_by: "person",
-    delegation: "none",
-    depth: 0,
-    outcome: null,
-    principal: null,
-    team: null,
-    permissions: [],
-    files: [],
-    chosen_tree_id: false,
-    conversation_id: null,
-    previous_turn: null,
-    ts: 1_700_000_000_000,
-    ...over,
-  };
+  return rootJobEvent(job, kind, { started_by: "person", ts: 1_700_000_000_000, ...over });
 }
 
 /** The sink's store as a map of object names, so tests read back what a batch wrote. */
