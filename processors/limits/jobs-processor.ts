@@ -56,9 +56,10 @@ function childNumbers(s: TreeSettings, a: ChildAnswer, depth: number): Record<st
 
 async function child(e: JobEvent & { parent_job_id: string }, env: LimitsEnv, phase: "ask" | "start"): Promise<Emit[]> {
   const { settings, jobAgent: parentAgent, jobStart: parentStart } = await treeSettings(env, e.tree_id, e.tenant, e.parent_job_id, "");
-  const delegation = resolveDelegation(agentOf(env, parentAgent));
+  const parentDefinition = agentOf(env, parentAgent);
+  const delegation = resolveDelegation(parentDefinition);
   // LIM-1: a parent past its timeout (counted from its start, once seen) starts no child.
-  const timeout = resolveJobLimits(agentOf(env, parentAgent)).timeout;
+  const timeout = resolveJobLimits(parentDefinition).timeout;
   const answer = await env.store.child(e.tenant, e.tree_id, phase, {
     jobId: e.job_id,
     parentJobId: e.parent_job_id,

@@ -62,6 +62,8 @@ function spendNumbers(s: TreeSettings, a: { spent: number; reserved: number; mod
 interface AskPlan {
   readonly ask: CallAsk;
   readonly run: { readonly maxSteps: number; readonly maxTokens: number; readonly timeout: number | null };
+  /** When the call's job started (ms), -1 when its start was not seen. */
+  readonly jobStart: number;
   readonly priced: Record<string, number>;
 }
 
@@ -74,12 +76,12 @@ function askPlan(call: ModelCall, env: LimitsEnv, job: JobView): AskPlan {
   // LIM-1: the job's timeout counts from its start, once the start has been seen.
   const deadline = limits.timeout === null || job.jobStart === -1 ? NO_LIMIT : job.jobStart + limits.timeout;
   const ask = { requestId: call.request_id, runId: call.run_id, inputTokens: call.input_tokens, worst, maxSteps: run.maxSteps, maxTokens: run.maxTokens, deadline, now: call.ts };
-  return { ask, run, priced: { worst_usd: microsToUsd(worst), ...(listed ? {} : { unpriced_model: 1 }) } };
+  return { ask, run, jobStart: job.jobStart, priced: { worst_usd: microsToUsd(worst), ...(listed ? {} : { unpriced_model: 1 }) } };
 }
 
 /** The tree's answer to an ask, as the runtime reads it. */
 function askDecision(call: ModelCall, settings: TreeSettings, plan: AskPlan, answer: CallAnswer): Emit {
-  const timedOut: Record<string, number> = answer.code === "job_timeout" ? { timeout_ms: plan.run.timeout ?? 0, elapsed_ms: plan.ask.now - (plan.ask.deadline - (plan.run.timeout ?? 0)) } : {};
+  const timedOut: Record<string, number> = answer.code === "job_timeout" ? { timeout_ms: plan.run.timeout ?? 0, elapsed_ms: plan.ask.now - plan.jobStart } : {};
   const numbers = { ...spendNumbers(settings, answer), ...plan.priced, run_steps: answer.runSteps, run_tokens: answer.runTokens, ...timedOut };
   return decision(call, "ask", callJudgement(settings, answer, plan.run), numbers);
 }
