@@ -159,11 +159,36 @@ function act(settingsOf: SettingsOf, state: CallsLaneState, flags: RunFlags, cal
   };
 }
 
-export function stepCall(config: ConfigView, state: CallsLaneState, flags: RunFlags, call: ToolCall, settingsOf: SettingsOf = settingsPerBatch(config)): LaneStep<CallsLaneState> {
+/**
+ * A call refused for what its run already says, whose outputs follow from the call and these
+ * words alone: the job stopped (its words), only the answer is left (its words), or a loop of
+ * the run waits for a person (its approval). A replay builds the outputs again from it.
+ */
+export type CallRecall = { readonly stopped: string } | { readonly finish_only: string } | { readonly held: string };
+
+/** The outputs of a call refused for what its run already says: the same for a call and its recall, however often built. */
+export function recalled(call: ToolCall, recall: CallRecall): Emit[] {
   const s: Subject = call;
-  if (flags.stopped !== null) {
-    return { state, emits: [decision(LOOP_CALLS, s, { verdict: "stop", reason_code: "LoopDetected", message: flags.stopped }), refusedResult(LOOP_CALLS, call, flags.stopped)], remember: true };
+  if ("stopped" in recall) {
+    return [decision(LOOP_CALLS, s, { verdict: "stop", reason_code: "LoopDetected", message: recall.stopped }), refusedResult(LOOP_CALLS, call, recall.stopped)];
   }
+  if ("finish_only" in recall) {
+    return [
+      decision(LOOP_CALLS, s, { verdict: "refuse", reason_code: "NoProgress", limit: "loops.no_progress", message: recall.finish_only }),
+      refusedResult(LOOP_CALLS, call, recall.finish_only),
+    ];
+  }
+  const message = `A loop of this run waits for a person (approval ${recall.held}, kind loop): no call goes ahead until it is decided.`;
+  return [decision(LOOP_CALLS, s, { verdict: "wait", reason_code: "LoopDetected", message, evidence: { approval: { id: recall.held, kind: "loop" } } })];
+}
+
+function refused(state: CallsLaneState, call: ToolCall, recall: CallRecall): LaneStep<CallsLaneState, CallRecall> {
+  return { state, emits: recalled(call, recall), remember: true, recall };
+}
+
+export function stepCall(config: ConfigView, state: CallsLaneState, flags: RunFlags, call: ToolCall, settingsOf: SettingsOf = settingsPerBatch(config)): LaneStep<CallsLaneState, CallRecall> {
+  const s: Subject = call;
+  if (flags.stopped !== null) return refused(state, call, { stopped: flags.stopped });
   if (isAnswer(call)) return { state, emits: [decision(LOOP_CALLS, s, { verdict: "allow" })], remember: false };
   // LOOP-9: a kill switch refuses every call of the tool, in every tenant, whoever makes it.
   const killed = asKillSwitch(config.get("kill_switch", killSwitchId(call.plugin, call.tool)));
@@ -172,24 +197,17 @@ export function stepCall(config: ConfigView, state: CallsLaneState, flags: RunFl
     const evidence = { kill_switch: { tool: killSwitchId(killed.plugin, killed.tool), reason: killed.reason, by: killed.by, thrown_at: new Date(killed.at).toISOString() } };
     return { state, emits: [decision(LOOP_CALLS, s, { verdict: "refuse", reason_code: "KillSwitch", message, evidence }), refusedResult(LOOP_CALLS, call, message)], remember: true };
   }
-  if (flags.finishOnly !== null) {
-    return {
-      state,
-      emits: [decision(LOOP_CALLS, s, { verdict: "refuse", reason_code: "NoProgress", limit: "loops.no_progress", message: flags.finishOnly }), refusedResult(LOOP_CALLS, call, flags.finishOnly)],
-      remember: true,
-    };
-  }
+  if (flags.finishOnly !== null) return refused(state, call, { finish_only: flags.finishOnly });
   if (!isWatched(call)) return { state, emits: [decision(LOOP_CALLS, s, { verdict: "allow" })], remember: false };
   if (state.hold !== null) {
     // Approved: the counters start again and the call is made.
     if (flags.approved.has(state.hold.approval)) return act(settingsOf, { calls: startAgain(), hold: null }, flags, call);
-    const message = `A loop of this run waits for a person (approval ${state.hold.approval}, kind loop): no call goes ahead until it is decided.`;
-    return { state, emits: [decision(LOOP_CALLS, s, { verdict: "wait", reason_code: "LoopDetected", message, evidence: { approval: { id: state.hold.approval, kind: "loop" } } })], remember: true };
+    return refused(state, call, { held: state.hold.approval });
   }
   return act(settingsOf, state, flags, call);
 }
 
-function callsLane(config: ConfigView): LaneSpec<ToolCall, CallsLaneState> {
+function callsLane(config: ConfigView): LaneSpec<ToolCall, CallsLaneState, CallRecall> {
   const settingsOf = settingsPerBatch(config);
   return {
     lane: "calls",
@@ -198,6 +216,7 @@ function callsLane(config: ConfigView): LaneSpec<ToolCall, CallsLaneState> {
     initial: INITIAL,
     step: (state, flags, r: InputRecord<ToolCall>) => stepCall(config, state, flags, r.value, settingsOf),
     plain: (r): Emit[] => [decision(LOOP_CALLS, r.value, { verdict: "allow" })],
+    replay: (r, recall) => recalled(r.value, recall),
   };
 }
 

@@ -2,32 +2,49 @@
  * Runs one lane of a batch: reads every run's state in one round trip, steps each input in
  * order, writes every run's state in one round trip. An input whose offset was applied before
  * (the batch is handled again after a failed commit) changes nothing and emits what it emitted
- * the first time: its remembered outputs, or the plain ones.
+ * the first time: its remembered outputs, or the plain ones. Outputs that follow from the input
+ * and a few words alone (a call refused because the job stopped) are remembered as those words
+ * (`recall`) and built again from them (`LaneSpec.replay`), not kept whole.
  */
 import type { Emit, InputRecord, Outcome } from "../runner/processor.ts";
 import type { Deadline, FlagField, Lane, LaneWrite, LoopCount, LoopStore, RunFlags } from "./store.ts";
 
-export interface LaneStep<S> {
+export interface LaneStep<S, R = never> {
   readonly state: S;
   readonly emits: readonly Emit[];
   /** The outputs depend on this moment's state (a loop acted on): kept, so a replay emits the same. */
   readonly remember: boolean;
+  /**
+   * What to keep instead of the outputs, when `LaneSpec.replay` builds the same outputs again
+   * from it and the input: a few words, where the outputs run to a kilobyte or more.
+   */
+  readonly recall?: R;
   readonly flags?: ReadonlyArray<readonly [FlagField, string]>;
   readonly deadlines?: readonly Deadline[];
   readonly settled?: readonly Deadline[];
   readonly counts?: readonly LoopCount[];
 }
 
-export interface LaneSpec<In, S> {
+export interface LaneSpec<In, S, R = never> {
   readonly lane: Lane;
   runOf(value: In): string;
   /** The input's tenant: two tenants' runs of the same ID never share loop state. */
   tenantOf(value: In): string;
   readonly initial: S;
   /** Steps one input; `invalid` sends it to the dead letters (remembered, so a replay does the same). */
-  step(state: S, flags: RunFlags, record: InputRecord<In>): LaneStep<S> | { readonly invalid: string };
+  step(state: S, flags: RunFlags, record: InputRecord<In>): LaneStep<S, R> | { readonly invalid: string };
   /** What an input that changed nothing worth remembering emits; a pure function of the input. */
   plain(record: InputRecord<In>): Emit[];
+  /** The outputs of an input whose step gave `recall`: the same as that step's, a pure function of the input and the recall. */
+  replay?(record: InputRecord<In>, recall: R): Emit[];
+}
+
+/** A memo is the outcome as JSON, or `{"recall": ...}` for a step that gave one. */
+function replayed<In, S, R>(spec: LaneSpec<In, S, R>, record: InputRecord<In>, memo: string): Outcome {
+  const parsed = JSON.parse(memo) as Outcome | { readonly recall: R };
+  if (!("recall" in parsed)) return parsed;
+  if (!spec.replay) throw new Error(`the ${spec.lane} lane kept a recall for offset ${record.offset} but has no replay for it`);
+  return { emits: spec.replay(record, parsed.recall) };
 }
 
 function raise(flags: RunFlags, field: FlagField, value: string): RunFlags {
@@ -44,7 +61,7 @@ function sourceOf(r: InputRecord<unknown>): string {
   return `${r.topic}:${r.partition}`;
 }
 
-export async function runLane<In, S>(spec: LaneSpec<In, S>, store: LoopStore, records: ReadonlyArray<InputRecord<In>>): Promise<Outcome[]> {
+export async function runLane<In, S, R = never>(spec: LaneSpec<In, S, R>, store: LoopStore, records: ReadonlyArray<InputRecord<In>>): Promise<Outcome[]> {
   const groups = new Map<string, number[]>();
   records.forEach((r, i) => {
     const key = `${spec.tenantOf(r.value)}\u0000${spec.runOf(r.value)}\u0000${sourceOf(r)}`;
@@ -79,7 +96,7 @@ export async function runLane<In, S>(spec: LaneSpec<In, S>, store: LoopStore, re
       const r = records[i] as InputRecord<In>;
       if (applied !== null && BigInt(r.offset) <= applied) {
         const memo = snap.memos.get(r.offset);
-        outcomes[i] = memo === undefined ? { emits: spec.plain(r) } : (JSON.parse(memo) as Outcome);
+        outcomes[i] = memo === undefined ? { emits: spec.plain(r) } : replayed(spec, r, memo);
         continue;
       }
       newest = r.offset;
@@ -98,7 +115,7 @@ export async function runLane<In, S>(spec: LaneSpec<In, S>, store: LoopStore, re
       settled.push(...(step.settled ?? []));
       counts.push(...(step.counts ?? []));
       outcomes[i] = { emits: step.emits };
-      if (step.remember) memos.push([r.offset, JSON.stringify(outcomes[i])]);
+      if (step.remember) memos.push([r.offset, JSON.stringify(step.recall === undefined ? outcomes[i] : { recall: step.recall })]);
     }
     // A state no step replaced (every input refused, held or stopped) is written back as it was read.
     const text = state === before && snap.state !== null ? snap.state : JSON.stringify(state);

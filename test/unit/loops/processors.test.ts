@@ -182,6 +182,27 @@ describe("loop state is idempotent by input offset", () => {
     expect(third[5]).toMatchObject({ emits: [{ value: { verdict: "wait" } }] });
   });
 
+  it("LOOP-6 a call refused for what its run already says is remembered by its words and replayed the same", async () => {
+    const stopped = records([1, 2, 3, 4, 5].map((page) => read("a.md", { agent: "stopper", arguments: JSON.stringify({ path: page > 3 ? `p${page}` : "a.md" }) })));
+    const first = await loopCallsProcessor.process(stopped, env);
+    expect(first.map((o) => ("emits" in o ? (o.emits[0]?.value as Decision).verdict : "invalid"))).toEqual(["allow", "allow", "stop", "stop", "stop"]);
+    const lane = store.lanes.get(`calls|${runKey({ tenant: "acme", run })}`);
+    const words = (first[3] as { emits: Array<{ value: Decision }> }).emits[0]?.value.message;
+    expect(lane?.get("memo:oz0.tool-calls:3:103")).toBe(JSON.stringify({ recall: { stopped: words } }));
+    // The call that stopped the job is kept whole: its evidence depends on the run's calls then.
+    expect(JSON.parse(lane?.get("memo:oz0.tool-calls:3:102") ?? "{}")).toEqual(JSON.parse(JSON.stringify(first[2])));
+    expect(await loopCallsProcessor.process(stopped, env)).toEqual(first);
+
+    run = uid("run");
+    const held = records([read("a.md"), read("a.md"), read("a.md"), read("b.md")]);
+    const waits = await loopCallsProcessor.process(held, env);
+    const approval = (waits[2] as { emits: Array<{ value: Decision }> }).emits[0]?.value.numbers;
+    expect(approval).toMatchObject({ count: 3 });
+    const memo = JSON.parse(store.lanes.get(`calls|${runKey({ tenant: "acme", run })}`)?.get("memo:oz0.tool-calls:3:103") ?? "{}") as { recall?: { held?: string } };
+    expect(memo.recall?.held).toMatch(/\S/);
+    expect(await loopCallsProcessor.process(held, env)).toEqual(waits);
+  });
+
   it("LOOP-9 a replayed loop is counted once", async () => {
     const batch = records([1, 2, 3].map(() => read("a.md", { agent: "stopper" })));
     await loopCallsProcessor.process(batch, env);
