@@ -16,7 +16,7 @@ import type { ToolCall } from "../../schemas/types.ts";
 import type { ConfigView } from "../runner/config-table.ts";
 import { deriveId } from "../runner/ids.ts";
 import { defineProcessor, type Emit, type InputRecord } from "../runner/processor.ts";
-import { EMPTY_CALL_STATE, startAgain, watchCall, type CallState, type LoopFound } from "./call-detector.ts";
+import { EMPTY_CALL_STATE, startAgain, watchCall, type CallDetector, type CallState } from "./call-detector.ts";
 import { parseArguments } from "../call-arguments.ts";
 import { callSignature, functionName, splitSignature } from "./digest.ts";
 import { runLane, type LaneSpec, type LaneStep } from "./lane.ts";
@@ -86,73 +86,114 @@ function argumentsOf(call: ToolCall): Record<string, unknown> | string {
   return value;
 }
 
-function evidence(loop: LoopFound, call: ToolCall, threshold: number, approval?: { id: string; deadline: number; escalation: ReadonlyArray<{ at: number; to: string }> }): unknown {
+/**
+ * A loop acted on, as remembered for a replay: with the call, every output of the call is built
+ * from it. Thresholds, on_loop and the wait's times are kept as they were then, since the
+ * settings may change before a replay.
+ */
+export interface Acted {
+  readonly detector: CallDetector;
+  /** The loop's calls as signatures, oldest first; left out when they are the call's own signature `count` times (a repeat). */
+  readonly calls?: readonly string[];
+  readonly count: number;
+  readonly threshold: number;
+  readonly on_loop: EffectiveLoopSettings["on_loop"];
+  /** wait: when the approval's deadline passes, and when each step of its escalation ladder is taken (epoch ms). */
+  readonly deadline?: number;
+  readonly escalation?: ReadonlyArray<{ readonly at: number; readonly to: string }>;
+}
+
+function loopCallsOf(call: ToolCall, acted: Acted): readonly string[] {
+  return acted.calls ?? Array<string>(acted.count).fill(callSignature(call, argumentsOf(call)));
+}
+
+function evidence(acted: Acted, call: ToolCall, approval?: { id: string; deadline: number; escalation: ReadonlyArray<{ at: number; to: string }> }): unknown {
   return {
-    detector: loop.detector,
-    calls: loop.calls.map(splitSignature),
+    detector: acted.detector,
+    calls: loopCallsOf(call, acted).map(splitSignature),
     arguments: argumentsOf(call),
-    count: loop.count,
-    threshold,
+    count: acted.count,
+    threshold: acted.threshold,
     ...(approval
       ? { approval: { id: approval.id, kind: "loop", deadline: new Date(approval.deadline).toISOString(), escalation: approval.escalation.map((e) => ({ at: new Date(e.at).toISOString(), to: e.to })) } }
       : {}),
   };
 }
 
-function act(settingsOf: SettingsOf, state: CallsLaneState, flags: RunFlags, call: ToolCall): LaneStep<CallsLaneState> {
+const approvalOf = (call: ToolCall): string => deriveId(LOOP_CALLS, "approval", call.id);
+
+function stoppedWords(call: ToolCall, acted: Acted): string {
+  return `${loopWords(acted.detector, functionName(call), acted.count)} The job stopped with LoopDetected.`;
+}
+
+/** Every output of a call that completed a loop, from the call and the loop as remembered: the first time and on a replay alike. */
+export function actedOutputs(call: ToolCall, acted: Acted): Emit[] {
+  const s: Subject = call;
+  const limit = acted.detector === "cycles" ? "loops.cycles" : "loops.repeats";
+  const fn = functionName(call);
+  const words = loopWords(acted.detector, fn, acted.count);
+  const numbers = { count: acted.count, threshold: acted.threshold };
+  const facts = { detector: acted.detector, function: fn, on_loop: acted.on_loop };
+  const audit = loopActed(LOOP_CALLS, call, { detector: acted.detector, day: utcDay(call.ts), action: acted.on_loop });
+  if (acted.on_loop === "report") {
+    return [
+      decision(LOOP_CALLS, s, { verdict: "report", reason_code: "possible_loop", limit, numbers, message: words, evidence: evidence(acted, call) }),
+      finding(LOOP_CALLS, s, { finding: "possible_loop", ...facts }, numbers),
+      audit,
+    ];
+  }
+  if (acted.on_loop === "stop") {
+    const message = stoppedWords(call, acted);
+    return [
+      decision(LOOP_CALLS, s, { verdict: "stop", reason_code: "LoopDetected", limit, numbers, message, evidence: evidence(acted, call) }),
+      refusedResult(LOOP_CALLS, call, message),
+      finding(LOOP_CALLS, s, { finding: "loop_stopped", ...facts }, numbers),
+      audit,
+    ];
+  }
+  const approval = approvalOf(call);
+  const deadline = acted.deadline ?? call.ts + DEFAULT_LOOP_DEADLINE_MS;
+  const escalation = acted.escalation ?? [];
+  const message = `${words} It waits for a person to approve it (approval ${approval}, kind loop); a denial, or no decision by ${new Date(deadline).toISOString()}, stops the job with LoopDetected.`;
+  return [
+    decision(LOOP_CALLS, s, { verdict: "wait", reason_code: "LoopDetected", limit, numbers: { ...numbers, deadline }, message, evidence: evidence(acted, call, { id: approval, deadline, escalation }) }),
+    finding(LOOP_CALLS, s, { finding: "loop_waits", approval, ...facts }, numbers),
+    audit,
+  ];
+}
+
+function act(settingsOf: SettingsOf, state: CallsLaneState, flags: RunFlags, call: ToolCall): LaneStep<CallsLaneState, CallRecall> {
   const s: Subject = call;
   const settings = settingsOf(call);
-  const { state: calls, loop } = watchCall(state.calls, { signature: callSignature(call, argumentsOf(call)), harness: call.origin === "harness" }, settings);
+  const signature = callSignature(call, argumentsOf(call));
+  const { state: calls, loop } = watchCall(state.calls, { signature, harness: call.origin === "harness" }, settings);
   if (!loop) return { state: { ...state, calls }, emits: [decision(LOOP_CALLS, s, { verdict: "allow" })], remember: false };
 
-  const limit = loop.detector === "cycles" ? "loops.cycles" : "loops.repeats";
-  const threshold = loop.detector === "cycles" ? settings.cycles : settings.repeats;
-  const fn = functionName(call);
-  const words = loopWords(loop.detector, fn, loop.count);
+  // A repeat's calls are the call itself, count times: kept only when they are anything else.
+  const own = loop.calls.length === loop.count && loop.calls.every((c) => c === signature);
+  const found = { detector: loop.detector, ...(own ? {} : { calls: loop.calls }), count: loop.count, threshold: loop.detector === "cycles" ? settings.cycles : settings.repeats };
   const count = { id: deriveId(LOOP_CALLS, s.id), day: utcDay(call.ts), tenant: call.tenant, plugin: call.plugin, tool: call.tool };
-  const numbers = { count: loop.count, threshold };
-  const facts = { detector: loop.detector, function: fn, on_loop: settings.on_loop };
-  const acted = loopActed(LOOP_CALLS, call, { detector: loop.detector, day: count.day, action: settings.on_loop });
 
   if (settings.on_loop === "report") {
-    return {
-      state: { ...state, calls: startAgain() },
-      emits: [
-        decision(LOOP_CALLS, s, { verdict: "report", reason_code: "possible_loop", limit, numbers, message: words, evidence: evidence(loop, call, threshold) }),
-        finding(LOOP_CALLS, s, { finding: "possible_loop", ...facts }, numbers),
-        acted,
-      ],
-      remember: true,
-      counts: [count],
-    };
+    const acted: Acted = { ...found, on_loop: "report" };
+    return { state: { ...state, calls: startAgain() }, emits: actedOutputs(call, acted), remember: true, recall: { acted }, counts: [count] };
   }
   if (settings.on_loop === "stop") {
-    const message = `${words} The job stopped with LoopDetected.`;
-    return {
-      state: { ...state, calls },
-      emits: [
-        decision(LOOP_CALLS, s, { verdict: "stop", reason_code: "LoopDetected", limit, numbers, message, evidence: evidence(loop, call, threshold) }),
-        refusedResult(LOOP_CALLS, call, message),
-        finding(LOOP_CALLS, s, { finding: "loop_stopped", ...facts }, numbers),
-        acted,
-      ],
-      remember: true,
-      flags: [["stopped", message]],
-      counts: [count],
-    };
+    const acted: Acted = { ...found, on_loop: "stop" };
+    return { state: { ...state, calls }, emits: actedOutputs(call, acted), remember: true, recall: { acted }, flags: [["stopped", stoppedWords(call, acted)]], counts: [count] };
   }
-  const approval = deriveId(LOOP_CALLS, "approval", s.id);
+  const approval = approvalOf(call);
   const waits = settings.loop_deadline ?? DEFAULT_LOOP_DEADLINE_MS;
   const deadline = call.ts + waits;
   // LOOP-5: the tenant's escalation ladder, each step from the ask; a step at or past the deadline is never reached.
   const escalation = reachableSteps(settings.escalation, waits).map((step) => ({ at: call.ts + step.after, to: step.to }));
-  const message = `${words} It waits for a person to approve it (approval ${approval}, kind loop); a denial, or no decision by ${new Date(deadline).toISOString()}, stops the job with LoopDetected.`;
-  const wait = decision(LOOP_CALLS, s, { verdict: "wait", reason_code: "LoopDetected", limit, numbers: { ...numbers, deadline }, message, evidence: evidence(loop, call, threshold, { id: approval, deadline, escalation }) });
+  const acted: Acted = { ...found, on_loop: "wait", deadline, escalation };
   const hold: Deadline = { approval, at: deadline, tenant: call.tenant, tree_id: call.tree_id, job_id: call.job_id, run_id: call.run_id, call_id: call.call_id, event_id: call.id, plugin: call.plugin, tool: call.tool, function: call.function, escalation };
   return {
     state: { calls, hold: { approval, call_id: call.call_id, deadline } },
-    emits: [wait, finding(LOOP_CALLS, s, { finding: "loop_waits", approval, ...facts }, numbers), acted],
+    emits: actedOutputs(call, acted),
     remember: true,
+    recall: { acted },
     flags: [[`hold:${approval}`, JSON.stringify(hold)]],
     deadlines: [hold],
     counts: [count],
@@ -164,11 +205,12 @@ function act(settingsOf: SettingsOf, state: CallsLaneState, flags: RunFlags, cal
  * words alone: the job stopped (its words), only the answer is left (its words), or a loop of
  * the run waits for a person (its approval). A replay builds the outputs again from it.
  */
-export type CallRecall = { readonly stopped: string } | { readonly finish_only: string } | { readonly held: string };
+export type CallRecall = { readonly stopped: string } | { readonly finish_only: string } | { readonly held: string } | { readonly acted: Acted };
 
 /** The outputs of a call refused for what its run already says: the same for a call and its recall, however often built. */
 export function recalled(call: ToolCall, recall: CallRecall): Emit[] {
   const s: Subject = call;
+  if ("acted" in recall) return actedOutputs(call, recall.acted);
   if ("stopped" in recall) {
     return [decision(LOOP_CALLS, s, { verdict: "stop", reason_code: "LoopDetected", message: recall.stopped }), refusedResult(LOOP_CALLS, call, recall.stopped)];
   }

@@ -182,24 +182,29 @@ describe("loop state is idempotent by input offset", () => {
     expect(third[5]).toMatchObject({ emits: [{ value: { verdict: "wait" } }] });
   });
 
-  it("LOOP-6 a call refused for what its run already says is remembered by its words and replayed the same", async () => {
+  it("LOOP-6 a call that stops a job, and the calls refused after it, are remembered by the loop and the words, and replayed the same", async () => {
     const stopped = records([1, 2, 3, 4, 5].map((page) => read("a.md", { agent: "stopper", arguments: JSON.stringify({ path: page > 3 ? `p${page}` : "a.md" }) })));
     const first = await loopCallsProcessor.process(stopped, env);
-    expect(first.map((o) => ("emits" in o ? (o.emits[0]?.value as Decision).verdict : "invalid"))).toEqual(["allow", "allow", "stop", "stop", "stop"]);
-    const lane = store.lanes.get(`calls|${runKey({ tenant: "acme", run })}`);
-    const words = (first[3] as { emits: Array<{ value: Decision }> }).emits[0]?.value.message;
-    expect(lane?.get("memo:oz0.tool-calls:3:103")).toBe(JSON.stringify({ recall: { stopped: words } }));
-    // The call that stopped the job is kept whole: its evidence depends on the run's calls then.
-    expect(JSON.parse(lane?.get("memo:oz0.tool-calls:3:102") ?? "{}")).toEqual(JSON.parse(JSON.stringify(first[2])));
+    const decisions = first.map((o) => ("emits" in o ? (o.emits[0]?.value as Decision) : null));
+    expect(decisions.map((d) => d?.verdict)).toEqual(["allow", "allow", "stop", "stop", "stop"]);
+    const memo = (offset: number): unknown => JSON.parse(store.lanes.get(`calls|${runKey({ tenant: "acme", run })}`)?.get(`memo:oz0.tool-calls:3:${offset}`) ?? "null");
+    // The loop as found (a repeat: its calls are the call itself), and the words of the refusals after it.
+    expect(memo(102)).toEqual({ recall: { acted: { detector: "repeats", count: 3, threshold: 3, on_loop: "stop" } } });
+    expect(memo(103)).toEqual({ recall: { stopped: decisions[3]?.message } });
     expect(await loopCallsProcessor.process(stopped, env)).toEqual(first);
+  });
 
-    run = uid("run");
-    const held = records([read("a.md"), read("a.md"), read("a.md"), read("b.md")]);
+  it("LOOP-5 a call that waits for a person, and the calls held behind it, are replayed the same from what was remembered", async () => {
+    const held = records([read("a.md"), search("x"), read("a.md"), search("x"), read("a.md"), read("b.md")]);
     const waits = await loopCallsProcessor.process(held, env);
-    const approval = (waits[2] as { emits: Array<{ value: Decision }> }).emits[0]?.value.numbers;
-    expect(approval).toMatchObject({ count: 3 });
-    const memo = JSON.parse(store.lanes.get(`calls|${runKey({ tenant: "acme", run })}`)?.get("memo:oz0.tool-calls:3:103") ?? "{}") as { recall?: { held?: string } };
-    expect(memo.recall?.held).toMatch(/\S/);
+    const decisions = waits.map((o) => ("emits" in o ? (o.emits[0]?.value as Decision) : null));
+    expect(decisions.map((d) => d?.verdict)).toEqual(["allow", "allow", "allow", "wait", "wait", "wait"]);
+    const memo = (offset: number): { recall?: { acted?: { detector: string; calls?: string[]; deadline?: number }; held?: string } } =>
+      JSON.parse(store.lanes.get(`calls|${runKey({ tenant: "acme", run })}`)?.get(`memo:oz0.tool-calls:3:${offset}`) ?? "{}") as never;
+    // A cycle keeps its calls; the wait keeps its deadline.
+    expect(memo(103).recall?.acted).toMatchObject({ detector: "cycles", deadline: decisions[3]?.numbers.deadline });
+    expect(memo(103).recall?.acted?.calls).toHaveLength(4);
+    expect(memo(104).recall?.held).toMatch(/\S/);
     expect(await loopCallsProcessor.process(held, env)).toEqual(waits);
   });
 
