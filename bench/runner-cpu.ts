@@ -1,26 +1,28 @@
 /**
  * The runner's CPU per event, without Kafka: `runner-identity` (decode, emit unchanged,
- * re-encode) beside `loop-calls` (the loop detector over real Redis), on the same events.
+ * re-encode) beside a processor over real Redis, on the same events: `loop-calls` on tool
+ * calls (`--input calls`, the default), or `limits-model-calls` on model calls (`--input models`).
  *
- *   npx tsx bench/runner-cpu.ts [--events 20000] [--batch 2500] [--partitions 8] [--concurrency 4] [--rounds 5] [--only identity|loops]
+ *   npx tsx bench/runner-cpu.ts [--input calls|models] [--events 20000] [--batch 2500] [--partitions 8] [--concurrency 4] [--rounds 5] [--only identity|processor]
  *
- * The tool calls of `bench/pipeline/events.ts` are encoded once, then handed to the real
+ * The events of `bench/pipeline/events.ts` are encoded once, then handed to the real
  * runner (`startProcessor`) through a Transport stand-in that calls its handler directly with
  * batches per partition (keys hashed to partitions, up to --batch records a batch, --concurrency
  * partitions at once, as `KafkaTransport` hands them) and groups each batch's outputs by topic
- * as it does before a send. Each round of loop-calls writes under a fresh Redis key prefix,
+ * as it does before a send. Each round of the processor writes under a fresh Redis key prefix,
  * `benchcpu_<uid>_<round>`, so every round decides the same calls from an empty state; every
  * key under `benchcpu_<uid>_*` is deleted at the end. A warm-up round of each comes first.
  *
- * `--only` runs one subject (for a CPU profile of it: `node --cpu-prof --import tsx bench/runner-cpu.ts --only loops`).
+ * `--only` runs one subject (for a CPU profile of it: `node --cpu-prof --import tsx bench/runner-cpu.ts --only processor`).
  *
  * Reported per subject: wall and CPU (user + system) microseconds per event, the median of the
  * rounds, and the ratio of the two subjects' medians. Event timestamps are fixed, so the
- * digests printed (of the output bytes, and of loop-calls' Redis state without its prefix)
+ * digests printed (of the output bytes, and of the processor's Redis state without its prefix)
  * are the same from run to run and from build to build while no decision changes.
  */
 import { createHash, randomUUID } from "node:crypto";
 import { parseArgs } from "node:util";
+import { limitsEnv, limitsModelCallsProcessor } from "../processors/limits/index.ts";
 import { loopCallsProcessor, RedisLoopStore } from "../processors/loops/index.ts";
 import { staticConfig } from "../processors/runner/config-table.ts";
 import { endpointsFromEnv, PIPELINE_REDIS } from "../processors/runner/endpoints.ts";
@@ -29,14 +31,14 @@ import type { Processor } from "../processors/runner/processor.ts";
 import { startProcessor } from "../processors/runner/runner.ts";
 import { chunks, MAX_SEND_BYTES, topicMessages, type BatchHandler, type OutMessage, type RawRecord, type Transport } from "../processors/runner/transport.ts";
 import { Serde } from "../schemas/serde.ts";
-import type { ToolCall } from "../schemas/types.ts";
 import { redisClient } from "../store/redis/client.ts";
 import { Keys } from "../store/redis/keys.ts";
-import { BENCH_AGENTS, toolCalls } from "./pipeline/events.ts";
+import { BENCH_AGENTS, modelCalls, toolCalls, type EventKind } from "./pipeline/events.ts";
 import { identityProcessor } from "./pipeline/subjects.ts";
 
 const { values } = parseArgs({
   options: {
+    input: { type: "string", default: "calls" },
     events: { type: "string", default: "20000" },
     batch: { type: "string", default: "2500" },
     partitions: { type: "string", default: "8" },
@@ -51,8 +53,8 @@ const PARTITIONS = Number(values.partitions);
 const CONCURRENCY = Number(values.concurrency);
 const ROUNDS = Number(values.rounds);
 const ONLY = values.only;
-if (![N, BATCH, PARTITIONS, CONCURRENCY, ROUNDS].every((n) => Number.isInteger(n) && n > 0) || !["", "identity", "loops"].includes(ONLY)) {
-  process.stderr.write("usage: npx tsx bench/runner-cpu.ts [--events N>0] [--batch N>0] [--partitions N>0] [--concurrency N>0] [--rounds N>0] [--only identity|loops]\n");
+if (![N, BATCH, PARTITIONS, CONCURRENCY, ROUNDS].every((n) => Number.isInteger(n) && n > 0) || !["", "identity", "processor"].includes(ONLY) || !["calls", "models"].includes(values.input)) {
+  process.stderr.write("usage: npx tsx bench/runner-cpu.ts [--input calls|models] [--events N>0] [--batch N>0] [--partitions N>0] [--concurrency N>0] [--rounds N>0] [--only identity|processor]\n");
   process.exit(2);
 }
 
@@ -60,7 +62,11 @@ process.env.OZ0_LOG_LEVEL ??= "warn";
 const log = createLogger({ component: "bench-runner-cpu" });
 const say = (line: string): void => void process.stderr.write(`${line}\n`);
 
-const INPUT = "oz0.tool-calls";
+const MODELS = values.input === "models";
+const KIND: EventKind<{ id: string; ts: number }> = MODELS ? modelCalls : toolCalls;
+const INPUT = KIND.topic;
+const SCHEMA = KIND.schema;
+const LABEL = MODELS ? "limits-model-calls" : "loop-calls";
 /** A fixed clock for the events, so outputs and state are the same bytes in every run. */
 const EPOCH = Date.UTC(2026, 0, 5, 12);
 
@@ -142,7 +148,7 @@ const redis = redisClient(endpoints, PIPELINE_REDIS);
 const config = staticConfig(BENCH_AGENTS.map((a) => ({ kind: "agent" as const, id: a.name, value: a })));
 const prefixOf = (round: number): string => `benchcpu_${uid}_${round}`;
 
-async function round<Env>(processor: Processor<ToolCall, Env>, env: Env, parts: Partitioned): Promise<Sample> {
+async function round<Env>(processor: Processor<unknown, Env>, env: Env, parts: Partitioned): Promise<Sample> {
   const transport = new DirectTransport();
   const running = await startProcessor(processor, env, { transport, serde, log });
   const t0 = performance.now();
@@ -201,25 +207,32 @@ function median(xs: readonly number[]): number {
   return s.length % 2 === 1 ? (s[mid] as number) : ((s[mid - 1] as number) + (s[mid] as number)) / 2;
 }
 
-const identity = identityProcessor<ToolCall>(INPUT);
-type SubjectKey = "identity" | "loops";
+const identity = identityProcessor<unknown>(INPUT);
+type SubjectKey = "identity" | "processor";
 const SUBJECTS: ReadonlyArray<{ readonly key: SubjectKey; readonly label: string }> = [
   { key: "identity", label: "runner-identity" },
-  { key: "loops", label: "loop-calls" },
+  { key: "processor", label: LABEL },
 ].filter((s) => ONLY === "" || s.key === ONLY) as Array<{ key: SubjectKey; label: string }>;
-const samples: Record<SubjectKey, Sample[]> = { identity: [], loops: [] };
+const samples: Record<SubjectKey, Sample[]> = { identity: [], processor: [] };
 let state: { keys: number; digest: string } | undefined;
+
+function processorRound(r: number, parts: Partitioned): Promise<Sample> {
+  const keys = new Keys(prefixOf(r));
+  if (MODELS) return round(limitsModelCallsProcessor as Processor<unknown, ReturnType<typeof limitsEnv>>, limitsEnv({ redis, config, keys }), parts);
+  return round(loopCallsProcessor as Processor<unknown, { config: typeof config; store: RedisLoopStore }>, { config, store: new RedisLoopStore(redis, keys) }, parts);
+}
+
 try {
   await serde.registerAll();
-  const events = toolCalls.make(N, "cpu", 1).map((e, i) => ({ key: e.key, value: serde.encode("ToolCall", { ...e.value, ts: EPOCH + i }) }));
+  const events = KIND.make(N, "cpu", 1).map((e, i) => ({ key: e.key, value: serde.encode(SCHEMA, { ...e.value, ts: EPOCH + i }) }));
   const parts = batches(events);
-  say(`bench ${uid}: ${N} tool calls in ${parts.flat().length} batches over ${PARTITIONS} partitions, ${CONCURRENCY} at once; warm-up, then ${ROUNDS} rounds`);
+  say(`bench ${uid}: ${N} ${MODELS ? "model calls" : "tool calls"} in ${parts.flat().length} batches over ${PARTITIONS} partitions, ${CONCURRENCY} at once; warm-up, then ${ROUNDS} rounds`);
   // The subjects take turns, round by round, so a change in the machine's load touches both.
   for (let r = 0; r <= ROUNDS; r++) {
     const line: string[] = [];
     for (const s of SUBJECTS) {
-      const sample = s.key === "identity" ? await round(identity, undefined, parts) : await round(loopCallsProcessor, { config, store: new RedisLoopStore(redis, new Keys(prefixOf(r))) }, parts);
-      if (s.key === "loops" && r === 0) state = await stateDigest(prefixOf(r));
+      const sample = s.key === "identity" ? await round(identity, undefined, parts) : await processorRound(r, parts);
+      if (s.key === "processor" && r === 0) state = await stateDigest(prefixOf(r));
       samples[s.key].push(sample);
       line.push(`${s.label} ${sample.wallUs.toFixed(1)} µs/event (cpu ${sample.cpuUs.toFixed(1)})`);
     }
@@ -239,7 +252,7 @@ for (const s of SUBJECTS) {
 const timed = (key: SubjectKey): Sample[] => samples[key].slice(1);
 const med = (key: SubjectKey, of: (s: Sample) => number): number => median(timed(key).map(of));
 const lines = [
-  `runner CPU per event: ${N} tool calls, batches of up to ${BATCH} per partition, ${PARTITIONS} partitions, ${CONCURRENCY} at once; median of ${ROUNDS} rounds; Node ${process.version}`,
+  `runner CPU per event: ${N} ${MODELS ? "model calls" : "tool calls"}, batches of up to ${BATCH} per partition, ${PARTITIONS} partitions, ${CONCURRENCY} at once; median of ${ROUNDS} rounds; Node ${process.version}`,
   "",
   "| subject | wall µs/event | cpu µs/event | outputs | outputs digest |",
   "| --- | ---: | ---: | ---: | --- |",
@@ -247,9 +260,9 @@ const lines = [
   "",
 ];
 if (SUBJECTS.length === 2) {
-  const wall = med("loops", (x) => x.wallUs) / med("identity", (x) => x.wallUs);
-  const cpu = med("loops", (x) => x.cpuUs) / med("identity", (x) => x.cpuUs);
-  lines.push(`loop-calls per event costs ${wall.toFixed(2)}x runner-identity's wall time (${cpu.toFixed(2)}x its CPU): it runs at ${(1 / wall).toFixed(2)} of runner-identity's rate.`);
+  const wall = med("processor", (x) => x.wallUs) / med("identity", (x) => x.wallUs);
+  const cpu = med("processor", (x) => x.cpuUs) / med("identity", (x) => x.cpuUs);
+  lines.push(`${LABEL} per event costs ${wall.toFixed(2)}x runner-identity's wall time (${cpu.toFixed(2)}x its CPU): it runs at ${(1 / wall).toFixed(2)} of runner-identity's rate.`);
 }
-if (state) lines.push(`loop-calls Redis state: ${state.keys} keys, digest ${state.digest}`);
+if (state) lines.push(`${LABEL} Redis state: ${state.keys} keys, digest ${state.digest}`);
 process.stdout.write(`${lines.join("\n")}\n`);
