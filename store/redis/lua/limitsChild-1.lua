@@ -111,6 +111,6 @@ else
     redis.call("HSETNX", h, cj .. "at", ARGV[12])
   end
 end
-redis.call("HSET", h, "child:" .. phase .. ":" .. job, table.concat(encoded(out), ","))
+redis.call("HSET", h, "child:" .. phase .. ":" .. job, joined(out))
 redis.call("EXPIRE", h, tonumber(ARGV[11]))
 return out

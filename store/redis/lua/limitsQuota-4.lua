@@ -102,7 +102,7 @@ else
   end
 end
 local out = numbers(code)
-redis.call("HSET", ph, key, table.concat(encoded(out), ","))
+redis.call("HSET", ph, key, joined(out))
 redis.call("ZADD", pt, string.format("%d", now + tonumber(ARGV[9])), "d:" .. key)
 touch()
 return out

@@ -7,9 +7,15 @@ local function decoded(text)
   return out
 end
 
--- string.format("%d") keeps whole numbers whole; Lua's own tostring switches to exponents at 1e14.
-local function encoded(list)
-  local out = {}
-  for i, v in ipairs(list) do out[i] = string.format("%d", v) end
-  return out
+-- An answer kept as "n,n,n" from a list of numbers, in one string.format: "%d" keeps whole
+-- numbers whole (Lua's own tostring switches to exponents at 1e14). Formats by length, made once.
+local joinFormats = {}
+local function joined(list)
+  local n = #list
+  local f = joinFormats[n]
+  if not f then
+    f = string.rep("%d,", n - 1) .. "%d"
+    joinFormats[n] = f
+  end
+  return string.format(f, unpack(list))
 end

@@ -38,7 +38,7 @@ local function admit(request, run, input, worst, maxSteps, maxTokens, deadline, 
   -- LIM-8: the tree hit its budget (an ask did not fit), as its agent's forecast records it.
   if code == 1 or code == 4 then put("budget_hit", "1") end
   local out = { code, spent, reserved, calls, tokens, steps, rtokens }
-  put("ask:" .. request, table.concat(encoded(out), ","))
+  put("ask:" .. request, joined(out))
   return out, true
 end
 
@@ -69,6 +69,6 @@ local function settle(kind, request, run, input, output, cost)
   end
   add("spent", cost)
   local out = { count("spent"), count("reserved"), count("model_calls"), count("tokens"), spentBefore }
-  put(done, table.concat(encoded(out), ","))
+  put(done, joined(out))
   return out, true
 end

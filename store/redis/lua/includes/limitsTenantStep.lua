@@ -44,7 +44,7 @@ local function tenantStep(op, req, amount, budget, now)
     local after = add("spent", amount)
     out = { 0, after, count("reserved"), spent }
   end
-  put(key, table.concat(encoded(out), ","))
+  put(key, joined(out))
   redis.call("ZADD", timers, string.format("%d", now + keepMs), "d:" .. key)
   return out, true
 end
