@@ -33,11 +33,14 @@ end
 if ARGV[1] == "release" then
   drop(ARGV[2])
   writeBack()
+  flushTimers()
   touch()
   return { 0, count("spent"), count("reserved"), count("spent") }
 end
 
 local out, changed = tenantStep(ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]))
-writeBack() -- the sweep of timers may have changed the month even when the step is a replay
+-- the sweep of timers may have changed the month even when the step is a replay
+writeBack()
+flushTimers()
 if changed then touch() end
 return out
