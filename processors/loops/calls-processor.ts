@@ -201,13 +201,14 @@ function act(settingsOf: SettingsOf, state: CallsLaneState, flags: RunFlags, cal
 }
 
 /**
- * A call refused for what its run already says, whose outputs follow from the call and these
- * words alone: the job stopped (its words), only the answer is left (its words), or a loop of
- * the run waits for a person (its approval). A replay builds the outputs again from it.
+ * What a call's outputs are built from, beside the call, when they depend on the moment: the
+ * loop it completed (acted), or what its run already said when it was refused: the job stopped
+ * (its words), only the answer is left (its words), or a loop of the run waits for a person (its
+ * approval). Kept for a replay, which builds the same outputs again from it.
  */
 export type CallRecall = { readonly stopped: string } | { readonly finish_only: string } | { readonly held: string } | { readonly acted: Acted };
 
-/** The outputs of a call refused for what its run already says: the same for a call and its recall, however often built. */
+/** The outputs of a call from its recall: the same however often built, the first time and on a replay alike. */
 export function recalled(call: ToolCall, recall: CallRecall): Emit[] {
   const s: Subject = call;
   if ("acted" in recall) return actedOutputs(call, recall.acted);
