@@ -82,8 +82,12 @@ describe("fault drills", () => {
     expectClean(await drill({ subject: "loop-calls", events: 600, rate: 200, times: 1, disruption: { kind: "outage", service: "redis", kill: true, downMs: 3_000 } }), 600, true);
   }, 400_000);
 
+  // After a broker restart some answers can become readable late: two runs on this machine left
+  // 22 and 43 unread at 90 s with every input already applied in Redis, and a run with a drain of
+  // up to 240 s read them all (docs/reliability.md). The drain here waits up to 240 s; an answer
+  // that never comes still fails the drill.
   outage("SYS-4 a broker restart mid-stream: the same admissions, spend and counters", async () => {
-    expectClean(await drill({ subject: "limits-model-calls", events: 600, rate: 200, times: 1, disruption: { kind: "outage", service: "kafka", kill: false, downMs: 5_000 } }), 600, true);
+    expectClean(await drill({ subject: "limits-model-calls", events: 600, rate: 200, times: 1, disruption: { kind: "outage", service: "kafka", kill: false, downMs: 5_000 }, drainMs: 240_000 }), 600, true);
   }, 600_000);
 
   outage("SYS-2 MinIO down during offloads: results wait and none is lost or doubled", async () => {
