@@ -32,15 +32,13 @@ end
 
 if ARGV[1] == "release" then
   drop(ARGV[2])
-  writeBack()
-  flushTimers()
+  finish()
   touch()
   return { 0, count("spent"), count("reserved"), count("spent") }
 end
 
 local out, changed = tenantStep(ARGV[1], ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]))
 -- the sweep of timers may have changed the month even when the step is a replay
-writeBack()
-flushTimers()
+finish()
 if changed then touch() end
 return out

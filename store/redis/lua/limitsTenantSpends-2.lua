@@ -29,8 +29,7 @@ for i = 0, tonumber(ARGV[4]) - 1 do
   changed = changed or did
   for j = 1, 4 do answers[#answers + 1] = out[j] end
 end
-writeBack()
-flushTimers()
+finish()
 if changed then
   redis.call("EXPIRE", h, tonumber(ARGV[3]))
   redis.call("EXPIRE", timers, tonumber(ARGV[3]))

@@ -3,6 +3,12 @@
 -- removed ones in one HDEL), so a script of many steps costs one read per field.
 local cached, numbers, dirty = {}, {}, {}
 
+-- redis.call(command, key, ...args) in runs of at most `run` arguments: unpack() meets Lua's
+-- stack limit long before a batch of a tree's or a month's steps ends.
+local function callInRuns(command, key, args, run)
+  for i = 1, #args, run do redis.call(command, key, unpack(args, i, math.min(i + run - 1, #args))) end
+end
+
 local function field(f)
   local v = cached[f]
   if v == nil then
@@ -51,8 +57,7 @@ local function writeBack()
       dels[#dels + 1] = f
     end
   end
-  -- In runs of 500 fields and values: unpack() meets Lua's stack limit long before a tree's batch ends.
-  for i = 1, #sets, 1000 do redis.call("HSET", h, unpack(sets, i, math.min(i + 999, #sets))) end
-  for i = 1, #dels, 500 do redis.call("HDEL", h, unpack(dels, i, math.min(i + 499, #dels))) end
+  callInRuns("HSET", h, sets, 1000) -- 500 fields and their values a call
+  callInRuns("HDEL", h, dels, 500)
   dirty = {}
 end

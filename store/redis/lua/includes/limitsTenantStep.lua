@@ -1,12 +1,12 @@
 -- Shared by limitsTenant and limitsTenantSpends: one step on a tenant's month (LIM-10). The
 -- including script sets h (the month), timers (its timers), holdMs (how long an ask holds its
 -- worst case without a usage) and keepMs (how long an answer is kept for replays) first, and
--- calls writeBack() and flushTimers() once its steps are done.
+-- calls finish() once its steps are done.
 --@include hashCache
 --@include answers
 
--- Timers the steps add are kept here and written in one ZADD (flushTimers, which the including
--- script calls when its steps are done), and before any sweep, so every sweep sees the timers
+-- Timers the steps add are kept here and written in one ZADD (flushTimers, by finish() when the
+-- steps are done), and before any sweep, so every sweep sees the timers
 -- exactly as it would one step at a time. A step sweeps only when a timer may be due.
 local pending, pendingCount, pendingMin = {}, 0, math.huge
 local earliest -- the earliest timer's time in the sorted set (math.huge for none); nil until read
@@ -32,10 +32,15 @@ local function flushTimers()
     args[#args + 1] = string.format("%d", at)
     args[#args + 1] = member
   end
-  -- In runs of 500 timers: unpack() meets Lua's stack limit long before a batch ends.
-  for i = 1, #args, 1000 do redis.call("ZADD", timers, unpack(args, i, math.min(i + 999, #args))) end
+  callInRuns("ZADD", timers, args, 1000) -- 500 timers a call
   pending, pendingCount, pendingMin = {}, 0, math.huge
   earliest = nil
+end
+
+-- Writes what the steps changed: the month's fields and the timers they added.
+local function finish()
+  writeBack()
+  flushTimers()
 end
 
 local function drop(r)
