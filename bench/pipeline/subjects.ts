@@ -12,7 +12,8 @@
  */
 import { randomUUID } from "node:crypto";
 import { Partitioners, type Consumer, type Kafka, type Producer } from "kafkajs";
-import { EXACTLY_ONCE_PRODUCER } from "../../processors/runner/endpoints.ts";
+import { endpointsFromEnv, EXACTLY_ONCE_PRODUCER } from "../../processors/runner/endpoints.ts";
+import { KafkaThread, kafkaThreadFromEnv } from "../../processors/runner/kafka-thread.ts";
 import type { Logger } from "../../processors/runner/log.ts";
 import type { Processor } from "../../processors/runner/processor.ts";
 import { startProcessor } from "../../processors/runner/runner.ts";
@@ -158,9 +159,19 @@ export class MappedTransport implements Transport {
 
 /** (b)-(e) A processor under the real runner and transport, reading the bench input and writing the bench outputs. */
 export async function startUnderRunner<In, Env>(ctx: SubjectContext, processor: Processor<In, Env>, env: Env): Promise<RunningSubject> {
-  const transport = new MappedTransport(new KafkaTransport({ kafka: ctx.kafka, groupId: ctx.groupId, topic: ctx.input, log: ctx.log, fromBeginning: true }), ctx.outputs);
+  // As the pipeline runs it: the Kafka client in a thread of its own unless OZ0_KAFKA_THREAD=off.
+  const thread = kafkaThreadFromEnv() ? new KafkaThread(`oz0-bench-${ctx.groupId}`, endpointsFromEnv(), ctx.log) : null;
+  const options = { groupId: ctx.groupId, topic: ctx.input, fromBeginning: true };
+  const inner = thread ? thread.transport(options) : new KafkaTransport({ kafka: ctx.kafka, log: ctx.log, ...options });
+  const transport = new MappedTransport(inner, ctx.outputs);
   const running = await startProcessor(processor, env, { transport, serde: ctx.serde, log: ctx.log });
-  return { firstBatchAt: () => transport.first, stop: () => running.stop() };
+  return {
+    firstBatchAt: () => transport.first,
+    stop: async () => {
+      await running.stop();
+      await thread?.stop();
+    },
+  };
 }
 
 /**

@@ -6,22 +6,34 @@ import type { Decision, DeadLetter, ToolCall } from "../../schemas/types.ts";
 import { EXACTLY_ONCE_PRODUCER } from "../../processors/runner/endpoints.ts";
 import { createLogger } from "../../processors/runner/log.ts";
 import { startProcessor, type RunningProcessor } from "../../processors/runner/runner.ts";
-import { KafkaTransport } from "../../processors/runner/transport.ts";
+import { KafkaThread } from "../../processors/runner/kafka-thread.ts";
+import { KafkaTransport, type Transport } from "../../processors/runner/transport.ts";
 import { Keys } from "../../store/redis/keys.ts";
 import { collect, endpoints, groupAtEnd, kafka, serde } from "../support/kafka.ts";
 import { redisTally, tallyProcessor } from "../support/tally-processor.ts";
 import { toolCall, uid } from "../support/events.ts";
 
-describe("processor runner on the real broker, registry and Redis", () => {
+describe.each([
+  { where: "in one thread", threaded: false },
+  { where: "with the Kafka client in a thread of its own (kafka-thread.ts)", threaded: true },
+])("processor runner on the real broker, registry and Redis, $where", ({ threaded }) => {
   let s: Serde;
   let redis: Redis;
   let producer: Producer;
+  let thread: KafkaThread | undefined;
   const keys = new Keys(uid("t").replace(/-/g, "_"));
   const group = uid("tally");
   const log = createLogger({ test: "runner" }, () => {});
 
   async function start(): Promise<RunningProcessor> {
-    const transport = new KafkaTransport({ kafka: kafka(group), groupId: group, topic: "oz0.tool-calls", log });
+    const options = { groupId: group, topic: "oz0.tool-calls" };
+    let transport: Transport;
+    if (threaded) {
+      thread ??= new KafkaThread(group, endpoints(), log);
+      transport = thread.transport(options);
+    } else {
+      transport = new KafkaTransport({ kafka: kafka(group), log, ...options });
+    }
     return startProcessor(tallyProcessor, redisTally(redis, keys), { transport, serde: s, log });
   }
 
@@ -35,6 +47,7 @@ describe("processor runner on the real broker, registry and Redis", () => {
   });
 
   afterAll(async () => {
+    await thread?.stop();
     await producer?.disconnect();
     redis?.disconnect();
   });
