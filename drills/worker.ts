@@ -4,7 +4,8 @@
  *   npx tsx drills/worker.ts <subject> <lab>
  *
  * It runs the processor unchanged under the real runner and transport, on the lab's topics and
- * Redis keys (drills/subjects.ts). On stdout it writes JSON lines: `{"ready":true}` once its
+ * Redis keys (drills/subjects.ts), with the Kafka client in a thread of its own as the pipeline
+ * runs it (`OZ0_KAFKA_THREAD`). On stdout it writes JSON lines: `{"ready":true}` once its
  * consumer runs, then `{"in","out","deadLetters","rss"}` every 200 ms. SIGTERM stops it
  * gracefully; SIGKILL is what the drills are about.
  */
@@ -13,6 +14,7 @@ import kafkajs from "kafkajs";
 import { endpointsFromEnv, kafkaConfig } from "../processors/runner/endpoints.ts";
 import { createLogger } from "../processors/runner/log.ts";
 import { startProcessor } from "../processors/runner/runner.ts";
+import { KafkaThread, kafkaThreadFromEnv } from "../processors/runner/kafka-thread.ts";
 import { KafkaTransport } from "../processors/runner/transport.ts";
 import { Serde } from "../schemas/serde.ts";
 import { FileStore } from "../store/files.ts";
@@ -35,7 +37,9 @@ const kafka = new kafkajs.Kafka(kafkaConfig(`oz0-drill-${lab}`, endpoints, proce
 const serde = new Serde({ registryUrl: endpoints.registryUrl });
 await serde.registerAll();
 const redis = redisClient(endpoints, { maxRetriesPerRequest: 3 });
-const transport = new MappedTransport(new KafkaTransport({ kafka, groupId: names.groupId, topic: names.input, log, fromBeginning: true }), names.topics);
+const consume = { groupId: names.groupId, topic: names.input, fromBeginning: true };
+const thread = kafkaThreadFromEnv() ? new KafkaThread(`oz0-drill-${lab}`, endpoints, log, () => process.exit(1)) : null;
+const transport = new MappedTransport(thread ? thread.transport(consume) : new KafkaTransport({ kafka, log, ...consume }), names.topics);
 const files = async (): Promise<FileStore> => {
   const store = new FileStore({ client: minioClient(endpoints), bucket: names.bucket, keys: PayloadKeys.fromEnv() });
   await store.ensureBucket();
@@ -56,6 +60,7 @@ const stop = async (): Promise<void> => {
   stopping = true;
   clearInterval(timer);
   await running.stop();
+  await thread?.stop();
   redis.disconnect();
   process.exit(0);
 };
