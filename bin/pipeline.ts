@@ -15,8 +15,7 @@ import { consumerLag } from "../processors/runner/monitor.ts";
 import { startOps, type Ops } from "../processors/runner/ops.ts";
 import { opsAddressFromEnv, type OpsAddress } from "../processors/runner/ops-server.ts";
 import { startProcessor, type RunningProcessor } from "../processors/runner/runner.ts";
-import { KafkaThread, kafkaThreadFromEnv } from "../processors/runner/kafka-thread.ts";
-import { KafkaTransport } from "../processors/runner/transport.ts";
+import { kafkaTransports } from "../processors/runner/kafka-thread.ts";
 import { Serde } from "../schemas/serde.ts";
 import { FileStore } from "../store/files.ts";
 import { minioClient } from "../store/objects.ts";
@@ -84,7 +83,7 @@ export async function startPipeline(endpoints: Endpoints, log: Logger, options: 
   const config = await ConfigTable.start(kafka, serde, log);
   const groupOf = (name: string): string => `${options.groupPrefix ?? "oz0."}${name}`;
   // The processors' consumers and producers in a thread of their own, unless OZ0_KAFKA_THREAD=off.
-  const thread = kafkaThreadFromEnv() ? new KafkaThread("oz0-pipeline", endpoints, log, (err) => ops.health.failed(err.message)) : null;
+  const transports = kafkaTransports({ clientId: "oz0-pipeline", endpoints, kafka, log, onExit: (err) => ops.health.failed(err.message) });
   const inputs = new Map<string, string>(PIPELINE.map((e) => [e.processor.name, e.processor.input]));
   const groups = new Map<string, string>(PIPELINE.map((e) => [e.processor.name, groupOf(e.processor.name)]));
   // All at once: a start returns once its consumer first joined its group, which takes the
@@ -96,7 +95,7 @@ export async function startPipeline(endpoints: Endpoints, log: Logger, options: 
       if (options.startAt === "end") await startGroupAtEnd(admin, groupId, e.processor.input);
       ops.starting(e.processor.name, groupId);
       const consume = { groupId, topic: e.processor.input };
-      const transport = thread ? thread.transport(consume) : new KafkaTransport({ kafka, log, ...consume });
+      const transport = transports.transport(consume);
       const started = await startProcessor(e.processor, await e.env({ endpoints, redis, config, files }), { transport, serde, log });
       ops.started(started, groupId);
       return started;
@@ -123,7 +122,7 @@ export async function startPipeline(endpoints: Endpoints, log: Logger, options: 
     stop: async () => {
       ops.health.stopping();
       await Promise.all(running.map((r) => r.stop()));
-      await thread?.stop();
+      await transports.stop();
       await loopDeadlines.stop();
       await config.stop();
       await ops.stop();

@@ -13,11 +13,11 @@
 import { randomUUID } from "node:crypto";
 import { Partitioners, type Consumer, type Kafka, type Producer } from "kafkajs";
 import { endpointsFromEnv, EXACTLY_ONCE_PRODUCER } from "../../processors/runner/endpoints.ts";
-import { KafkaThread, kafkaThreadFromEnv } from "../../processors/runner/kafka-thread.ts";
+import { kafkaTransports } from "../../processors/runner/kafka-thread.ts";
 import type { Logger } from "../../processors/runner/log.ts";
 import type { Processor } from "../../processors/runner/processor.ts";
 import { startProcessor } from "../../processors/runner/runner.ts";
-import { concurrencyFromEnv, KafkaTransport, ProducerPool, type BatchHandler, type OutMessage, type Transport } from "../../processors/runner/transport.ts";
+import { concurrencyFromEnv, ProducerPool, type BatchHandler, type OutMessage, type Transport } from "../../processors/runner/transport.ts";
 import type { Serde } from "../../schemas/serde.ts";
 import type { TopicName } from "../../topology/topics.ts";
 
@@ -160,16 +160,14 @@ export class MappedTransport implements Transport {
 /** (b)-(e) A processor under the real runner and transport, reading the bench input and writing the bench outputs. */
 export async function startUnderRunner<In, Env>(ctx: SubjectContext, processor: Processor<In, Env>, env: Env): Promise<RunningSubject> {
   // As the pipeline runs it: the Kafka client in a thread of its own unless OZ0_KAFKA_THREAD=off.
-  const thread = kafkaThreadFromEnv() ? new KafkaThread(`oz0-bench-${ctx.groupId}`, endpointsFromEnv(), ctx.log) : null;
-  const options = { groupId: ctx.groupId, topic: ctx.input, fromBeginning: true };
-  const inner = thread ? thread.transport(options) : new KafkaTransport({ kafka: ctx.kafka, log: ctx.log, ...options });
-  const transport = new MappedTransport(inner, ctx.outputs);
+  const transports = kafkaTransports({ clientId: `oz0-bench-${ctx.groupId}`, endpoints: endpointsFromEnv(), kafka: ctx.kafka, log: ctx.log });
+  const transport = new MappedTransport(transports.transport({ groupId: ctx.groupId, topic: ctx.input, fromBeginning: true }), ctx.outputs);
   const running = await startProcessor(processor, env, { transport, serde: ctx.serde, log: ctx.log });
   return {
     firstBatchAt: () => transport.first,
     stop: async () => {
       await running.stop();
-      await thread?.stop();
+      await transports.stop();
     },
   };
 }

@@ -14,7 +14,8 @@ import type { Endpoints } from "./endpoints.ts";
 import { isRetriable, messageOf } from "./errors.ts";
 import type { Level, Logger } from "./log.ts";
 import { packOutputs, unpackRecords, type PackedOutputs, type PackedRecords } from "./thread-batches.ts";
-import type { BatchHandler, KafkaTransportOptions, Transport } from "./transport.ts";
+import { KafkaTransport, type BatchHandler, type KafkaTransportOptions, type Transport } from "./transport.ts";
+import type { Kafka } from "kafkajs";
 
 export interface ThreadError {
   readonly name: string;
@@ -45,6 +46,33 @@ export function kafkaThreadFromEnv(env: Record<string, string | undefined> = pro
   if (raw === "" || raw === "on" || raw === "1" || raw === "true") return true;
   if (raw === "off" || raw === "0" || raw === "false") return false;
   throw new Error(`OZ0_KAFKA_THREAD=${env.OZ0_KAFKA_THREAD} is neither on nor off`);
+}
+
+/** Where a process's transports get their Kafka client: a thread of their own, or this one. */
+export interface KafkaTransports {
+  transport(options: TransportOptions): Transport;
+  /** Ends the Kafka thread, if any, once every transport is stopped. */
+  stop(): Promise<void>;
+}
+
+/**
+ * The transports a process gives its processors: in a Kafka thread of its own, unless
+ * `OZ0_KAFKA_THREAD=off`, then each a `KafkaTransport` on `kafka` in this thread. `onExit`
+ * hears if the thread ends other than by `stop`.
+ */
+export function kafkaTransports(o: {
+  readonly clientId: string;
+  readonly endpoints: Endpoints;
+  readonly kafka: Kafka;
+  readonly log: Logger;
+  readonly onExit?: (err: Error) => void;
+  readonly env?: Record<string, string | undefined>;
+}): KafkaTransports {
+  if (!kafkaThreadFromEnv(o.env)) {
+    return { transport: (options) => new KafkaTransport({ kafka: o.kafka, log: o.log, ...options }), stop: () => Promise.resolve() };
+  }
+  const thread = new KafkaThread(o.clientId, o.endpoints, o.log, o.onExit);
+  return { transport: (options) => thread.transport(options), stop: () => thread.stop() };
 }
 
 interface Opened {

@@ -1,7 +1,9 @@
 import { describe, expect, it } from "vitest";
-import { kafkaThreadFromEnv } from "../../../processors/runner/kafka-thread.ts";
+import kafkajs from "kafkajs";
+import { kafkaThreadFromEnv, kafkaTransports } from "../../../processors/runner/kafka-thread.ts";
+import { createLogger } from "../../../processors/runner/log.ts";
 import { packOutputs, packRecords, unpackOutputs, unpackRecords } from "../../../processors/runner/thread-batches.ts";
-import type { OutMessage, RawRecord } from "../../../processors/runner/transport.ts";
+import { KafkaTransport, type OutMessage, type RawRecord } from "../../../processors/runner/transport.ts";
 
 /** As postMessage hands it over: cloned, its buffer moved (the sender's is detached). */
 function handedOver<T extends { bytes: ArrayBuffer }>(packed: T): T {
@@ -67,5 +69,13 @@ describe("a batch handed between the Kafka thread and the processors' thread", (
     expect(kafkaThreadFromEnv({ OZ0_KAFKA_THREAD: " OFF " })).toBe(false);
     expect(kafkaThreadFromEnv({ OZ0_KAFKA_THREAD: "0" })).toBe(false);
     expect(() => kafkaThreadFromEnv({ OZ0_KAFKA_THREAD: "sometimes" })).toThrow(/OZ0_KAFKA_THREAD=sometimes is neither on nor off/);
+  });
+
+  it("SYS-1 with OZ0_KAFKA_THREAD=off gives plain Kafka transports on the process's own client, and no thread", async () => {
+    const kafka = new kafkajs.Kafka({ clientId: "t", brokers: ["127.0.0.1:1"] });
+    const endpoints = { kafkaBrokers: ["127.0.0.1:1"], registryUrl: "http://127.0.0.1:1", redisUrl: "redis://127.0.0.1:1", minioUrl: "http://127.0.0.1:1", minioAccessKey: "a", minioSecretKey: "b" };
+    const transports = kafkaTransports({ clientId: "t", endpoints, kafka, log: createLogger({}, () => undefined), env: { OZ0_KAFKA_THREAD: "off" } });
+    expect(transports.transport({ groupId: "g", topic: "t" })).toBeInstanceOf(KafkaTransport);
+    await expect(transports.stop()).resolves.toBeUndefined();
   });
 });
