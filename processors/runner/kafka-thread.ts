@@ -75,8 +75,56 @@ export function kafkaTransports(o: {
   return { transport: (options) => thread.transport(options), stop: () => thread.stop() };
 }
 
+/**
+ * `OZ0_BATCHES_AT_ONCE` (default 2): how many of one processor's batches the processors' thread
+ * decides at once when the Kafka client runs in a thread of its own. The rest wait their turn,
+ * in the order they were fetched.
+ */
+export const DEFAULT_BATCHES_AT_ONCE = 2;
+
+export function batchesAtOnceFromEnv(env: Record<string, string | undefined> = process.env): number {
+  const raw = env.OZ0_BATCHES_AT_ONCE;
+  if (raw === undefined || raw.trim() === "") return DEFAULT_BATCHES_AT_ONCE;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 1 || n > 64) throw new Error(`OZ0_BATCHES_AT_ONCE=${raw} is not a whole number from 1 to 64`);
+  return n;
+}
+
+/**
+ * Turns to decide, taken in the order asked for. Batches decided all at once share the thread
+ * evenly and so all finish late, together, and their commits (the Kafka thread's work) then
+ * come all at once while this thread waits. Taken a few at a time, the first batch is decided
+ * early, and its commit runs in the Kafka thread while this thread decides the next: the two
+ * threads work at once. Two at a time (the default) keeps one batch deciding while another
+ * waits for Redis.
+ */
+export class Turns {
+  private running = 0;
+  private readonly waiting: Array<() => void> = [];
+  private readonly atOnce: number;
+
+  constructor(atOnce: number) {
+    this.atOnce = atOnce;
+  }
+
+  async run<T>(fn: () => Promise<T>): Promise<T> {
+    if (this.running >= this.atOnce) await new Promise<void>((resolve) => this.waiting.push(resolve));
+    else this.running++;
+    try {
+      return await fn();
+    } finally {
+      const next = this.waiting.shift();
+      // The turn passes straight to the next in line, so a newcomer cannot take it first.
+      if (next) next();
+      else this.running--;
+    }
+  }
+}
+
 interface Opened {
   readonly handler: BatchHandler;
+  /** This processor's batches, decided a few at a time in the order they came. */
+  readonly turns: Turns;
   /** Batches answered, not yet known to be committed, by partition (a partition's batches come one at a time). */
   readonly pending: Map<number, { batch: number; fns: Array<() => void> }>;
   stopping: boolean;
@@ -89,6 +137,7 @@ export class KafkaThread {
   private readonly calls = new Map<number, { resolve(): void; reject(err: Error): void }>();
   private nextId = 0;
   private exited: Error | null = null;
+  private readonly atOnce = batchesAtOnceFromEnv();
 
   /** Starts the thread; `onExit` hears if it ends other than by `stop` (the processors can go on no longer). */
   constructor(clientId: string, endpoints: Endpoints, log: Logger, onExit: (err: Error) => void = () => undefined) {
@@ -112,7 +161,7 @@ export class KafkaThread {
     const id = this.nextId++;
     return {
       start: async (handler) => {
-        this.opened.set(id, { handler, pending: new Map(), stopping: false });
+        this.opened.set(id, { handler, turns: new Turns(this.atOnce), pending: new Map(), stopping: false });
         await this.call(id, { type: "open", id, options });
       },
       stop: async () => {
@@ -162,10 +211,17 @@ export class KafkaThread {
     else c?.resolve();
   }
 
-  private async decide(id: number, batch: number, packed: PackedRecords): Promise<void> {
+  private decide(id: number, batch: number, packed: PackedRecords): Promise<void> {
     const o = this.opened.get(id);
+    if (!o) {
+      this.answerFailed(batch, new Error(`the Kafka thread handed over a batch for transport ${id}, which is not open`));
+      return Promise.resolve();
+    }
+    return o.turns.run(() => this.decideNow(o, batch, packed));
+  }
+
+  private async decideNow(o: Opened, batch: number, packed: PackedRecords): Promise<void> {
     try {
-      if (!o) throw new Error(`the Kafka thread handed over a batch for transport ${id}, which is not open`);
       const records = unpackRecords(packed);
       // A partition's earlier batch not committed by now never will be: its latency is not observed.
       const fns: Array<() => void> = [];
@@ -179,8 +235,12 @@ export class KafkaThread {
       const packedOut = packOutputs(out);
       this.worker.postMessage({ type: "answer", batch, out: packedOut } satisfies ToKafkaThread, [packedOut.bytes]);
     } catch (err) {
-      const error: ThreadError = { name: err instanceof Error ? err.name : "Error", message: messageOf(err), retriable: isRetriable(err) };
-      this.worker.postMessage({ type: "answer", batch, error } satisfies ToKafkaThread);
+      this.answerFailed(batch, err);
     }
+  }
+
+  private answerFailed(batch: number, err: unknown): void {
+    const error: ThreadError = { name: err instanceof Error ? err.name : "Error", message: messageOf(err), retriable: isRetriable(err) };
+    this.worker.postMessage({ type: "answer", batch, error } satisfies ToKafkaThread);
   }
 }
