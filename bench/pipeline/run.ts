@@ -2,7 +2,7 @@
  * The pipeline benchmark: each processor's throughput and latency beside a bare kafkajs
  * passthrough of the same events, in the same run, reported as ratios.
  *
- *   npx tsx bench/pipeline/run.ts [--events N] [--results M] [--seconds S] [--rate R] [--latency-seconds L] [--only loops,limits,fit]
+ *   npx tsx bench/pipeline/run.ts [--events N] [--results M] [--seconds S] [--rate R] [--latency-seconds L] [--only loops,limits,fit] [--out FILE]
  *
  * For each input (tool calls, model calls, tool results) it pre-produces N realistic events
  * to a fresh topic per subject (same bytes, same keys, the real topic's partition count), then
@@ -21,10 +21,13 @@
  * read or written. Services: the OZ0_* endpoints, else the local stack's ports; the stack is
  * never started or stopped here.
  *
- * The table goes to stdout and bench/out/pipeline.md.
+ * The table goes to stdout and to --out (default bench/out/pipeline.md). The exit code is 0 only
+ * when every subject answered its whole backlog in time.
  */
 import { randomUUID } from "node:crypto";
 import { mkdir, writeFile } from "node:fs/promises";
+import { dirname } from "node:path";
+import { fileURLToPath } from "node:url";
 import { setTimeout as sleep } from "node:timers/promises";
 import { parseArgs } from "node:util";
 import { redisClient } from "../../store/redis/client.ts";
@@ -41,7 +44,7 @@ import { Serde } from "../../schemas/serde.ts";
 import { Keys } from "../../store/redis/keys.ts";
 import { ensureTopics } from "../../topology/create.ts";
 import { topic as topicSpec, type TopicName, type TopicSpec } from "../../topology/topics.ts";
-import { Collector, type OutputTopic } from "./collect.ts";
+import { ThreadedCollector, type OutputTopic } from "./collect.ts";
 import { BENCH_AGENTS, loadCorpus, modelCalls, toolCalls, toolResults, type BenchEvent, type EventKind } from "./events.ts";
 import { identityProcessor, startPassthrough, startTransactionalPassthrough, startUnderRunner, type RunningSubject, type SubjectContext } from "./subjects.ts";
 
@@ -53,6 +56,7 @@ const { values } = parseArgs({
     rate: { type: "string", default: "50" },
     "latency-seconds": { type: "string", default: "3" },
     only: { type: "string", default: "loops,limits,fit" },
+    out: { type: "string", default: "" },
   },
 });
 const N = Number(values.events);
@@ -62,7 +66,7 @@ const RATE = Number(values.rate);
 const LATENCY_SECONDS = Number(values["latency-seconds"]);
 const ONLY = new Set(values.only.split(",").map((s) => s.trim()));
 if (!(N > 0 && RESULTS > 0 && SECONDS > 0 && RATE > 0 && LATENCY_SECONDS > 0)) {
-  process.stderr.write("usage: npx tsx bench/pipeline/run.ts [--events N>0] [--results N>0] [--seconds S>0] [--rate R>0] [--latency-seconds L>0] [--only loops,limits,fit]\n");
+  process.stderr.write("usage: npx tsx bench/pipeline/run.ts [--events N>0] [--results N>0] [--seconds S>0] [--rate R>0] [--latency-seconds L>0] [--only loops,limits,fit] [--out FILE]\n");
   process.exit(2);
 }
 
@@ -236,15 +240,21 @@ async function produceAll(topic: string, messages: ReadonlyArray<{ key: string; 
   if (chunk.length > 0) await producer.send({ topic, messages: chunk });
 }
 
-async function measure(p: Plan, backlog: ReadonlyArray<BenchEvent<{ id: string; ts: number }>>, paced: ReadonlyArray<BenchEvent<{ id: string; ts: number }>>): Promise<Row> {
+/** What the throughput run needs of the backlog once it is produced: the IDs answers name. */
+interface Backlog {
+  readonly size: number;
+  readonly answered: readonly string[];
+}
+
+async function measure(p: Plan, backlog: Backlog, paced: ReadonlyArray<BenchEvent<{ id: string; ts: number }>>): Promise<Row> {
   const retriesBefore = txnRetries;
-  const collector = new Collector(kafka, serde, p.read, p.group.kind.schema);
-  await collector.start();
+  const collector = new ThreadedCollector(`oz0-bench-reader-${uid}`, endpoints);
+  await collector.start(p.read, p.group.kind.schema);
   const groupId = `bench.${uid}.${p.group.short}.${p.subject}`;
   const subject = await startSubject(p, { kafka, serde, log, groupId, input: p.input, outputs: p.outputs });
   try {
     // Throughput: the backlog, from the first batch to the last answer read.
-    const want = backlog.filter((e) => e.answered).map((e) => e.value.id);
+    const want = backlog.answered;
     const drained = await collector.waitFor(want, SECONDS * 1000);
     const t0 = subject.firstBatchAt() ?? Date.now();
     const end = drained.last ?? Date.now();
@@ -268,24 +278,26 @@ async function measure(p: Plan, backlog: ReadonlyArray<BenchEvent<{ id: string; 
     await Promise.all(sends);
     const answered = await collector.waitFor([...sentAt.keys()], 20_000);
     const latencies = [...sentAt].flatMap(([id, at]) => {
-      const read = collector.seen.get(id);
+      const read = answered.seen.get(id);
       return read === undefined ? [] : [read - at];
     });
     latencies.sort((a, b) => a - b);
-    const done = complete ? want.length : want.filter((id) => collector.seen.has(id)).length;
+    // Answers of the backlog read by now, late ones included, when it did not drain in time.
+    const done = complete ? want.length : (await collector.waitFor(want, 0)).seen.size;
+    const share = done / Math.max(1, want.length);
     return {
       plan: p,
-      events: complete ? backlog.length : Math.round((backlog.length * done) / Math.max(1, want.length)),
+      events: complete ? backlog.size : Math.round(backlog.size * share),
       answered: done,
       seconds,
-      perSecond: (complete ? backlog.length : (backlog.length * done) / Math.max(1, want.length)) / seconds,
+      perSecond: (complete ? backlog.size : backlog.size * share) / seconds,
       complete,
       p50: percentile(latencies, 50),
       p99: percentile(latencies, 99),
       latencySamples: latencies.length,
       latencyMissing: answered.missing,
-      outputs: collector.outputs,
-      deadLetters: collector.deadLetters,
+      outputs: answered.outputs,
+      deadLetters: answered.deadLetters,
       txnRetries: txnRetries - retriesBefore,
     };
   } finally {
@@ -353,12 +365,17 @@ try {
   // dead-letter included), so the bench meets the limits the pipeline meets.
   await producer.connect();
   const paced = Math.max(1, Math.round(RATE * LATENCY_SECONDS));
-  const made = new Map(groups.map((g) => [g, { backlog: g.kind.make(g.count, `${uid}-b`, 1) }]));
-  for (const p of plans) {
-    const events = made.get(p.group)?.backlog ?? [];
-    const t = Date.now();
-    await produceAll(p.input, events.map((e) => ({ key: e.key, value: serde.encode(p.group.kind.schema, e.value) })));
-    say(`pre-produced ${events.length} ${p.group.kind.schema} to ${p.input} in ${Date.now() - t} ms`);
+  // Each group's backlog is made once and produced to each subject's input; then only its IDs
+  // are kept, so the events' objects do not sit in this process's heap while subjects run.
+  const made = new Map<Group, Backlog>();
+  for (const g of groups) {
+    const events = g.kind.make(g.count, `${uid}-b`, 1);
+    for (const p of plans.filter((q) => q.group === g)) {
+      const t = Date.now();
+      await produceAll(p.input, events.map((e) => ({ key: e.key, value: serde.encode(p.group.kind.schema, e.value) })));
+      say(`pre-produced ${events.length} ${p.group.kind.schema} to ${p.input} in ${Date.now() - t} ms`);
+    }
+    made.set(g, { size: events.length, answered: events.filter((e) => e.answered).map((e) => e.value.id) });
   }
   for (const p of plans) {
     if (interrupted) break;
@@ -367,7 +384,7 @@ try {
     // The paced events carry the subject's own tag, so a processor's Redis state never sees one twice.
     const pacedEvents = p.group.kind.make(paced, `${uid}-l-${p.subject}`, 2);
     const t = Date.now();
-    const row = await measure(p, m.backlog, pacedEvents);
+    const row = await measure(p, m, pacedEvents);
     rows.push(row);
     say(`${p.group.kind.topic} ${p.label}: ${fmt(row.perSecond)} events/s over ${fmt(row.seconds, 2)} s${row.complete ? "" : " (timed out)"}, p50 ${fmt(row.p50)} ms, p99 ${fmt(row.p99)} ms (${row.latencySamples} samples, ${row.latencyMissing} missing), ${row.outputs} outputs, ${row.deadLetters} dead letters, ${row.txnRetries} txn retries; ${((Date.now() - t) / 1000).toFixed(1)} s in all`);
   }
@@ -395,6 +412,7 @@ const report = [
   "",
 ].join("\n");
 process.stdout.write(`${report}\n`);
-await mkdir(new URL("../out/", import.meta.url), { recursive: true });
-await writeFile(new URL("../out/pipeline.md", import.meta.url), report);
+const outFile = values.out === "" ? fileURLToPath(new URL("../out/pipeline.md", import.meta.url)) : values.out;
+await mkdir(dirname(outFile), { recursive: true });
+await writeFile(outFile, report);
 process.exit(rows.length === plans.length && rows.every((r) => r.complete) ? 0 : 1);
