@@ -4,7 +4,7 @@
  * dead-letter topic with its reason and original bytes; the processor keeps going.
  */
 import { setTimeout as sleep } from "node:timers/promises";
-import { DecodeError, type Serde } from "../../schemas/serde.ts";
+import { DecodeError, WRITER_NOT_KNOWN, type Serde } from "../../schemas/serde.ts";
 import type { DeadLetter } from "../../schemas/types.ts";
 import { topic } from "../../topology/topics.ts";
 import { runBatch, type Rejected } from "./batch.ts";
@@ -104,7 +104,9 @@ export async function startProcessor<In, Env>(p: Processor<In, Env>, env: Env, d
       }
       for (let attempt = 1; ; attempt++) {
         try {
-          const value = await deps.serde.decode<In>(inputSchema, raw.value);
+          // Without waiting when the writer's schema is known, as it is for all but a schema's first message.
+          const known = deps.serde.decodeKnown<In>(inputSchema, raw.value);
+          const value = known === WRITER_NOT_KNOWN ? await deps.serde.decode<In>(inputSchema, raw.value) : known;
           records.push({ topic: raw.topic, partition: raw.partition, offset: raw.offset, key: raw.key?.toString("utf8") ?? null, value, timestamp: raw.timestamp });
           break;
         } catch (err) {

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { schema } from "../../schemas/catalog.ts";
-import { Serde } from "../../schemas/serde.ts";
+import { DecodeError, Serde, WRITER_NOT_KNOWN } from "../../schemas/serde.ts";
 import type { ToolCall } from "../../schemas/types.ts";
 import { endpoints } from "../support/kafka.ts";
 import { toolCall } from "../support/events.ts";
@@ -30,5 +30,28 @@ describe("SYS-1 encoding into a reused buffer", () => {
     const serde = new Serde({ registryUrl: endpoints().registryUrl });
     await serde.registerAll();
     expect(() => serde.encode("ToolCall", { ...toolCall(), context_used: "many" })).toThrow(/context_used/);
+  });
+
+  it("SYS-1 decodes without waiting once the writer's schema is known, and refuses bad input as decode does", async () => {
+    const writer = new Serde({ registryUrl: endpoints().registryUrl });
+    await writer.registerAll();
+    const call = toolCall();
+    const bytes = writer.encode("ToolCall", call);
+    // A reader that has not seen the schema yet must fetch it first.
+    const reader = new Serde({ registryUrl: endpoints().registryUrl });
+    expect(reader.decodeKnown("ToolCall", bytes)).toBe(WRITER_NOT_KNOWN);
+    expect(await reader.decode<ToolCall>("ToolCall", bytes)).toEqual(call);
+    expect(reader.decodeKnown<ToolCall>("ToolCall", bytes)).toEqual(call);
+    // The writer knows its own schemas from registering them.
+    expect(writer.decodeKnown<ToolCall>("ToolCall", bytes)).toEqual(call);
+    for (const [bad, words] of [
+      [null, /empty message/],
+      [Buffer.from([1, 2, 3]), /not in the Confluent wire format/],
+      [bytes.subarray(0, bytes.length - 4), /does not decode with schema ID/],
+    ] as const) {
+      expect(() => reader.decodeKnown("ToolCall", bad)).toThrow(DecodeError);
+      expect(() => reader.decodeKnown("ToolCall", bad)).toThrow(words);
+      await expect(reader.decode("ToolCall", bad)).rejects.toThrow(words);
+    }
   });
 });
