@@ -13,6 +13,7 @@ import { Worker } from "node:worker_threads";
 import type { Endpoints } from "./endpoints.ts";
 import { isRetriable, messageOf } from "./errors.ts";
 import type { Level, Logger } from "./log.ts";
+import { wholeFromEnv, type Env } from "./settings.ts";
 import { packOutputs, unpackRecords, type PackedOutputs, type PackedRecords } from "./thread-batches.ts";
 import { KafkaTransport, type BatchHandler, type KafkaTransportOptions, type Transport } from "./transport.ts";
 import type { Kafka } from "kafkajs";
@@ -41,7 +42,7 @@ export type FromKafkaThread =
  * `OZ0_KAFKA_THREAD`: `on` (the default) runs the Kafka client in a thread of its own, `off`
  * in the processors' thread.
  */
-export function kafkaThreadFromEnv(env: Record<string, string | undefined> = process.env): boolean {
+export function kafkaThreadFromEnv(env: Env = process.env): boolean {
   const raw = (env.OZ0_KAFKA_THREAD ?? "").trim().toLowerCase();
   if (raw === "" || raw === "on" || raw === "1" || raw === "true") return true;
   if (raw === "off" || raw === "0" || raw === "false") return false;
@@ -66,7 +67,7 @@ export function kafkaTransports(o: {
   readonly kafka: Kafka;
   readonly log: Logger;
   readonly onExit?: (err: Error) => void;
-  readonly env?: Record<string, string | undefined>;
+  readonly env?: Env;
 }): KafkaTransports {
   if (!kafkaThreadFromEnv(o.env)) {
     return { transport: (options) => new KafkaTransport({ kafka: o.kafka, log: o.log, ...options }), stop: () => Promise.resolve() };
@@ -82,12 +83,8 @@ export function kafkaTransports(o: {
  */
 export const DEFAULT_BATCHES_AT_ONCE = 2;
 
-export function batchesAtOnceFromEnv(env: Record<string, string | undefined> = process.env): number {
-  const raw = env.OZ0_BATCHES_AT_ONCE;
-  if (raw === undefined || raw.trim() === "") return DEFAULT_BATCHES_AT_ONCE;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < 1 || n > 64) throw new Error(`OZ0_BATCHES_AT_ONCE=${raw} is not a whole number from 1 to 64`);
-  return n;
+export function batchesAtOnceFromEnv(env: Env = process.env): number {
+  return wholeFromEnv(env, "OZ0_BATCHES_AT_ONCE", DEFAULT_BATCHES_AT_ONCE, 1, 64);
 }
 
 /**

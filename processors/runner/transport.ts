@@ -8,6 +8,7 @@ import { hostname } from "node:os";
 import type { Consumer, EachBatchPayload, Kafka, Producer } from "kafkajs";
 import { EXACTLY_ONCE_PRODUCER } from "./endpoints.ts";
 import type { Logger } from "./log.ts";
+import { wholeFromEnv, type Env } from "./settings.ts";
 
 export interface RawRecord {
   readonly topic: string;
@@ -119,26 +120,15 @@ export interface InstanceSettings {
  * broker after TRANSACTION_TIMEOUT_MS. `OZ0_KAFKA_SESSION_TIMEOUT_MS` (default 30 s, at least
  * the broker's 6 s minimum): how soon a crashed instance's partitions go to the others.
  */
-export function instanceFromEnv(env: Record<string, string | undefined> = process.env): InstanceSettings {
+export function instanceFromEnv(env: Env = process.env): InstanceSettings {
   const id = env.OZ0_INSTANCE_ID?.trim() || null;
   if (id !== null && !/^[A-Za-z0-9_.-]{1,100}$/.test(id)) throw new Error(`OZ0_INSTANCE_ID=${id} may hold only letters, digits, '_', '.' and '-' (at most 100)`);
-  const raw = env.OZ0_KAFKA_SESSION_TIMEOUT_MS;
-  const session = raw === undefined || raw === "" ? 30_000 : Number(raw);
-  if (!Number.isInteger(session) || session < 6_000 || session > 300_000) {
-    throw new Error(`OZ0_KAFKA_SESSION_TIMEOUT_MS=${raw} is not a whole number of milliseconds from 6000 to 300000`);
-  }
-  return { instanceId: id, sessionTimeoutMs: session };
+  return { instanceId: id, sessionTimeoutMs: wholeFromEnv(env, "OZ0_KAFKA_SESSION_TIMEOUT_MS", 30_000, 6_000, 300_000, "milliseconds") };
 }
 
 /** The concurrency from the environment: a whole number from 1 to 64, else the default. */
-export function concurrencyFromEnv(env: Record<string, string | undefined> = process.env): number {
-  const raw = env.OZ0_PARTITIONS_CONCURRENTLY;
-  if (raw === undefined || raw === "") return DEFAULT_CONCURRENCY;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < 1 || n > 64) {
-    throw new Error(`OZ0_PARTITIONS_CONCURRENTLY=${raw} is not a whole number from 1 to 64`);
-  }
-  return n;
+export function concurrencyFromEnv(env: Env = process.env): number {
+  return wholeFromEnv(env, "OZ0_PARTITIONS_CONCURRENTLY", DEFAULT_CONCURRENCY, 1, 64);
 }
 
 /**
