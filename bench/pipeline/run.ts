@@ -45,6 +45,7 @@ import { Keys } from "../../store/redis/keys.ts";
 import { ensureTopics } from "../../topology/create.ts";
 import { topic as topicSpec, type TopicName, type TopicSpec } from "../../topology/topics.ts";
 import { ThreadedCollector, type OutputTopic } from "./collect.ts";
+import { CpuMeter, type CpuSpent } from "./cpu.ts";
 import { BENCH_AGENTS, loadCorpus, modelCalls, toolCalls, toolResults, type BenchEvent, type EventKind } from "./events.ts";
 import { identityProcessor, startPassthrough, startTransactionalPassthrough, startUnderRunner, type RunningSubject, type SubjectContext } from "./subjects.ts";
 
@@ -205,6 +206,8 @@ interface Row {
   readonly outputs: number;
   readonly deadLetters: number;
   readonly txnRetries: number;
+  /** CPU spent over the throughput window. */
+  readonly cpu: CpuSpent;
 }
 
 async function startSubject(p: Plan, ctx: SubjectContext): Promise<RunningSubject> {
@@ -251,6 +254,8 @@ async function measure(p: Plan, backlog: Backlog, paced: ReadonlyArray<BenchEven
   const collector = new ThreadedCollector(`oz0-bench-reader-${uid}`, endpoints);
   await collector.start(p.read, p.group.kind.schema);
   const groupId = `bench.${uid}.${p.group.short}.${p.subject}`;
+  const meter = new CpuMeter(redis);
+  await meter.start();
   const subject = await startSubject(p, { kafka, serde, log, groupId, input: p.input, outputs: p.outputs });
   try {
     // Throughput: the backlog, from the first batch to the last answer read.
@@ -260,6 +265,8 @@ async function measure(p: Plan, backlog: Backlog, paced: ReadonlyArray<BenchEven
     const end = drained.last ?? Date.now();
     const seconds = Math.max(0.001, (end - t0) / 1000);
     const complete = drained.missing === 0;
+    await meter.stop();
+    const cpu = meter.between(t0, end);
     // Latency: events sent one by one at RATE a second, each stamped when sent.
     const sentAt = new Map<string, number>();
     const sends: Array<Promise<unknown>> = [];
@@ -299,10 +306,12 @@ async function measure(p: Plan, backlog: Backlog, paced: ReadonlyArray<BenchEven
       outputs: answered.outputs,
       deadLetters: answered.deadLetters,
       txnRetries: txnRetries - retriesBefore,
+      cpu,
     };
   } finally {
     await subject.stop().catch((err: unknown) => log.warn("stopping a subject failed", { subject: p.label, error: String(err) }));
     await collector.stop().catch(() => undefined);
+    await meter.stop();
   }
 }
 
@@ -310,10 +319,15 @@ function fmt(n: number, digits = 0): string {
   return Number.isFinite(n) ? n.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits }) : "-";
 }
 
+/** CPU seconds over the window as microseconds per input handled in it. */
+function perInput(r: Row, seconds: number | null): string {
+  return seconds === null || r.events === 0 ? "-" : fmt((seconds * 1e6) / r.events);
+}
+
 function table(): string {
   const lines = [
-    "| input | subject | events | answers | seconds | events/s | vs passthrough | vs passthrough-txn | p50 ms | p99 ms | dead letters | txn retries |",
-    "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    "| input | subject | events | answers | seconds | events/s | vs passthrough | vs passthrough-txn | p50 ms | p99 ms | dead letters | txn retries | CPU µs/input: machine | this process | Redis |",
+    "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
   ];
   for (const r of rows) {
     const same = rows.filter((o) => o.plan.group === r.plan.group);
@@ -321,7 +335,7 @@ function table(): string {
     const txn = same.find((o) => o.plan.subject === "passthrough-txn")?.perSecond ?? NaN;
     const note = r.complete ? "" : " (timed out)";
     lines.push(
-      `| ${r.plan.group.kind.topic} | ${r.plan.label}${note} | ${r.events} | ${r.answered} | ${fmt(r.seconds, 2)} | ${fmt(r.perSecond)} | ${fmt(r.perSecond / base, 2)} | ${fmt(r.perSecond / txn, 2)} | ${fmt(r.p50)} | ${fmt(r.p99)} | ${r.deadLetters} | ${r.txnRetries} |`,
+      `| ${r.plan.group.kind.topic} | ${r.plan.label}${note} | ${r.events} | ${r.answered} | ${fmt(r.seconds, 2)} | ${fmt(r.perSecond)} | ${fmt(r.perSecond / base, 2)} | ${fmt(r.perSecond / txn, 2)} | ${fmt(r.p50)} | ${fmt(r.p99)} | ${r.deadLetters} | ${r.txnRetries} | ${perInput(r, r.cpu.machine)} | ${perInput(r, r.cpu.process)} | ${perInput(r, r.cpu.redis)} |`,
     );
   }
   return lines.join("\n");
@@ -335,7 +349,14 @@ function verdicts(): string[] {
     if (!base || !proc) return `- ${g.processor.name}: not measured`;
     const ratio = proc.perSecond / base.perSecond;
     const meets = proc.complete && ratio >= 0.5;
-    return `- ${g.processor.name}: ${fmt(proc.perSecond)} inputs/s (${proc.answered} ${g.answers}) against ${fmt(base.perSecond)}/s for the bare passthrough: ${fmt(ratio, 2)}x, ${meets ? "meets" : "misses"} the aim of at least half the passthrough's throughput.`;
+    const identity = same.find((o) => o.plan.subject === "runner-identity");
+    const cost = (r: Row | undefined): number | null => (r && r.cpu.machine !== null && r.events > 0 ? (r.cpu.machine * 1e6) / r.events : null);
+    const [cBase, cProc, cId] = [cost(base), cost(proc), cost(identity)];
+    const cpu =
+      cBase !== null && cProc !== null
+        ? ` Machine CPU per input: ${fmt(cProc)} µs against the passthrough's ${fmt(cBase)} µs (${fmt(cProc / cBase, 2)}x; half the throughput allows 2x on busy cores)${cId !== null ? `; runner-identity's ${fmt(cId)} µs (${fmt(cId / cBase, 2)}x)` : ""}.`
+        : "";
+    return `- ${g.processor.name}: ${fmt(proc.perSecond)} inputs/s (${proc.answered} ${g.answers}) against ${fmt(base.perSecond)}/s for the bare passthrough: ${fmt(ratio, 2)}x, ${meets ? "meets" : "misses"} the aim of at least half the passthrough's throughput.${cpu}`;
   });
 }
 
@@ -405,6 +426,9 @@ const report = [
   "the answer being readable. Ratios are to the bare passthrough and to the transactional passthrough",
   "of the same input in the same run. Txn retries: CONCURRENT_TRANSACTIONS answers kafkajs retried",
   "(a transaction begun before the previous commit finished), each costing a backoff of ~100 ms.",
+  "CPU µs/input: CPU seconds over the throughput window per input, of the whole machine (every core",
+  "and process: broker, Redis, this one), of this process (the subject and the bench's reader), and",
+  "of the Redis server. With the cores busy, throughput is the cores over the machine's CPU per input.",
   "",
   table(),
   "",

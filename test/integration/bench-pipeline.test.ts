@@ -44,9 +44,13 @@ describe("the pipeline benchmark against the real services", () => {
       expect(num(r[6]), r[1]).toBeGreaterThan(0);
       // Nothing dead-lettered: the bench's events are all valid.
       expect(num(r[10]), r[1]).toBe(0);
+      // CPU per input over the window: the machine's (Linux) and this process's are spent; Redis's is read.
+      expect(num(r[12]), r[1]).toBeGreaterThan(0);
+      expect(num(r[13]), r[1]).toBeGreaterThan(0);
+      expect(num(r[14]), r[1]).toBeGreaterThanOrEqual(0);
     }
     expect(num(measured[0]?.[6])).toBe(1);
-    expect(md).toMatch(/- loop-calls: [\d,]+ inputs\/s \(400 decisions\) against [\d,]+\/s for the bare passthrough: [\d.]+x, (meets|misses) the aim/);
+    expect(md).toMatch(/- loop-calls: [\d,]+ inputs\/s \(400 decisions\) against [\d,]+\/s for the bare passthrough: [\d.]+x, (meets|misses) the aim[^\n]* Machine CPU per input: [\d,]+ µs against the passthrough's [\d,]+ µs \([\d.]+x; half the throughput allows 2x on busy cores\); runner-identity's [\d,]+ µs/);
     expect(stderr).toMatch(/cleaned up: \d+ topics, \d+ Redis keys under bench_/);
   }, 330_000);
 });
