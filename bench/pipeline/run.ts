@@ -352,9 +352,12 @@ function verdicts(): string[] {
     const identity = same.find((o) => o.plan.subject === "runner-identity");
     const cost = (r: Row | undefined): number | null => (r && r.cpu.machine !== null && r.events > 0 ? (r.cpu.machine * 1e6) / r.events : null);
     const [cBase, cProc, cId] = [cost(base), cost(proc), cost(identity)];
+    const cRedis = proc.cpu.redis !== null && proc.events > 0 ? (proc.cpu.redis * 1e6) / proc.events : null;
+    // What comes before the processor's own work: the runner with a core that does nothing, and the Redis server's share.
+    const floor = cBase !== null && cId !== null && cRedis !== null ? `, with this processor's Redis server time ${fmt(cId + cRedis)} µs (${fmt((cId + cRedis) / cBase, 2)}x) before its own work` : "";
     const cpu =
       cBase !== null && cProc !== null
-        ? ` Machine CPU per input: ${fmt(cProc)} µs against the passthrough's ${fmt(cBase)} µs (${fmt(cProc / cBase, 2)}x; half the throughput allows 2x on busy cores)${cId !== null ? `; runner-identity's ${fmt(cId)} µs (${fmt(cId / cBase, 2)}x)` : ""}.`
+        ? ` Machine CPU per input: ${fmt(cProc)} µs against the passthrough's ${fmt(cBase)} µs (${fmt(cProc / cBase, 2)}x; half the throughput allows 2x on busy cores)${cId !== null ? `; runner-identity's ${fmt(cId)} µs (${fmt(cId / cBase, 2)}x)${floor}` : ""}.`
         : "";
     return `- ${g.processor.name}: ${fmt(proc.perSecond)} inputs/s (${proc.answered} ${g.answers}) against ${fmt(base.perSecond)}/s for the bare passthrough: ${fmt(ratio, 2)}x, ${meets ? "meets" : "misses"} the aim of at least half the passthrough's throughput.${cpu}`;
   });
