@@ -71,7 +71,9 @@ export async function runLane<In, S, R = never>(spec: LaneSpec<In, S, R>, store:
   });
   const reads = [...groups.values()].map((indexes) => {
     const first = records[indexes[0] as number] as InputRecord<In>;
-    return { tenant: spec.tenantOf(first.value), run: spec.runOf(first.value), source: sourceOf(first), offsets: indexes.map((i) => (records[i] as InputRecord<In>).offset) };
+    // Memos before the batch's start are no replay's to read: dropped when the run is written. Kept all where the source cannot say.
+    const from = first.batchStart ?? "-1";
+    return { tenant: spec.tenantOf(first.value), run: spec.runOf(first.value), source: sourceOf(first), offsets: indexes.map((i) => (records[i] as InputRecord<In>).offset), from };
   });
   const snapshots = await store.read(spec.lane, reads);
 
@@ -119,7 +121,7 @@ export async function runLane<In, S, R = never>(spec: LaneSpec<In, S, R>, store:
     }
     // A state no step replaced (every input refused, held or stopped) is written back as it was read.
     const text = state === before && snap.state !== null ? snap.state : JSON.stringify(state);
-    if (newest !== null) writes.push({ tenant: read.tenant, run: read.run, source: read.source, at: newest, state: text, memos, flags: raised, deadlines, settled, counts });
+    if (newest !== null) writes.push({ tenant: read.tenant, run: read.run, source: read.source, at: newest, from: read.from, state: text, memos, flags: raised, deadlines, settled, counts });
   });
   await store.write(spec.lane, writes);
   return outcomes;

@@ -42,7 +42,9 @@ export class MemoryLoopStore implements LoopStore {
       if (seen === undefined || Number(seen) < Number(w.at)) {
         h.set("state", w.state);
         h.set(`at:${w.source}`, w.at);
-        for (const [offset, outcome] of w.memos) h.set(`memo:${w.source}:${offset}`, outcome);
+        const prefix = `memo:${w.source}:`;
+        for (const field of [...h.keys()]) if (field.startsWith(prefix) && Number(field.slice(prefix.length)) < Number(w.from)) h.delete(field);
+        for (const [offset, outcome] of w.memos) h.set(`${prefix}${offset}`, outcome);
         const flags = this.hash(this.flags, runKey(w));
         for (const [field, value] of w.flags) if (!flags.has(field)) flags.set(field, value);
       }

@@ -97,7 +97,7 @@ export class RedisLoopStore implements LoopStore {
     for (const w of writes) {
       const waitsUntil = Math.max(0, ...w.deadlines.map((d) => d.at));
       const ttl = Math.max(this.runTtl, Math.ceil((waitsUntil - Date.now()) / 1000) + this.runTtl);
-      const args: Array<string | number> = [w.source, w.at, w.state, ttl, w.memos.length];
+      const args: Array<string | number> = [w.source, w.at, w.state, ttl, w.from, w.memos.length];
       for (const [offset, outcome] of w.memos) args.push(offset, outcome);
       for (const [field, value] of w.flags) args.push(field, value);
       scripted[commit]?.(this.keys.loopLane(w.tenant, w.run, lane), this.keys.loopFlags(w.tenant, w.run), ...args);

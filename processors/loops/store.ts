@@ -131,6 +131,12 @@ export interface LaneWrite {
   readonly source: string;
   /** The newest offset of this run's inputs in the batch. */
   readonly at: string;
+  /**
+   * The first offset of the batch from this source (`InputRecord.batchStart`; -1 where the
+   * source cannot say). Every offset before it was committed, so Kafka never hands it out
+   * again and no replay needs its memo: the run's memos from this source before it are dropped.
+   */
+  readonly from: string;
   readonly state: string;
   readonly memos: ReadonlyArray<readonly [offset: string, outcome: string]>;
   readonly flags: ReadonlyArray<readonly [FlagField, string]>;

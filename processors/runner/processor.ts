@@ -14,6 +14,13 @@ export interface InputRecord<T> {
   readonly key: string | null;
   readonly value: T;
   readonly timestamp: string;
+  /**
+   * The offset of the first record of its partition in the batch this record came in. Every
+   * offset before it was committed (a partition's next batch is handed out only after the last
+   * one committed, and a failed one is fetched again from there), so Kafka never hands those
+   * inputs out again. Left out where the source cannot say.
+   */
+  readonly batchStart?: string;
 }
 
 /** One output record: to a declared output topic, with a key and a value of that topic's schema. */

@@ -31,6 +31,8 @@ export class TestDriver<In, Env = void> {
     const name = topic(this.processor.input).schema;
     const type = schema(name).type;
     const partition = opts.partition ?? 0;
+    // Each pipe is a batch that commits: the next one starts after it.
+    const batchStart = String(this.offsets.get(partition) ?? 0);
     const records: InputRecord<In>[] = list.map((v) => {
       const problems = schemaViolations(name, v);
       if (problems.length > 0) throw new Error(`test input does not fit ${name}: ${problems.join("; ")}`);
@@ -43,6 +45,7 @@ export class TestDriver<In, Env = void> {
         key: opts.key ?? null,
         value: type.fromBuffer(type.toBuffer(v)) as In,
         timestamp: String(Date.now()),
+        batchStart,
       };
     });
     const result = await runBatch(this.processor, records, this.env);

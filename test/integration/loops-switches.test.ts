@@ -148,7 +148,7 @@ describe("loop escalation and the kill switch on the real broker and Redis", () 
     const day = new Date().toISOString().slice(0, 10);
     const counts = ["t1", "t2", "t3", "t3"].map((tenant) => ({ id: uid("loop"), day, tenant: `${plugin}-${tenant}`, plugin, tool: "fetch" }));
     const runId = uid("run");
-    await new RedisLoopStore(redis, live).write("calls", [{ tenant: plugin, run: runId, source: "oz0.tool-calls:0", at: "1", state: "{}", memos: [], flags: [], deadlines: [], settled: [], counts }]);
+    await new RedisLoopStore(redis, live).write("calls", [{ tenant: plugin, run: runId, source: "oz0.tool-calls:0", at: "1", from: "1", state: "{}", memos: [], flags: [], deadlines: [], settled: [], counts }]);
     try {
       const out = await cli("bin/loops.ts", ["report", "--json"]);
       expect(out.code).toBe(0);

@@ -133,7 +133,7 @@ describe("loop detector on the real broker and Redis", () => {
   it("LOOP-2 the commit script applies an input offset once: a second writer of the same offsets (a zombie instance) changes nothing", async () => {
     const store = new RedisLoopStore(redis, keys);
     const run = uid("run");
-    const write = (at: string, state: string) => ({ tenant: run, run, source: "oz0.tool-calls:2", at, state, memos: [["7", "[]"]] as const, flags: [["stopped", state]] as const, deadlines: [], settled: [], counts: [{ id: `loop-${run}`, day: DAY, tenant: run, plugin: "p", tool: "t" }] });
+    const write = (at: string, state: string) => ({ tenant: run, run, source: "oz0.tool-calls:2", at, from: at, state, memos: [["7", "[]"]] as const, flags: [["stopped", state]] as const, deadlines: [], settled: [], counts: [{ id: `loop-${run}`, day: DAY, tenant: run, plugin: "p", tool: "t" }] });
     await store.write("calls", [write("7", "first")]);
     await store.write("calls", [write("7", "second"), write("6", "older")]);
     const [snap] = await store.read("calls", [{ tenant: run, run, source: "oz0.tool-calls:2", offsets: ["7"] }]);
@@ -149,6 +149,33 @@ describe("loop detector on the real broker and Redis", () => {
     await store.write("calls", [write("18", "third")]);
     const [next] = await store.read("calls", [{ tenant: run, run, source: "oz0.tool-calls:2", offsets: [] }]);
     expect(next).toMatchObject({ state: "third", at: "18", flags: { stopped: "first" } });
+  });
+
+  it("LOOP-2 a run's memos from a source go once a batch of that source starts past them: no replay can need them, so a run refused call after call keeps only its last batch's", async () => {
+    const store = new RedisLoopStore(redis, keys);
+    const run = uid("run");
+    const lane = keys.loopLane(run, run, "calls");
+    const source = "oz0.tool-calls:3";
+    const write = (from: number, to: number, memos: number[], at = String(to)) => ({ tenant: run, run, source, at, from: String(from), state: `s${to}`, memos: memos.map((o) => [String(o), `m${o}`] as const), flags: [], deadlines: [], settled: [], counts: [] });
+    const memoFields = async (): Promise<string[]> => (await redis.hkeys(lane)).filter((f) => f.startsWith("memo:")).sort();
+    await store.write("calls", [write(10, 14, [10, 12, 14])]);
+    // Another source's memo of the same run is that source's to drop.
+    await store.write("calls", [{ ...write(5, 5, [5]), source: "oz0.tool-calls:4" }]);
+    expect(await memoFields()).toEqual([`memo:${source}:10`, `memo:${source}:12`, `memo:${source}:14`, "memo:oz0.tool-calls:4:5"]);
+    // The next batch starts at 13: 10 and 12 were committed, 14 may still be replayed.
+    await store.write("calls", [write(13, 20, [20])]);
+    expect(await memoFields()).toEqual([`memo:${source}:14`, `memo:${source}:20`, "memo:oz0.tool-calls:4:5"]);
+    expect(await redis.hget(lane, `memos:${source}`)).toBe("14 20");
+    const [snap] = await store.read("calls", [{ tenant: run, run, source, offsets: ["14", "20"] }]);
+    expect(snap?.memos).toEqual(new Map([["14", "m14"], ["20", "m20"]]));
+    // A zombie's older batch changes nothing, memos included.
+    await store.write("calls", [write(1, 20, [])]);
+    expect(await memoFields()).toEqual([`memo:${source}:14`, `memo:${source}:20`, "memo:oz0.tool-calls:4:5"]);
+    // A batch past them all, with no memo of its own, leaves none and no list.
+    await store.write("calls", [write(30, 31, [])]);
+    expect(await memoFields()).toEqual(["memo:oz0.tool-calls:4:5"]);
+    expect(await redis.hexists(lane, `memos:${source}`)).toBe(0);
+    expect(await redis.hget(lane, "state")).toBe("s31");
   });
 
   it("LOOP-7 on the real broker, five empty results leave only the answer and the next call is refused with the same words", async () => {
@@ -199,7 +226,7 @@ describe("loop detector on the real broker and Redis", () => {
     const store = new RedisLoopStore(redis, keys);
     const tool = uid("tool");
     const loop = (tenant: string, day: string) => ({ id: uid("loop"), day, tenant, plugin: "docs", tool });
-    const write = (counts: ReturnType<typeof loop>[]) => ({ tenant: "t", run: uid("run"), source: "oz0.tool-calls:0", at: "1", state: "{}", memos: [], flags: [], deadlines: [], settled: [], counts });
+    const write = (counts: ReturnType<typeof loop>[]) => ({ tenant: "t", run: uid("run"), source: "oz0.tool-calls:0", at: "1", from: "1", state: "{}", memos: [], flags: [], deadlines: [], settled: [], counts });
     await store.write("calls", [write([loop("t1", "2026-11-24"), loop("t2", "2026-11-27")]), write([loop("t2", "2026-11-30"), loop("t3", "2026-11-30")])]);
     await store.write("calls", [write([loop("t4", "2026-11-23")])]);
     const listed = (await loopReport(redis, keys, { until: TS })).filter((t) => t.tool === tool);

@@ -103,7 +103,7 @@ describe("FILE-5 tree records per tenant and tree on the real Redis and MinIO", 
     const loops = new RedisLoopStore(redis, keys, { runTtlSeconds: 600 });
     const run = uid("run");
     const source = "oz0.tool-calls:0";
-    await loops.write("calls", [{ tenant: acme, run, source, at: "4", state: '{"acme":1}', memos: [["4", "[]"]], flags: [["stopped", "acme stopped"]], deadlines: [], settled: [], counts: [] }]);
+    await loops.write("calls", [{ tenant: acme, run, source, at: "4", from: "4", state: '{"acme":1}', memos: [["4", "[]"]], flags: [["stopped", "acme stopped"]], deadlines: [], settled: [], counts: [] }]);
     const [theirs, mine] = await loops.read("calls", [
       { tenant: globex, run, source, offsets: ["4"] },
       { tenant: acme, run, source, offsets: ["4"] },
@@ -111,7 +111,7 @@ describe("FILE-5 tree records per tenant and tree on the real Redis and MinIO", 
     expect(theirs).toMatchObject({ state: null, at: null, memos: new Map(), flags: { stopped: null } });
     expect(mine).toMatchObject({ state: '{"acme":1}', at: "4", flags: { stopped: "acme stopped" } });
     // globex's first write at a lower offset is its own, not a replay of acme's.
-    await loops.write("calls", [{ tenant: globex, run, source, at: "2", state: '{"globex":1}', memos: [], flags: [], deadlines: [], settled: [], counts: [] }]);
+    await loops.write("calls", [{ tenant: globex, run, source, at: "2", from: "2", state: '{"globex":1}', memos: [], flags: [], deadlines: [], settled: [], counts: [] }]);
     const [after] = await loops.read("calls", [{ tenant: globex, run, source, offsets: [] }]);
     expect(after).toMatchObject({ state: '{"globex":1}', at: "2", flags: { stopped: null } });
     expect(await redis.hget(keys.loopFlags(acme, run), "stopped")).toBe("acme stopped");

@@ -1,7 +1,7 @@
 import { beforeEach, describe, expect, it } from "vitest";
 import { loopApprovalsProcessor } from "../../../processors/loops/approvals-processor.ts";
 import { loopCallsProcessor, type LoopEnv } from "../../../processors/loops/calls-processor.ts";
-import { MemoryLoopStore } from "../../../processors/loops/memory-store.ts";
+import { MemoryLoopStore, runKey } from "../../../processors/loops/memory-store.ts";
 import { loopResultsProcessor } from "../../../processors/loops/results-processor.ts";
 import { staticConfig } from "../../../processors/runner/config-table.ts";
 import type { Emit } from "../../../processors/runner/processor.ts";
@@ -54,6 +54,42 @@ describe("LOOP-7 the words of a refusal reach what the model reads", () => {
     const delivered = of<ResultDelivered>(emits, "oz0.results-delivered");
     expect(delivered.map((r) => r.call_id)).toEqual([decisions[2]?.subject, decisions[3]?.subject]);
     expect(delivered.map(words)).toEqual([decisions[2]?.message, decisions[2]?.message]);
+  });
+
+  it("LOOP-6 a stopped job's calls are refused batch after batch, and its run keeps the memos of its last batch only", async () => {
+    const store = env.store as MemoryLoopStore;
+    const first = [1, 2, 3].map(() => call({ agent: "stopper", arguments: '{"path":"a.md"}' }));
+    expect(of<Decision>((await calls.pipe(first, { key: run })).emits, "oz0.call-decisions").map((d) => d.verdict)).toEqual(["allow", "allow", "stop"]);
+    const memos = (): string[] => [...(store.lanes.get(`calls|${runKey({ tenant: first[0]?.tenant ?? "", run })}`)?.keys() ?? [])].filter((f) => f.startsWith("memo:")).sort();
+    expect(memos()).toEqual(["memo:oz0.tool-calls:0:2"]);
+    for (let batch = 0; batch < 3; batch++) {
+      const later = [1, 2].map((i) => call({ agent: "stopper", arguments: JSON.stringify({ path: `b${batch}-${i}.md` }) }));
+      const { emits } = await calls.pipe(later, { key: run });
+      expect(of<Decision>(emits, "oz0.call-decisions").map((d) => d.verdict)).toEqual(["stop", "stop"]);
+      // Offsets before this batch's first were committed: their memos went.
+      const base = 3 + 2 * batch;
+      expect(memos()).toEqual([`memo:oz0.tool-calls:0:${base}`, `memo:oz0.tool-calls:0:${base + 1}`]);
+    }
+  });
+
+  it("LOOP-6 a batch tried input by input after a failure keeps every memo of the batch: only offsets before the batch's start were committed", async () => {
+    let fail = true;
+    class FailingOnce extends MemoryLoopStore {
+      override write(...args: Parameters<MemoryLoopStore["write"]>): Promise<void> {
+        if (fail) {
+          fail = false;
+          return Promise.reject(new Error("write refused once"));
+        }
+        return super.write(...args);
+      }
+    }
+    const store = new FailingOnce();
+    const driver = new TestDriver(loopCallsProcessor, { ...env, store });
+    const batch = [1, 2, 3, 4].map((i) => call({ agent: "stopper", arguments: i <= 3 ? '{"path":"a.md"}' : '{"path":"b.md"}' }));
+    const { emits } = await driver.pipe(batch, { key: run });
+    expect(of<Decision>(emits, "oz0.call-decisions").map((d) => d.verdict)).toEqual(["allow", "allow", "stop", "stop"]);
+    const lane = store.lanes.get(`calls|${runKey({ tenant: batch[0]?.tenant ?? "", run })}`);
+    expect([...(lane?.keys() ?? [])].filter((f) => f.startsWith("memo:")).sort()).toEqual(["memo:oz0.tool-calls:0:2", "memo:oz0.tool-calls:0:3"]);
   });
 
   it("LOOP-5 a denied loop: the held call gets a failed result naming its function; a call that waits gets none yet", async () => {
