@@ -125,9 +125,10 @@ export class CpuMeter {
     return this.pending;
   }
 
-  /** Takes a last sample and stops sampling. */
+  /** Takes a last sample and stops sampling; once stopped, does nothing. */
   async stop(): Promise<void> {
-    if (this.timer) clearInterval(this.timer);
+    if (this.timer === undefined) return;
+    clearInterval(this.timer);
     this.timer = undefined;
     await this.pending;
     await this.sample();

@@ -319,10 +319,15 @@ function fmt(n: number, digits = 0): string {
   return Number.isFinite(n) ? n.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits }) : "-";
 }
 
-/** CPU seconds over the window as microseconds per input handled in it. */
-function perInput(r: Row, seconds: number | null): string {
-  return seconds === null || r.events === 0 ? "-" : fmt((seconds * 1e6) / r.events);
+/** CPU seconds over the window as microseconds per input handled in it; null when not known. */
+function perInput(r: Row | undefined, seconds: (cpu: CpuSpent) => number | null): number | null {
+  const s = r ? seconds(r.cpu) : null;
+  return r === undefined || s === null || r.events === 0 ? null : (s * 1e6) / r.events;
 }
+
+const machineCpu = (cpu: CpuSpent): number | null => cpu.machine;
+const processCpu = (cpu: CpuSpent): number | null => cpu.process;
+const redisCpu = (cpu: CpuSpent): number | null => cpu.redis;
 
 function table(): string {
   const lines = [
@@ -335,7 +340,7 @@ function table(): string {
     const txn = same.find((o) => o.plan.subject === "passthrough-txn")?.perSecond ?? NaN;
     const note = r.complete ? "" : " (timed out)";
     lines.push(
-      `| ${r.plan.group.kind.topic} | ${r.plan.label}${note} | ${r.events} | ${r.answered} | ${fmt(r.seconds, 2)} | ${fmt(r.perSecond)} | ${fmt(r.perSecond / base, 2)} | ${fmt(r.perSecond / txn, 2)} | ${fmt(r.p50)} | ${fmt(r.p99)} | ${r.deadLetters} | ${r.txnRetries} | ${perInput(r, r.cpu.machine)} | ${perInput(r, r.cpu.process)} | ${perInput(r, r.cpu.redis)} |`,
+      `| ${r.plan.group.kind.topic} | ${r.plan.label}${note} | ${r.events} | ${r.answered} | ${fmt(r.seconds, 2)} | ${fmt(r.perSecond)} | ${fmt(r.perSecond / base, 2)} | ${fmt(r.perSecond / txn, 2)} | ${fmt(r.p50)} | ${fmt(r.p99)} | ${r.deadLetters} | ${r.txnRetries} | ${fmt(perInput(r, machineCpu) ?? NaN)} | ${fmt(perInput(r, processCpu) ?? NaN)} | ${fmt(perInput(r, redisCpu) ?? NaN)} |`,
     );
   }
   return lines.join("\n");
@@ -350,9 +355,7 @@ function verdicts(): string[] {
     const ratio = proc.perSecond / base.perSecond;
     const meets = proc.complete && ratio >= 0.5;
     const identity = same.find((o) => o.plan.subject === "runner-identity");
-    const cost = (r: Row | undefined): number | null => (r && r.cpu.machine !== null && r.events > 0 ? (r.cpu.machine * 1e6) / r.events : null);
-    const [cBase, cProc, cId] = [cost(base), cost(proc), cost(identity)];
-    const cRedis = proc.cpu.redis !== null && proc.events > 0 ? (proc.cpu.redis * 1e6) / proc.events : null;
+    const [cBase, cProc, cId, cRedis] = [perInput(base, machineCpu), perInput(proc, machineCpu), perInput(identity, machineCpu), perInput(proc, redisCpu)];
     // What comes before the processor's own work: the runner with a core that does nothing, and the Redis server's share.
     const floor = cBase !== null && cId !== null && cRedis !== null ? `, with this processor's Redis server time ${fmt(cId + cRedis)} µs (${fmt((cId + cRedis) / cBase, 2)}x) before its own work` : "";
     const cpu =
