@@ -104,8 +104,9 @@ export async function startProcessor<In, Env>(p: Processor<In, Env>, env: Env, d
     for (const [i, raw] of raws.entries()) {
       // A long batch keeps the instance in its group (kafkajs sends at most one heartbeat per interval).
       if (i % 500 === 499) await ctx.heartbeat();
+      const batchStart = starts.get(`${raw.topic}:${raw.partition}`);
       if (raw.value === null && p.readsTombstones) {
-        records.push({ topic: raw.topic, partition: raw.partition, offset: raw.offset, key: raw.key?.toString("utf8") ?? null, value: null as In, timestamp: raw.timestamp, batchStart: starts.get(`${raw.topic}:${raw.partition}`) });
+        records.push({ topic: raw.topic, partition: raw.partition, offset: raw.offset, key: raw.key?.toString("utf8") ?? null, value: null as In, timestamp: raw.timestamp, batchStart });
         continue;
       }
       for (let attempt = 1; ; attempt++) {
@@ -113,7 +114,7 @@ export async function startProcessor<In, Env>(p: Processor<In, Env>, env: Env, d
           // Without waiting when the writer's schema is known, as it is for all but a schema's first message.
           const known = deps.serde.decodeKnown<In>(inputSchema, raw.value);
           const value = known === WRITER_NOT_KNOWN ? await deps.serde.decode<In>(inputSchema, raw.value) : known;
-          records.push({ topic: raw.topic, partition: raw.partition, offset: raw.offset, key: raw.key?.toString("utf8") ?? null, value, timestamp: raw.timestamp, batchStart: starts.get(`${raw.topic}:${raw.partition}`) });
+          records.push({ topic: raw.topic, partition: raw.partition, offset: raw.offset, key: raw.key?.toString("utf8") ?? null, value, timestamp: raw.timestamp, batchStart });
           break;
         } catch (err) {
           if (err instanceof DecodeError) {
