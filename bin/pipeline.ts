@@ -1,12 +1,14 @@
 /**
  * Starts every processor of the pipeline against the given services: topics, schemas, the
- * object store's bucket and the config table first, then each processor under its own
- * consumer group. Used by `npm start` and by the load generator.
+ * object store's bucket and the config table first, then the processors as two applications,
+ * each one consumer group reading each of its inputs once (`docs/architecture.md`): the
+ * processors that answer runtimes (`oz0.pipeline`, exactly-once) and the sinks (`oz0.sinks`).
+ * Used by `npm start` and by the load generator.
  */
 import { redisClient } from "../store/redis/client.ts";
 import { Kafka, type Admin } from "kafkajs";
 import { loopStore, startLoopDeadlines } from "../processors/loops/index.ts";
-import { PIPELINE } from "../processors/pipeline.ts";
+import { PIPELINE, type PipelineEntry } from "../processors/pipeline.ts";
 import { ensureSinkBuckets } from "../processors/sinks.ts";
 import { ConfigTable } from "../processors/runner/config-table.ts";
 import { kafkaConfig, PIPELINE_REDIS, type Endpoints } from "../processors/runner/endpoints.ts";
@@ -14,7 +16,7 @@ import type { Logger } from "../processors/runner/log.ts";
 import { consumerLag } from "../processors/runner/monitor.ts";
 import { startOps, type Ops } from "../processors/runner/ops.ts";
 import { opsAddressFromEnv, type OpsAddress } from "../processors/runner/ops-server.ts";
-import { startProcessor, type RunningProcessor } from "../processors/runner/runner.ts";
+import { inputsOf, startApplication, type RunningProcessor } from "../processors/runner/runner.ts";
 import { kafkaTransports } from "../processors/runner/kafka-thread.ts";
 import { Serde } from "../schemas/serde.ts";
 import { FileStore } from "../store/files.ts";
@@ -23,9 +25,16 @@ import { PayloadKeys } from "../store/payload-keys.ts";
 import { ensureTopics } from "../topology/create.ts";
 import { TOPICS } from "../topology/topics.ts";
 
+/**
+ * A sink's fetch waits for this many bytes, up to SINK_MAX_WAIT_MS: one trace or audit object
+ * a batch and job, from batches bigger than a fetch that returns at the first record.
+ */
+export const SINK_MIN_BYTES = 256 * 1024;
+export const SINK_MAX_WAIT_MS = 500;
+
 export interface Pipeline {
   readonly running: RunningProcessor[];
-  /** Each processor's consumer group, by processor name. */
+  /** Each processor's consumer group, by processor name: the pipeline's, or the sinks'. */
   readonly groups: ReadonlyMap<string, string>;
   readonly kafka: Kafka;
   readonly admin: Admin;
@@ -41,7 +50,7 @@ export interface PipelineOptions {
   /** Where `/health/*` and `/metrics` listen. @default `OZ0_METRICS_HOST`:`OZ0_METRICS_PORT`, else 127.0.0.1:9464 */
   ops?: OpsAddress;
   /**
-   * Each processor's consumer group is this prefix and its name. A prefix of its own gives a
+   * The consumer groups are this prefix and `pipeline` or `sinks`. A prefix of its own gives a
    * pipeline groups that no other instance shares and no earlier run left a backlog in (the
    * end-to-end tests). @default "oz0."
    */
@@ -54,12 +63,45 @@ export interface PipelineOptions {
   startAt?: "beginning" | "end";
 }
 
-/** Commits a group that has committed nothing at its topic's end, so it reads only what comes next. */
-async function startGroupAtEnd(admin: Admin, groupId: string, topic: string): Promise<void> {
+/** The group's committed offsets of a topic, by partition; none when it committed nothing there. */
+async function committedOffsets(admin: Admin, groupId: string, topic: string): Promise<Map<number, bigint>> {
   const [committed] = await admin.fetchOffsets({ groupId, topics: [topic] });
-  if (committed?.partitions.some((p) => p.offset !== "-1")) return;
+  return new Map((committed?.partitions ?? []).filter((p) => p.offset !== "-1").map((p) => [p.partition, BigInt(p.offset)]));
+}
+
+/**
+ * Where a group that has committed nothing on a topic starts. At the topic's end, for
+ * `startAt: "end"`. Else, when groups of an earlier layout (one a processor, `earlier`)
+ * committed there, at the lowest of their offsets, partition by partition, so an upgrade
+ * neither skips what one of them had not handled nor starts over from the beginning; inputs
+ * that some of them had handled already are handled again, which changes nothing (every effect
+ * is idempotent by input offset, and outputs carry the same IDs). Else nothing is set, and the
+ * group reads from the beginning.
+ */
+async function startGroup(admin: Admin, groupId: string, topic: string, at: "beginning" | "end", earlier: readonly string[]): Promise<void> {
+  if ((await committedOffsets(admin, groupId, topic)).size > 0) return;
+  if (at === "end") {
+    const ends = await admin.fetchTopicOffsets(topic);
+    await admin.setOffsets({ groupId, topic, partitions: ends.map((p) => ({ partition: p.partition, offset: p.high })) });
+    return;
+  }
+  const lowest = new Map<number, bigint>();
+  for (const old of earlier) {
+    for (const [partition, offset] of await committedOffsets(admin, old, topic)) {
+      const had = lowest.get(partition);
+      if (had === undefined || offset < had) lowest.set(partition, offset);
+    }
+  }
+  if (lowest.size === 0) return;
   const ends = await admin.fetchTopicOffsets(topic);
-  await admin.setOffsets({ groupId, topic, partitions: ends.map((p) => ({ partition: p.partition, offset: p.high })) });
+  // A partition none of them committed on starts at its beginning, as a new group would.
+  const partitions = ends.map((p) => ({ partition: p.partition, offset: (lowest.get(p.partition) ?? BigInt(p.low)).toString() }));
+  await admin.setOffsets({ groupId, topic, partitions });
+}
+
+/** A sink writes MinIO and emits nothing (`docs/sinks.md`): it runs in the sinks' group, without transactions. */
+export function isSink(e: PipelineEntry): boolean {
+  return e.processor.outputs.length === 0;
 }
 
 export async function startPipeline(endpoints: Endpoints, log: Logger, options: PipelineOptions = {}): Promise<Pipeline> {
@@ -81,26 +123,34 @@ export async function startPipeline(endpoints: Endpoints, log: Logger, options: 
   // SYS-5: the traces' bucket and the audit log's, created with object locking.
   await ensureSinkBuckets(endpoints);
   const config = await ConfigTable.start(kafka, serde, log);
-  const groupOf = (name: string): string => `${options.groupPrefix ?? "oz0."}${name}`;
+  const prefix = options.groupPrefix ?? "oz0.";
   // The processors' consumers and producers in a thread of their own, unless OZ0_KAFKA_THREAD=off.
   const transports = kafkaTransports({ clientId: "oz0-pipeline", endpoints, kafka, log, onExit: (err) => ops.health.failed(err.message) });
+  // Two applications: the processors that answer runtimes, exactly-once, and the sinks, whose
+  // writes are idempotent, without transactions and in bigger batches.
+  const kinds = [
+    { groupId: `${prefix}pipeline`, entries: PIPELINE.filter((e) => !isSink(e)), exactlyOnce: true },
+    { groupId: `${prefix}sinks`, entries: PIPELINE.filter(isSink), exactlyOnce: false, minBytes: SINK_MIN_BYTES, maxWaitMs: SINK_MAX_WAIT_MS },
+  ].filter((k) => k.entries.length > 0);
   const inputs = new Map<string, string>(PIPELINE.map((e) => [e.processor.name, e.processor.input]));
-  const groups = new Map<string, string>(PIPELINE.map((e) => [e.processor.name, groupOf(e.processor.name)]));
-  // All at once: a start returns once its consumer first joined its group, which takes the
-  // broker's initial rebalance delay and more (about 5 s here), so one after the other the
-  // pipeline took that long per processor.
-  const running: RunningProcessor[] = await Promise.all(
-    PIPELINE.map(async (e) => {
-      const groupId = groupOf(e.processor.name);
-      if (options.startAt === "end") await startGroupAtEnd(admin, groupId, e.processor.input);
-      ops.starting(e.processor.name, groupId);
-      const consume = { groupId, topic: e.processor.input };
-      const transport = transports.transport(consume);
-      const started = await startProcessor(e.processor, await e.env({ endpoints, redis, config, files }), { transport, serde, log });
-      ops.started(started, groupId);
-      return started;
+  const groups = new Map<string, string>(kinds.flatMap((k) => k.entries.map((e) => [e.processor.name, k.groupId] as const)));
+  // Both at once: a start returns once its consumer first joined its group, which takes the
+  // broker's initial rebalance delay and more (about 5 s here).
+  const apps = await Promise.all(
+    kinds.map(async ({ groupId, entries, ...consume }) => {
+      const topics = inputsOf(entries);
+      for (const t of topics) {
+        const earlier = entries.filter((e) => e.processor.input === t).map((e) => `${prefix}${e.processor.name}`);
+        await startGroup(admin, groupId, t, options.startAt ?? "beginning", earlier);
+      }
+      for (const e of entries) ops.starting(e.processor.name, groupId);
+      const members = await Promise.all(entries.map(async (e) => ({ processor: e.processor, env: await e.env({ endpoints, redis, config, files }) })));
+      const app = await startApplication(members, { transport: transports.transport({ groupId, topics, ...consume }), serde, log });
+      for (const p of app.processors) ops.started(p, groupId);
+      return app;
     }),
   );
+  const running: RunningProcessor[] = apps.flatMap((a) => a.processors);
   // LOOP-5: deadlines of loop approvals fire by a timer, even when the run sends nothing more.
   const loopDeadlines = await startLoopDeadlines({ store: loopStore(redis), kafka, serde, log });
   if (running.length === 0) log.warn("the pipeline lists no processors: topics and schemas are ready, nothing consumes them");
@@ -121,7 +171,7 @@ export async function startPipeline(endpoints: Endpoints, log: Logger, options: 
     },
     stop: async () => {
       ops.health.stopping();
-      await Promise.all(running.map((r) => r.stop()));
+      await Promise.all(apps.map((a) => a.stop()));
       await transports.stop();
       await loopDeadlines.stop();
       await config.stop();

@@ -36,7 +36,7 @@ const kafka = new kafkajs.Kafka(kafkaConfig(`oz0-drill-${lab}`, endpoints, proce
 const serde = new Serde({ registryUrl: endpoints.registryUrl });
 await serde.registerAll();
 const redis = redisClient(endpoints, { maxRetriesPerRequest: 3 });
-const consume = { groupId: names.groupId, topic: names.input, fromBeginning: true };
+const consume = { groupId: names.groupId, topics: [names.input], fromBeginning: true };
 const transports = kafkaTransports({ clientId: `oz0-drill-${lab}`, endpoints, kafka, log, onExit: () => process.exit(1) });
 const transport = new MappedTransport(transports.transport(consume), names.topics);
 const files = async (): Promise<FileStore> => {

@@ -161,7 +161,7 @@ export class MappedTransport implements Transport {
 export async function startUnderRunner<In, Env>(ctx: SubjectContext, processor: Processor<In, Env>, env: Env): Promise<RunningSubject> {
   // As the pipeline runs it: the Kafka client in a thread of its own unless OZ0_KAFKA_THREAD=off.
   const transports = kafkaTransports({ clientId: `oz0-bench-${ctx.groupId}`, endpoints: endpointsFromEnv(), kafka: ctx.kafka, log: ctx.log });
-  const transport = new MappedTransport(transports.transport({ groupId: ctx.groupId, topic: ctx.input, fromBeginning: true }), ctx.outputs);
+  const transport = new MappedTransport(transports.transport({ groupId: ctx.groupId, topics: [ctx.input], fromBeginning: true }), ctx.outputs);
   const running = await startProcessor(processor, env, { transport, serde: ctx.serde, log: ctx.log });
   return {
     firstBatchAt: () => transport.first,

@@ -24,7 +24,7 @@ export interface ThreadError {
   readonly retriable: boolean;
 }
 
-type TransportOptions = Pick<KafkaTransportOptions, "groupId" | "topic" | "fromBeginning" | "concurrency">;
+type TransportOptions = Pick<KafkaTransportOptions, "groupId" | "topics" | "fromBeginning" | "concurrency" | "exactlyOnce" | "commitIntervalMs" | "minBytes" | "maxWaitMs">;
 
 export type ToKafkaThread =
   | { readonly type: "open"; readonly id: number; readonly options: TransportOptions }

@@ -8,6 +8,7 @@ import { hostname } from "node:os";
 import type { Consumer, EachBatchPayload, Kafka, Producer } from "kafkajs";
 import { EXACTLY_ONCE_PRODUCER } from "./endpoints.ts";
 import type { Logger } from "./log.ts";
+import { Commits, offsetsOf, type Handed } from "./commits.ts";
 import { wholeFromEnv, type Env } from "./settings.ts";
 
 export interface RawRecord {
@@ -84,19 +85,32 @@ export function topicMessages(messages: readonly OutMessage[]): Array<{ topic: s
 export interface KafkaTransportOptions {
   kafka: Kafka;
   groupId: string;
-  topic: string;
+  /** The topics the group reads: one consumer fetches them all. */
+  topics: readonly string[];
   log: Logger;
   /** Read a new group's input from the start (default) or only what arrives from now on. */
   fromBeginning?: boolean;
   /**
-   * How many partitions' batches are handled at once, each in its own transaction on its own
-   * transactional producer. Records of one key stay on one partition, so batches handled at
-   * once never share a run or a tree. Default `OZ0_PARTITIONS_CONCURRENTLY`, else 4.
+   * How many partitions' batches are handled at once. Records of one key stay on one
+   * partition, so batches handled at once never share a run or a tree. Default
+   * `OZ0_PARTITIONS_CONCURRENTLY`, else 64: every partition a fetch brings.
    */
   concurrency?: number;
+  /**
+   * `true` (the default): outputs and offsets of the batches handled together commit in one
+   * Kafka transaction. `false`: for a consumer whose effects are idempotent (the sinks), its
+   * outputs (dead letters) are sent, then its offsets committed, with no transaction.
+   */
+  exactlyOnce?: boolean;
+  /** The longest a batch waits for the others before a commit goes without them. Default `OZ0_COMMIT_INTERVAL_MS`. */
+  commitIntervalMs?: number;
+  /** A fetch waits for this many bytes (up to `maxWaitMs`): bigger batches for a sink. @default 1 */
+  minBytes?: number;
+  /** @default 5000 (kafkajs's) */
+  maxWaitMs?: number;
 }
 
-export const DEFAULT_CONCURRENCY = 4;
+export const DEFAULT_CONCURRENCY = 64;
 
 /**
  * How long an open transaction may stay open before the broker aborts it. A read-committed
@@ -126,10 +140,24 @@ export function instanceFromEnv(env: Env = process.env): InstanceSettings {
   return { instanceId: id, sessionTimeoutMs: wholeFromEnv(env, "OZ0_KAFKA_SESSION_TIMEOUT_MS", 30_000, 6_000, 300_000, "milliseconds") };
 }
 
-/** The concurrency from the environment: a whole number from 1 to 64, else the default. */
+/** The concurrency from the environment: a whole number from 1 to 256, else the default. */
 export function concurrencyFromEnv(env: Env = process.env): number {
-  return wholeFromEnv(env, "OZ0_PARTITIONS_CONCURRENTLY", DEFAULT_CONCURRENCY, 1, 64);
+  return wholeFromEnv(env, "OZ0_PARTITIONS_CONCURRENTLY", DEFAULT_CONCURRENCY, 1, 256);
 }
+
+/**
+ * `OZ0_COMMIT_INTERVAL_MS` (default 100, as Kafka Streams' `commit.interval.ms` under
+ * exactly-once): the longest a batch's outputs wait for the other batches of its fetch before
+ * a commit goes without them. A commit goes at once when no batch is still being handled.
+ */
+export const DEFAULT_COMMIT_INTERVAL_MS = 100;
+
+export function commitIntervalFromEnv(env: Env = process.env): number {
+  return wholeFromEnv(env, "OZ0_COMMIT_INTERVAL_MS", DEFAULT_COMMIT_INTERVAL_MS, 1, 60_000, "milliseconds");
+}
+
+/** Outputs waiting past this many bytes commit at once, whatever else is still being handled. */
+export const COMMIT_MAX_BYTES = 16 * 1024 * 1024;
 
 /**
  * Transactional producers handed out one per batch in hand: a producer has at most one open
@@ -196,22 +224,29 @@ export class TransactionalSlot {
   }
 }
 
+
 /**
- * kafkajs transport: each partition batch is handled, and its outputs and input offsets are
- * committed in one Kafka transaction, so a crash never shows a decision twice to a
- * read-committed consumer. Effects outside Kafka (Redis, MinIO) must be idempotent by input
- * partition and offset, since a batch whose transaction did not commit is handled again.
+ * kafkajs transport: one consumer of the group reads every topic it is given, and hands each
+ * fetched partition batch to the handler, every batch of a fetch at once. The outputs and
+ * input offsets of the batches handled together commit in one Kafka transaction (`commits.ts`),
+ * so a crash never shows a decision twice to a read-committed consumer. Effects outside Kafka
+ * (Redis, MinIO) must be idempotent by input partition and offset, since a batch whose
+ * transaction did not commit is handled again. Without exactly-once (`exactlyOnce: false`, the
+ * sinks), outputs are sent and the offsets committed after them, with no transaction.
  */
 export class KafkaTransport implements Transport {
   private consumer: Consumer;
   private readonly makeConsumer: () => Consumer;
   private stopping = false;
-  private readonly producers: ProducerPool<TransactionalSlot>;
+  private readonly slot: TransactionalSlot;
   private readonly concurrency: number;
   private readonly opts: KafkaTransportOptions;
+  private readonly exactlyOnce: boolean;
+  readonly commits: Commits;
 
   constructor(opts: KafkaTransportOptions) {
     this.opts = opts;
+    this.exactlyOnce = opts.exactlyOnce ?? true;
     const instance = instanceFromEnv();
     this.makeConsumer = () =>
       opts.kafka.consumer({
@@ -220,31 +255,31 @@ export class KafkaTransport implements Transport {
         sessionTimeout: instance.sessionTimeoutMs,
         heartbeatInterval: 3_000,
         maxBytesPerPartition: 1_048_576,
+        minBytes: opts.minBytes ?? 1,
+        maxWaitTimeInMs: opts.maxWaitMs ?? 5_000,
         allowAutoTopicCreation: false,
       });
     this.consumer = this.makeConsumer();
     this.concurrency = opts.concurrency ?? concurrencyFromEnv();
-    // Transactional IDs unique per instance, so instances of a group never fence each other;
+    // A transactional ID unique per instance, so instances of a group never fence each other;
     // stable across restarts when the instance is named (OZ0_INSTANCE_ID).
     const name = instance.instanceId ?? `${hostname()}.${process.pid}.${randomUUID().slice(0, 8)}`;
-    this.producers = new ProducerPool(
-      Array.from(
-        { length: this.concurrency },
-        (_, i) =>
-          new TransactionalSlot(() =>
-            opts.kafka.producer({
-              transactionalId: `${opts.groupId}.${name}.${i}`,
-              transactionTimeout: TRANSACTION_TIMEOUT_MS,
-              ...EXACTLY_ONCE_PRODUCER,
-              allowAutoTopicCreation: false,
-            }),
-          ),
+    this.slot = new TransactionalSlot(() =>
+      opts.kafka.producer(
+        this.exactlyOnce
+          ? { transactionalId: `${opts.groupId}.${name}`, transactionTimeout: TRANSACTION_TIMEOUT_MS, ...EXACTLY_ONCE_PRODUCER, allowAutoTopicCreation: false }
+          : { ...EXACTLY_ONCE_PRODUCER, allowAutoTopicCreation: false },
       ),
     );
+    this.commits = new Commits({
+      intervalMs: opts.commitIntervalMs ?? commitIntervalFromEnv(),
+      maxBytes: COMMIT_MAX_BYTES,
+      commit: (batches) => this.commitTogether(batches),
+    });
   }
 
   async start(handler: BatchHandler): Promise<void> {
-    await Promise.all(this.producers.all.map((slot) => slot.producer()));
+    await this.slot.producer();
     await this.run(this.consumer, handler);
   }
 
@@ -279,7 +314,7 @@ export class KafkaTransport implements Transport {
   private async run(consumer: Consumer, handler: BatchHandler): Promise<void> {
     this.watchCrashes(consumer, handler);
     await consumer.connect();
-    await consumer.subscribe({ topic: this.opts.topic, fromBeginning: this.opts.fromBeginning ?? true });
+    await consumer.subscribe({ topics: [...this.opts.topics], fromBeginning: this.opts.fromBeginning ?? true });
     await consumer.run({
       autoCommit: false,
       eachBatchAutoResolve: false,
@@ -299,8 +334,9 @@ export class KafkaTransport implements Transport {
         }));
         const committed: Array<() => void> = [];
         // A batch can take longer than the session (results offloaded one by one to a slow
-        // MinIO): the instance keeps heartbeating meanwhile, or the group would drop it, hand
-        // the partition on, and the batch would start over there, again and again.
+        // MinIO), and waits for the others of its fetch to commit: the instance keeps
+        // heartbeating meanwhile, or the group would drop it, hand the partition on, and the
+        // batch would start over there, again and again.
         const beat = setInterval(() => void heartbeat().catch(() => undefined), HEARTBEAT_EVERY_MS);
         let done: boolean;
         try {
@@ -315,7 +351,7 @@ export class KafkaTransport implements Transport {
     });
   }
 
-  /** Hands the batch to the handler and commits its outputs with its offsets; false when it is not committed here (stale). */
+  /** Hands the batch to the handler and commits its outputs with its offsets beside the others'; false when it is not committed (stale). */
   private async handleBatch(
     handler: BatchHandler,
     records: RawRecord[],
@@ -324,41 +360,47 @@ export class KafkaTransport implements Transport {
     ctx: { heartbeat(): Promise<void>; isRunning(): boolean },
   ): Promise<boolean> {
     const { batch } = payload;
-    const out = await handler(records, { ...ctx, afterCommit: (fn) => void committed.push(fn) });
+    this.commits.begin();
+    let out: OutMessage[];
+    try {
+      out = await handler(records, { ...ctx, afterCommit: (fn) => void committed.push(fn) });
+    } catch (err) {
+      this.commits.abandon();
+      throw err;
+    }
     const last = batch.messages[batch.messages.length - 1]?.offset ?? batch.lastOffset();
     // The partition moved to another instance while the batch was in hand (a rebalance): its
     // new owner handles the batch again from the committed offset, so committing here would
     // only write its outputs twice.
-    if (payload.isStale()) return false;
-    const slot = await this.producers.take();
-    try {
-      await this.commit(await slot.producer(), batch.topic, batch.partition, out, last);
-    } catch (err) {
-      // The batch is handled again (its effects are idempotent); its next transaction starts
-      // on a fresh producer, whatever state this one was left in.
-      await slot.renew();
-      throw err;
-    } finally {
-      this.producers.give(slot);
-    }
-    payload.resolveOffset(last);
-    return true;
+    const done = await this.commits.hand({ topic: batch.topic, partition: batch.partition, last, out, isStale: () => payload.isStale() });
+    if (done) payload.resolveOffset(last);
+    return done;
   }
 
-  /** Outputs and the input offset after `last`, in one transaction. */
-  private async commit(producer: Producer, topic: string, partition: number, out: readonly OutMessage[], last: string): Promise<void> {
-    const txn = await producer.transaction();
+  /** The batches' outputs and the offsets after each one's last, in one transaction (or sent, then committed). */
+  private async commitTogether(batches: readonly Handed[]): Promise<void> {
+    const out = batches.flatMap((b) => b.out);
+    const offsets = offsetsOf(batches);
     try {
-      for (const chunk of chunks(out, MAX_SEND_BYTES)) {
-        await txn.sendBatch({ topicMessages: topicMessages(chunk) });
+      const producer = await this.slot.producer();
+      if (!this.exactlyOnce) {
+        for (const chunk of chunks(out, MAX_SEND_BYTES)) await producer.sendBatch({ topicMessages: topicMessages(chunk) });
+        await this.consumer.commitOffsets(offsets.flatMap((t) => t.partitions.map((p) => ({ topic: t.topic, partition: p.partition, offset: p.offset }))));
+        return;
       }
-      await txn.sendOffsets({
-        consumerGroupId: this.opts.groupId,
-        topics: [{ topic, partitions: [{ partition, offset: (BigInt(last) + 1n).toString() }] }],
-      });
-      await txn.commit();
+      const txn = await producer.transaction();
+      try {
+        for (const chunk of chunks(out, MAX_SEND_BYTES)) await txn.sendBatch({ topicMessages: topicMessages(chunk) });
+        await txn.sendOffsets({ consumerGroupId: this.opts.groupId, topics: offsets });
+        await txn.commit();
+      } catch (err) {
+        await txn.abort().catch((e: unknown) => this.opts.log.warn("transaction abort failed", { error: String(e) }));
+        throw err;
+      }
     } catch (err) {
-      await txn.abort().catch((e: unknown) => this.opts.log.warn("transaction abort failed", { error: String(e) }));
+      // The batches are handled again (their effects are idempotent); the next transaction
+      // starts on a fresh producer, whatever state this one was left in.
+      await this.slot.renew();
       throw err;
     }
   }
@@ -366,6 +408,6 @@ export class KafkaTransport implements Transport {
   async stop(): Promise<void> {
     this.stopping = true;
     await this.consumer.disconnect();
-    await Promise.all(this.producers.all.map((slot) => slot.disconnect()));
+    await this.slot.disconnect();
   }
 }

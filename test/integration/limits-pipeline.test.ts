@@ -56,7 +56,7 @@ describe("limits processors on real Kafka and Redis", () => {
     await calls.stop();
     await send(asks.slice(3));
     // The same group again, not moved to the end: it resumes at the offsets it committed.
-    calls = await startProcessor(limitsModelCallsProcessor, env, { transport: new KafkaTransport({ kafka: kafka(callsGroup), groupId: callsGroup, topic: "oz0.model-calls", log }), serde: s, log });
+    calls = await startProcessor(limitsModelCallsProcessor, env, { transport: new KafkaTransport({ kafka: kafka(callsGroup), groupId: callsGroup, topics: ["oz0.model-calls"], log }), serde: s, log });
     const children = ["c1", "c2", "c3"].map((c) => jobEvent(tree, { id: uid("evt"), kind: "child_ask", job_id: `${tree}-${c}`, parent_job_id: tree, agent: "boss", depth: 1 }));
     await producer.send({ topic: "oz0.jobs", messages: children.map((e) => ({ key: tree, value: s.encode("JobEvent", e) })) });
 

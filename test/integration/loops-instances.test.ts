@@ -93,7 +93,7 @@ describe("the loop processors as several instances", () => {
     const group = uid("loop-calls");
     await groupAtEnd(group, "oz0.tool-calls");
     const env: LoopEnv = { config, store: new RedisLoopStore(redis, keys) };
-    const instance = async (): Promise<RunningProcessor> => startProcessor(loopCallsProcessor, env, { transport: new KafkaTransport({ kafka: kafka(group), groupId: group, topic: "oz0.tool-calls", log }), serde: s, log });
+    const instance = async (): Promise<RunningProcessor> => startProcessor(loopCallsProcessor, env, { transport: new KafkaTransport({ kafka: kafka(group), groupId: group, topics: ["oz0.tool-calls"], log }), serde: s, log });
     const instances = [await instance(), await instance()];
     try {
       const admin = kafka().admin();

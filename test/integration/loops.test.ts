@@ -44,7 +44,7 @@ describe("loop detector on the real broker and Redis", () => {
       await admin.connect();
       await admin.setOffsets({ groupId: group, topic: p.input, partitions: at }).finally(() => admin.disconnect());
     }
-    const transport = new KafkaTransport({ kafka: kafka(group), groupId: group, topic: p.input, log });
+    const transport = new KafkaTransport({ kafka: kafka(group), groupId: group, topics: [p.input], log });
     return startProcessor(p, env, { transport, serde: s, log });
   }
 

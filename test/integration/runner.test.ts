@@ -26,7 +26,7 @@ describe.each([
   const log = createLogger({ test: "runner" }, () => {});
 
   async function start(): Promise<RunningProcessor> {
-    const options = { groupId: group, topic: "oz0.tool-calls" };
+    const options = { groupId: group, topics: ["oz0.tool-calls"] };
     let transport: Transport;
     if (threaded) {
       thread ??= new KafkaThread(group, endpoints(), log);

@@ -112,7 +112,7 @@ describe("secrets in logs, events and errors, with the processors on the real br
           const group = uid(`sec-${entry.processor.name}`);
           await groupAtEnd(group, entry.processor.input);
           const k: Kafka = new kafkajs.Kafka(kafkaConfig(group, e, {}, log));
-          const transport = new KafkaTransport({ kafka: k, groupId: group, topic: entry.processor.input, log });
+          const transport = new KafkaTransport({ kafka: k, groupId: group, topics: [entry.processor.input], log });
           return startProcessor(entry.processor, await entry.env({ endpoints: e, redis, config, files }), { transport, serde: s, log, maxBackoffMs: 1_000 });
         }),
       )),

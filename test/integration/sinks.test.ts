@@ -87,7 +87,7 @@ async function startFrom<In, Env>(p: Processor<In, Env>, env: Env, s: Serde, fro
     await admin.disconnect();
   }
   const log = createLogger({ test: p.name }, () => {});
-  const transport = new KafkaTransport({ kafka: kafka(group), groupId: group, topic: p.input, log });
+  const transport = new KafkaTransport({ kafka: kafka(group), groupId: group, topics: [p.input], log });
   return { running: await startProcessor(p, env, { transport, serde: s, log }), group };
 }
 

@@ -92,6 +92,6 @@ export async function groupAtEnd(groupId: string, topic: string): Promise<void> 
 export async function startOnKafka<In, Env>(p: Processor<In, Env>, env: Env, s: Serde, group = uid(p.name)): Promise<RunningProcessor> {
   await groupAtEnd(group, p.input);
   const log = createLogger({ test: p.name }, () => {});
-  const transport = new KafkaTransport({ kafka: kafka(group), groupId: group, topic: p.input, log });
+  const transport = new KafkaTransport({ kafka: kafka(group), groupId: group, topics: [p.input], log });
   return startProcessor(p, env, { transport, serde: s, log });
 }

@@ -75,7 +75,7 @@ describe("a batch handed between the Kafka thread and the processors' thread", (
     const kafka = new kafkajs.Kafka({ clientId: "t", brokers: ["127.0.0.1:1"] });
     const endpoints = { kafkaBrokers: ["127.0.0.1:1"], registryUrl: "http://127.0.0.1:1", redisUrl: "redis://127.0.0.1:1", minioUrl: "http://127.0.0.1:1", minioAccessKey: "a", minioSecretKey: "b" };
     const transports = kafkaTransports({ clientId: "t", endpoints, kafka, log: createLogger({}, () => undefined), env: { OZ0_KAFKA_THREAD: "off" } });
-    expect(transports.transport({ groupId: "g", topic: "t" })).toBeInstanceOf(KafkaTransport);
+    expect(transports.transport({ groupId: "g", topics: ["t"] })).toBeInstanceOf(KafkaTransport);
     await expect(transports.stop()).resolves.toBeUndefined();
   });
 });
