@@ -16,7 +16,7 @@ import type { Logger } from "../processors/runner/log.ts";
 import { consumerLag } from "../processors/runner/monitor.ts";
 import { startOps, type Ops } from "../processors/runner/ops.ts";
 import { opsAddressFromEnv, type OpsAddress } from "../processors/runner/ops-server.ts";
-import { inputsOf, startApplication, type RunningProcessor } from "../processors/runner/runner.ts";
+import { inputsOf, startApplication, wiringOf, type RunningProcessor } from "../processors/runner/runner.ts";
 import { kafkaTransports } from "../processors/runner/kafka-thread.ts";
 import { Serde } from "../schemas/serde.ts";
 import { FileStore } from "../store/files.ts";
@@ -99,6 +99,15 @@ async function startGroup(admin: Admin, groupId: string, topic: string, at: "beg
   await admin.setOffsets({ groupId, topic, partitions });
 }
 
+/** Where each processor of the pipeline reads: its group, and the topic its inputs are consumed from. */
+export function pipelineLayout(prefix = "oz0."): Array<{ readonly name: string; readonly group: string; readonly consumes: string }> {
+  return [false, true].flatMap((sinks) => {
+    const entries = PIPELINE.filter((e) => isSink(e) === sinks);
+    const { consumes } = wiringOf(entries);
+    return entries.map((e, i) => ({ name: e.processor.name, group: `${prefix}${sinks ? "sinks" : "pipeline"}`, consumes: consumes[i] as string }));
+  });
+}
+
 /** A sink writes MinIO and emits nothing (`docs/sinks.md`): it runs in the sinks' group, without transactions. */
 export function isSink(e: PipelineEntry): boolean {
   return e.processor.outputs.length === 0;
@@ -132,7 +141,6 @@ export async function startPipeline(endpoints: Endpoints, log: Logger, options: 
     { groupId: `${prefix}pipeline`, entries: PIPELINE.filter((e) => !isSink(e)), exactlyOnce: true },
     { groupId: `${prefix}sinks`, entries: PIPELINE.filter(isSink), exactlyOnce: false, minBytes: SINK_MIN_BYTES, maxWaitMs: SINK_MAX_WAIT_MS },
   ].filter((k) => k.entries.length > 0);
-  const inputs = new Map<string, string>(PIPELINE.map((e) => [e.processor.name, e.processor.input]));
   const groups = new Map<string, string>(kinds.flatMap((k) => k.entries.map((e) => [e.processor.name, k.groupId] as const)));
   // Both at once: a start returns once its consumer first joined its group, which takes the
   // broker's initial rebalance delay and more (about 5 s here).
@@ -164,10 +172,9 @@ export async function startPipeline(endpoints: Endpoints, log: Logger, options: 
     serde,
     ops,
     lag: async (r) => {
-      const input = inputs.get(r.name);
       const group = groups.get(r.name);
-      if (!input || !group) return NaN;
-      return consumerLag(admin, group, input);
+      if (!group) return NaN;
+      return consumerLag(admin, group, r.consumes);
     },
     stop: async () => {
       ops.health.stopping();

@@ -9,9 +9,8 @@ import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import kafkajs from "kafkajs";
-import { isSink, startPipeline, type Pipeline } from "../../bin/pipeline.ts";
+import { pipelineLayout, startPipeline, type Pipeline } from "../../bin/pipeline.ts";
 import { RuntimeClient } from "../../client/runtime-client.ts";
-import { PIPELINE } from "../../processors/pipeline.ts";
 import { kafkaConfig, type Endpoints } from "../../processors/runner/endpoints.ts";
 import { createLogger, type Logger } from "../../processors/runner/log.ts";
 import { opsAddressFromEnv } from "../../processors/runner/ops-server.ts";
@@ -133,7 +132,7 @@ export async function runLoad(o: LoadOptions): Promise<LoadOutcome> {
     if (pipeline) await untilReady(pipeline, 120_000);
     client = await RuntimeClient.connect(o.endpoints, { log, timeoutMs: 30_000 });
     await warmUp(client, uid, "pipeline", o.external ? 300_000 : 60_000);
-    const watched: WatchedGroup[] = PIPELINE.map((e) => ({ name: e.processor.name, group: pipeline?.groups.get(e.processor.name) ?? (isSink(e) ? "oz0.sinks" : "oz0.pipeline"), topic: e.processor.input }));
+    const watched: WatchedGroup[] = pipelineLayout().map((p) => ({ name: p.name, group: p.group, topic: p.consumes }));
     const pipe = await phase("pipeline", plan, client, new LagSampler(admin, watched), o);
     const processors = pipeline?.running.map((r) => ({ name: r.name, in: r.stats.in, out: r.stats.out, deadLetters: r.stats.deadLetters, retries: r.stats.retries }));
 

@@ -21,6 +21,8 @@ export interface Rejected {
 export interface BatchResult {
   readonly emits: Emit[];
   readonly rejected: Rejected[];
+  /** Each input whose outputs are in `emits`, with them, in input order. */
+  readonly answered: Array<{ readonly input: InputRecord<unknown>; readonly emits: readonly Emit[] }>;
 }
 
 export interface BatchOptions {
@@ -84,7 +86,7 @@ export async function runBatch<In, Env>(p: Processor<In, Env>, records: InputRec
     if (reasons.length > 0) rejected.push(reject(r, "invalid", reasons.join("; ")));
     else valid.push(r);
   }
-  if (valid.length === 0) return { emits: [], rejected };
+  if (valid.length === 0) return { emits: [], rejected, answered: [] };
 
   let outcomes: Array<Outcome | { failed: string }>;
   const isolateAfter = opts.isolateAfter ?? 1;
@@ -119,6 +121,7 @@ export async function runBatch<In, Env>(p: Processor<In, Env>, records: InputRec
   }
 
   const emits: Emit[] = [];
+  const answered: BatchResult["answered"] = [];
   outcomes.forEach((o, i) => {
     const r = valid[i] as InputRecord<In>;
     if ("failed" in o) rejected.push(reject(r, "failed", o.failed));
@@ -126,10 +129,13 @@ export async function runBatch<In, Env>(p: Processor<In, Env>, records: InputRec
     else {
       const wrong = checkEmits(p, o.emits) ?? (opts.checkEmit ? firstDefined(o.emits, opts.checkEmit) : undefined);
       if (wrong) rejected.push(reject(r, "failed", wrong));
-      else emits.push(...o.emits);
+      else {
+        emits.push(...o.emits);
+        answered.push({ input: r, emits: o.emits });
+      }
     }
   });
   // Dead letters in input order, as a person reading the topic expects.
   rejected.sort((a, b) => a.partition - b.partition || Number(BigInt(a.offset) - BigInt(b.offset)));
-  return { emits, rejected };
+  return { emits, rejected, answered };
 }

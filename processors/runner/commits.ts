@@ -152,7 +152,7 @@ export function offsetsOf(batches: readonly Handed[]): Array<{ topic: string; pa
   const byTopic = new Map<string, Map<number, bigint>>();
   for (const b of batches) {
     let parts = byTopic.get(b.topic);
-    if (!parts) byTopic.set(b.topic, (parts = new Map()));
+    if (!parts) byTopic.set(b.topic, (parts = new Map<number, bigint>()));
     const next = BigInt(b.last) + 1n;
     const had = parts.get(b.partition);
     if (had === undefined || next > had) parts.set(b.partition, next);

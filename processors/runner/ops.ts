@@ -52,7 +52,7 @@ export async function startOps({ address, log, admin, periodMs }: OpsOptions): P
     starting: (name, group) => health.starting(name, group),
     started: (p, group) => {
       measured.push(p);
-      monitor.watch({ name: p.name, group, input: p.input });
+      monitor.watch({ name: p.name, group, input: p.consumes });
       health.started(p.name);
     },
     running: () => {

@@ -8,13 +8,13 @@ import { DecodeError, WRITER_NOT_KNOWN, type Serde } from "../../schemas/serde.t
 import type { DeadLetter } from "../../schemas/types.ts";
 import { topic, type TopicName } from "../../topology/topics.ts";
 import type { SchemaName } from "../../schemas/catalog.ts";
-import { runBatch, type Rejected } from "./batch.ts";
+import { runBatch, type BatchResult, type Rejected } from "./batch.ts";
 import { isRetriable, messageOf } from "./errors.ts";
 import { deriveId } from "./ids.ts";
 import type { Logger } from "./log.ts";
 import { Histogram } from "./metrics.ts";
 import { outcomeKind } from "./outcomes.ts";
-import type { Emit, InputRecord, Processor } from "./processor.ts";
+import { TopologyError, type Emit, type InputRecord, type Processor } from "./processor.ts";
 import { capReason, deadLetterBytes, outputTooLarge } from "./record-size.ts";
 import type { BatchContext, OutMessage, RawRecord, Transport } from "./transport.ts";
 
@@ -35,6 +35,11 @@ export interface RunnerStats {
 export interface RunningProcessor {
   readonly name: string;
   readonly input: string;
+  /**
+   * The topic its inputs are consumed from: its input, or, for a processor chained after the
+   * writer of its input, the writer's (the group's lag is counted there).
+   */
+  readonly consumes: string;
   readonly stats: Readonly<RunnerStats>;
   /** Seconds from each input record's timestamp to the commit of its outputs. */
   readonly latency: Histogram;
@@ -79,7 +84,14 @@ type Decoded<In> = { readonly record: InputRecord<In> } | { readonly tombstone: 
 /** One processor's share of a batch: its stats, its latency, and how it decides the batch's records. */
 interface Stage {
   readonly running: Omit<RunningProcessor, "stop">;
-  decide(raws: RawRecord[], decoded: ReadonlyArray<Decoded<unknown>>, ctx: BatchContext): Promise<OutMessage[]>;
+  decide(raws: RawRecord[], decoded: ReadonlyArray<Decoded<unknown>>, ctx: BatchContext): Promise<Decided>;
+}
+
+/** A stage's outputs, encoded, and the emits of each input it answered (for a stage chained after it). */
+interface Decided {
+  readonly out: OutMessage[];
+  readonly answered: BatchResult["answered"];
+  readonly encoded: ReadonlyMap<Emit, Buffer>;
 }
 
 /**
@@ -126,8 +138,8 @@ function makeStage<In, Env>(p: Processor<In, Env>, env: Env, deps: RunnerDeps, b
   const latency = new Histogram();
   const log = deps.log.child({ processor: p.name });
 
-  const decide = async (raws: RawRecord[], decoded: ReadonlyArray<Decoded<unknown>>, ctx: BatchContext): Promise<OutMessage[]> => {
-    stats.in += raws.length;
+  const decide = async (raws: RawRecord[], decoded: ReadonlyArray<Decoded<unknown>>, ctx: BatchContext): Promise<Decided> => {
+    stats.in += decoded.length;
     stats.batches++;
     const records: InputRecord<In>[] = [];
     const rejected: Rejected[] = [];
@@ -146,7 +158,11 @@ function makeStage<In, Env>(p: Processor<In, Env>, env: Env, deps: RunnerDeps, b
     await ctx.heartbeat();
     const result = await runBatch(p, records, env, { onRetry: (err, attempt) => backoff(ctx, err, attempt).finally(() => stats.retries++), checkEmit });
     await ctx.heartbeat();
-    const out: OutMessage[] = result.emits.map((e) => ({ topic: e.to, key: e.key, value: encoded.get(e) ?? deps.serde.encodeChecked(topic(e.to).schema, e.value) }));
+    const out: OutMessage[] = result.emits.map((e) => {
+      let value = encoded.get(e);
+      if (value === undefined) encoded.set(e, (value = deps.serde.encodeChecked(topic(e.to).schema, e.value)));
+      return { topic: e.to, key: e.key, value };
+    });
     const rejections = [...rejected, ...result.rejected];
     if (rejections.length > 0) {
       const byOffset = new Map(raws.map((r) => [r.offset, r]));
@@ -170,9 +186,9 @@ function makeStage<In, Env>(p: Processor<In, Env>, env: Env, deps: RunnerDeps, b
     };
     if (ctx.afterCommit) ctx.afterCommit(decided);
     else decided();
-    return out;
+    return { out, answered: result.answered, encoded };
   };
-  return { running: { name: p.name, input: p.input, stats, latency }, decide };
+  return { running: { name: p.name, input: p.input, consumes: p.input, stats, latency }, decide };
 }
 
 /** A processor and the environment its core is given. */
@@ -184,14 +200,62 @@ export interface Member<In = unknown, Env = unknown> {
 export interface RunningApplication {
   /** One a processor, in the order given. */
   readonly processors: RunningProcessor[];
-  /** The topics the application reads: every processor's input, once. */
+  /** The topics the application reads: every processor's input, once, but those chained. */
   readonly topics: readonly string[];
   stop(): Promise<void>;
 }
 
-/** The distinct inputs of these processors, in the order first named. */
-export function inputsOf(members: ReadonlyArray<{ readonly processor: { readonly input: string } }>): string[] {
-  return [...new Set(members.map((m) => m.processor.input))];
+/**
+ * How the members of an application read: each topic one of them writes is read in process by
+ * the members that read it (chained after the writer: they decide the writer's outputs in the
+ * same batch, and both commit together), and every other input is read from Kafka, once.
+ */
+export interface Wiring {
+  /** The topics to consume, in the order first named. */
+  readonly topics: string[];
+  /** Each chained member's index, by the index of the member whose outputs it reads. */
+  readonly chained: ReadonlyMap<number, Array<{ readonly member: number; readonly topic: string }>>;
+  /** The topic each member's inputs come from: its own, or (chained) its writer's. */
+  readonly consumes: string[];
+}
+
+export function wiringOf(members: ReadonlyArray<{ readonly processor: { readonly name: string; readonly input: string; readonly outputs: readonly string[] } }>): Wiring {
+  const writing = new Map<string, number[]>();
+  members.forEach((m, i) => {
+    for (const t of m.processor.outputs) writing.set(t, [...(writing.get(t) ?? []), i]);
+  });
+  // A topic read in process has one writer in the application; topics only written may have many.
+  const writers = new Map<string, number>();
+  for (const m of members) {
+    const w = writing.get(m.processor.input);
+    if (w === undefined) continue;
+    if (w.length > 1) throw new TopologyError(`${m.processor.name} reads ${m.processor.input}, which ${w.map((i) => members[i]?.processor.name).join(" and ")} write: a topic read in process has one writer in the application`);
+    writers.set(m.processor.input, w[0] as number);
+  }
+  const chained = new Map<number, Array<{ member: number; topic: string }>>();
+  members.forEach((m, i) => {
+    const w = writers.get(m.processor.input);
+    if (w === undefined) return;
+    const list = chained.get(w) ?? [];
+    list.push({ member: i, topic: m.processor.input });
+    chained.set(w, list);
+  });
+  const consumes: string[] = [];
+  const root = (i: number, seen: Set<number>): string => {
+    const m = members[i] as (typeof members)[number];
+    const w = writers.get(m.processor.input);
+    if (w === undefined) return m.processor.input;
+    if (seen.has(w)) throw new TopologyError(`${m.processor.name} reads its own outputs through a cycle of processors`);
+    return root(w, seen.add(i));
+  };
+  members.forEach((_, i) => consumes.push(root(i, new Set([i]))));
+  const topics = [...new Set(members.filter((m) => !writers.has(m.processor.input)).map((m) => m.processor.input))];
+  return { topics, chained, consumes };
+}
+
+/** The topics an application of these processors consumes. */
+export function inputsOf(members: ReadonlyArray<{ readonly processor: { readonly name: string; readonly input: string; readonly outputs: readonly string[] } }>): string[] {
+  return wiringOf(members).topics;
 }
 
 /**
@@ -199,7 +263,15 @@ export function inputsOf(members: ReadonlyArray<{ readonly processor: { readonly
  * every input once): a fetched batch is decoded once, with its topic's schema, and each
  * processor that reads the topic decides it; their outputs commit together with the batch's
  * offset, beside the other batches of the fetch (`commits.ts`). Processors of one topic decide
- * a batch at once, each on its own records: none sees another's outputs before they commit.
+ * a batch at once, each on its own records.
+ *
+ * A processor whose input another member writes is chained after it (`wiringOf`): it decides
+ * the writer's outputs to that topic, as a consumer of the topic would decode them, in the same
+ * batch, and is not fed the topic from Kafka; the writer's outputs are still published, in the
+ * same transaction, so whatever else reads the topic sees the same records. A chained input
+ * keeps the position of the input it answers (its topic, partition and offset), one output a
+ * input, so replays are known by it as they are for any input.
+ *
  * With `anyTopic`, a single processor takes every batch whatever its topic is named (a bench or
  * a drill reads its input under a topic name of its own).
  */
@@ -214,34 +286,63 @@ export async function startApplication(members: readonly Member[], deps: RunnerD
     await sleep(wait);
     await ctx.heartbeat();
   };
-  const stages = members.map((m) => makeStage(m.processor, m.env, deps, backoff));
-  const byTopic = new Map<string, Stage[]>();
-  members.forEach((m, i) => {
-    const list = byTopic.get(m.processor.input) ?? [];
-    list.push(stages[i] as Stage);
-    byTopic.set(m.processor.input, list);
-  });
   const only = deps.anyTopic && members.length === 1 ? members[0] : undefined;
   if (deps.anyTopic && !only) throw new Error("anyTopic runs exactly one processor");
+  const wiring: Wiring = only ? { topics: [only.processor.input], chained: new Map(), consumes: [only.processor.input] } : wiringOf(members);
+  const stages = members.map((m, i) => {
+    const s = makeStage(m.processor, m.env, deps, backoff);
+    return { ...s, running: { ...s.running, consumes: wiring.consumes[i] as string } };
+  });
+  const byTopic = new Map<string, number[]>();
+  members.forEach((m, i) => {
+    if (!wiring.topics.includes(m.processor.input)) return;
+    const list = byTopic.get(m.processor.input) ?? [];
+    list.push(i);
+    byTopic.set(m.processor.input, list);
+  });
+
+  /** What member `i` decides of these records, then what each member chained after it decides of its outputs. */
+  const decideChain = async (i: number, raws: RawRecord[], decoded: ReadonlyArray<Decoded<unknown>>, ctx: BatchContext): Promise<OutMessage[]> => {
+    const d = await (stages[i] as Stage).decide(raws, decoded, ctx);
+    const after = wiring.chained.get(i);
+    if (!after) return d.out;
+    const outs = [d.out];
+    for (const c of after) {
+      const schema = topic(c.topic as TopicName).schema;
+      const fed: Decoded<unknown>[] = [];
+      for (const { input, emits } of d.answered) {
+        const to = emits.filter((e) => e.to === c.topic);
+        if (to.length === 0) continue;
+        if (to.length > 1) throw new Error(`${members[i]?.processor.name} emitted ${to.length} records to ${c.topic} for one input; a processor chained after it takes one an input`);
+        const e = to[0] as Emit;
+        // As a consumer of the topic would decode it: the writer's schema is this build's, known already.
+        const value = deps.serde.decodeKnown<unknown>(schema, d.encoded.get(e) as Buffer);
+        if (value === WRITER_NOT_KNOWN) throw new Error(`the schema ${schema} was not known when its own output was decoded`);
+        fed.push({ record: { ...input, key: e.key, value } });
+      }
+      if (fed.length === 0) continue;
+      outs.push(await decideChain(c.member, raws, fed, ctx));
+    }
+    return outs.flat();
+  };
 
   const handle = async (raws: RawRecord[], ctx: BatchContext): Promise<OutMessage[]> => {
     const first = raws[0];
     if (!first) return [];
     const name = only ? only.processor.input : first.topic;
-    const readers = only ? stages : byTopic.get(name);
+    const readers = only ? [0] : byTopic.get(name);
     if (!readers) throw new Error(`the application was handed a batch of ${first.topic}, which none of its processors reads`);
     const decoded = await decodeBatch(raws, topic(name as TopicName).schema, deps.serde, ctx, (c, err, attempt) => {
-      for (const s of readers) (s.running.stats as RunnerStats).retries++;
+      for (const r of readers) ((stages[r] as Stage).running.stats as RunnerStats).retries++;
       return backoff(c, err, attempt);
     });
-    if (readers.length === 1) return (readers[0] as Stage).decide(raws, decoded, ctx);
-    const outs = await Promise.all(readers.map((s) => s.decide(raws, decoded, ctx)));
+    if (readers.length === 1) return decideChain(readers[0] as number, raws, decoded, ctx);
+    const outs = await Promise.all(readers.map((r) => decideChain(r, raws, decoded, ctx)));
     return outs.flat();
   };
 
   await deps.transport.start(handle);
-  const topics = inputsOf(members);
-  log.info("processors started", { processors: members.map((m) => m.processor.name), inputs: topics });
+  log.info("processors started", { processors: members.map((m) => m.processor.name), inputs: wiring.topics });
   const running = stages.map(
     (s): RunningProcessor => ({
       ...s.running,
@@ -252,7 +353,7 @@ export async function startApplication(members: readonly Member[], deps: RunnerD
   let stopped: Promise<void> | null = null;
   const app: RunningApplication = {
     processors: running,
-    topics,
+    topics: wiring.topics,
     stop: () => {
       stopped ??= (async () => {
         stopping = true;
@@ -267,6 +368,6 @@ export async function startApplication(members: readonly Member[], deps: RunnerD
 
 /** Runs one processor on its transport: an application of one, reading whatever topic the transport hands it. */
 export async function startProcessor<In, Env>(p: Processor<In, Env>, env: Env, deps: RunnerDeps): Promise<RunningProcessor> {
-  const app = await startApplication([{ processor: p as Processor<unknown, unknown>, env }], { ...deps, anyTopic: true });
+  const app = await startApplication([{ processor: p, env }], { ...deps, anyTopic: true });
   return app.processors[0] as RunningProcessor;
 }

@@ -172,6 +172,57 @@ describe("end to end through the runtime client, on the whole pipeline in this p
 
   const ended = (t: JobTrace, outcome: string): boolean => (t.jobs ?? []).some((j) => j.kind === "ended" && j.outcome === outcome);
 
+  it("SYS-1 the processors run as two groups reading each input once; a call's loop check is chained after its fill-in, and the filled call is still published", async () => {
+    const p = pipeline as Pipeline;
+    const groups = [...new Set(p.groups.values())].sort();
+    expect(groups).toEqual([`oz0.e2e-${run}.pipeline`, `oz0.e2e-${run}.sinks`]);
+    const loopCalls = p.running.find((r) => r.name === "loop-calls");
+    expect(loopCalls).toMatchObject({ input: "oz0.tool-calls", consumes: "oz0.tool-calls.requested" });
+
+    const job = rootJob(uid("e2e-acme"), "e2e-reader");
+    await client.publishJobEvents([jobEvent(job, "started")]);
+    // A model's call of a fitted tool without a budget: the fill-in adds one, and the loop detector decides the filled call.
+    const call = toolCall(job, { path: "docs/setup.md", view: "summary" });
+    const decision = await client.requestToolCall(call);
+    expect(decision).toMatchObject({ input_id: call.id, processor: "loop-calls", verdict: "allow" });
+
+    // The filled call is on oz0.tool-calls, as every other reader of the topic sees it.
+    const kafka = p.kafka;
+    const reader = kafka.consumer({ groupId: `oz0.e2e-${run}.read-filled`, readUncommitted: false });
+    const seen: ToolCall[] = [];
+    await reader.connect();
+    try {
+      await reader.subscribe({ topic: "oz0.tool-calls", fromBeginning: true });
+      await reader.run({
+        eachMessage: async ({ message }) => {
+          const c = await p.serde.decode<ToolCall>("ToolCall", message.value);
+          if (c.id === call.id) seen.push(c);
+        },
+      });
+      await eventually("the filled call on oz0.tool-calls", () => Promise.resolve(seen.length), (n) => n > 0, ANSWER_MS);
+    } finally {
+      await reader.disconnect();
+      const admin = kafka.admin();
+      await admin.connect();
+      await admin.deleteGroups([`oz0.e2e-${run}.read-filled`]).catch(() => undefined);
+      await admin.disconnect();
+    }
+    expect(seen).toHaveLength(1);
+    expect(JSON.parse(seen[0]?.arguments ?? "{}")).toMatchObject({ path: "docs/setup.md", view: "summary", budget: expect.any(Number) });
+
+    // The pipeline's group commits on the calls as published, never on the filled calls it reads in process.
+    const admin = kafka.admin();
+    await admin.connect();
+    try {
+      const offsets = await admin.fetchOffsets({ groupId: `oz0.e2e-${run}.pipeline`, topics: ["oz0.tool-calls.requested", "oz0.tool-calls"] });
+      const committed = (t: string) => offsets.find((o) => o.topic === t)?.partitions.filter((x) => x.offset !== "-1").length ?? 0;
+      expect(committed("oz0.tool-calls.requested")).toBeGreaterThan(0);
+      expect(committed("oz0.tool-calls")).toBe(0);
+    } finally {
+      await admin.disconnect();
+    }
+  });
+
   it("SYS-2 OFF-6 a job's results are fitted, offloaded and read back", async () => {
     const job = rootJob(uid("e2e-acme"), "e2e-reader");
     await client.publishJobEvents([jobEvent(job, "started")]);
