@@ -18,6 +18,7 @@ import { startOps, type Ops } from "../processors/runner/ops.ts";
 import { opsAddressFromEnv, type OpsAddress } from "../processors/runner/ops-server.ts";
 import { inputsOf, startApplication, wiringOf, type RunningProcessor } from "../processors/runner/runner.ts";
 import { kafkaTransports } from "../processors/runner/kafka-thread.ts";
+import { wholeFromEnv, type Env } from "../processors/runner/settings.ts";
 import { Serde } from "../schemas/serde.ts";
 import { FileStore } from "../store/files.ts";
 import { minioClient } from "../store/objects.ts";
@@ -26,11 +27,17 @@ import { ensureTopics } from "../topology/create.ts";
 import { TOPICS } from "../topology/topics.ts";
 
 /**
- * A sink's fetch waits for this many bytes, up to SINK_MAX_WAIT_MS: one trace or audit object
- * a batch and job, from batches bigger than a fetch that returns at the first record.
+ * The sinks' fetches wait for `OZ0_SINK_MIN_BYTES` (default 1 MiB) or `OZ0_SINK_MAX_WAIT_MS`
+ * (default 2000), whichever comes first: a sink writes one trace or audit object a batch and
+ * job, so bigger batches mean fewer, bigger objects; a trace or an audit entry is in MinIO
+ * within about that wait of its event.
  */
-export const SINK_MIN_BYTES = 256 * 1024;
-export const SINK_MAX_WAIT_MS = 500;
+export function sinkFetchFromEnv(env: Env = process.env): { minBytes: number; maxWaitMs: number } {
+  return {
+    minBytes: wholeFromEnv(env, "OZ0_SINK_MIN_BYTES", 1024 * 1024, 1, 64 * 1024 * 1024, "bytes"),
+    maxWaitMs: wholeFromEnv(env, "OZ0_SINK_MAX_WAIT_MS", 2_000, 1, 30_000, "milliseconds"),
+  };
+}
 
 export interface Pipeline {
   readonly running: RunningProcessor[];
@@ -139,7 +146,7 @@ export async function startPipeline(endpoints: Endpoints, log: Logger, options: 
   // writes are idempotent, without transactions and in bigger batches.
   const kinds = [
     { groupId: `${prefix}pipeline`, entries: PIPELINE.filter((e) => !isSink(e)), exactlyOnce: true },
-    { groupId: `${prefix}sinks`, entries: PIPELINE.filter(isSink), exactlyOnce: false, minBytes: SINK_MIN_BYTES, maxWaitMs: SINK_MAX_WAIT_MS },
+    { groupId: `${prefix}sinks`, entries: PIPELINE.filter(isSink), exactlyOnce: false, ...sinkFetchFromEnv() },
   ].filter((k) => k.entries.length > 0);
   const groups = new Map<string, string>(kinds.flatMap((k) => k.entries.map((e) => [e.processor.name, k.groupId] as const)));
   // Both at once: a start returns once its consumer first joined its group, which takes the

@@ -1,3 +1,4 @@
+import type { CpuSpent } from "../pipeline/cpu.ts";
 /**
  * The load report: Markdown with every figure, and an SVG chart of consumer lag and events per
  * second over time. Pure: what a run measured in, text out.
@@ -14,6 +15,36 @@ export interface PhaseResult {
   readonly endedAt: number;
   readonly rec: Recorder;
   readonly lag: readonly LagSample[];
+  /** CPU spent from the phase's first publish to its last answer, where it could be sampled. */
+  readonly cpu?: CpuSpent;
+}
+
+/** CPU milliseconds per event published, of one reading; empty when it could not be read. */
+function msPerEvent(seconds: number | null | undefined, events: number): string {
+  return seconds === null || seconds === undefined || events === 0 ? "" : fmt((seconds * 1000) / events, 2);
+}
+
+function cpuRows(pipe: PhaseResult, base: PhaseResult, external: boolean): string[] {
+  if (!pipe.cpu || !base.cpu) return [];
+  const row = (what: string, pick: (c: CpuSpent) => number | null) => {
+    const a = pick(pipe.cpu as CpuSpent);
+    const b = pick(base.cpu as CpuSpent);
+    const pa = a === null ? NaN : a / Math.max(1, pipe.rec.events);
+    const pb = b === null ? NaN : b / Math.max(1, base.rec.events);
+    return `| ${what} | ${msPerEvent(a, pipe.rec.events)} | ${msPerEvent(b, base.rec.events)} | ${Number.isFinite(pa) && Number.isFinite(pb) ? ratio(pa, pb) : ""} |`;
+  };
+  return [
+    "",
+    "## CPU per event",
+    "",
+    "CPU milliseconds per event published, from each phase's first publish to its last answer, read from `/proc` (the broker's only where it runs on this machine, as the local stack's does).",
+    "",
+    "| CPU of | pipeline ms/event | passthrough ms/event | ratio |",
+    "| --- | ---: | ---: | ---: |",
+    row("the broker", (c) => c.broker),
+    row(external ? "this process (the runtimes; the pipeline runs elsewhere)" : "this process (the runtimes and the pipeline)", (c) => c.process),
+    row("the whole machine (every core, every process)", (c) => c.machine),
+  ];
 }
 
 export interface ProcessorCounters {
@@ -40,6 +71,8 @@ export interface LoadResult {
   readonly processors?: readonly ProcessorCounters[];
   /** The chart's file name, beside the report. */
   readonly chartFile: string;
+  /** Each processor's consumer group, by name. */
+  readonly groups?: Readonly<Record<string, string>>;
 }
 
 /** Events published over the phase's active time (first publish to last answer), per second. */
@@ -118,6 +151,7 @@ export function loadMarkdown(r: LoadResult): string {
     "",
     "The runtimes wait for each answer before their next step, as runtimes do, so the rate is set by",
     "the latency of the answers: the passthrough plays every step (nothing refuses), the pipeline fewer.",
+    ...cpuRows(pipe, base, r.external),
     "",
     "## Latency from ask to decision",
     "",
@@ -143,7 +177,7 @@ export function loadMarkdown(r: LoadResult): string {
     "",
     "| processor | consumer group | at start | max | at end | samples |",
     "| --- | --- | ---: | ---: | ---: | ---: |",
-    ...lagRows(pipe, (n) => `oz0.${n}`),
+    ...lagRows(pipe, (n) => r.groups?.[n] ?? `oz0.${n}`),
     ...lagRows(base, () => "its own (baseline)"),
     "",
     "## Offloaded results",

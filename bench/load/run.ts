@@ -18,6 +18,7 @@ import { Serde } from "../../schemas/serde.ts";
 import type { ModelCall } from "../../schemas/types.ts";
 import { ensureTopics } from "../../topology/create.ts";
 import { topic as topicSpec, type TopicSpec } from "../../topology/topics.ts";
+import { CpuMeter, localBrokerPid } from "../pipeline/cpu.ts";
 import { startPassthrough } from "../pipeline/subjects.ts";
 import { loadCorpus } from "./corpus.ts";
 import { EchoTarget } from "./echo.ts";
@@ -73,13 +74,18 @@ async function phase(name: string, plan: Plan, target: LoadTarget, sampler: LagS
   });
   sampler.start(1_000);
   progress?.start(state);
+  // The broker's CPU where it runs here (the local stack), this process's and the machine's.
+  const cpu = new CpuMeter(null, 250, localBrokerPid());
+  await cpu.start();
   try {
     await playAll(plan, target, rec, { deadline: startedAt + limitMs, runtimes: o.runtimes });
   } finally {
     progress?.stop(state());
+    await cpu.stop();
     await sampler.stop();
   }
-  return { startedAt, endedAt: Date.now(), rec, lag: sampler.samples };
+  const spent = rec.firstAt !== undefined && rec.lastAt !== undefined ? cpu.between(rec.firstAt, rec.lastAt) : undefined;
+  return { startedAt, endedAt: Date.now(), rec, lag: sampler.samples, ...(spent ? { cpu: spent } : {}) };
 }
 
 /**
@@ -166,6 +172,7 @@ export async function runLoad(o: LoadOptions): Promise<LoadOutcome> {
       passthrough: base,
       ...(processors ? { processors } : {}),
       chartFile: CHART_FILE,
+      groups: Object.fromEntries(pipelineLayout().map((p) => [p.name, p.group])),
     };
     const markdown = loadMarkdown(result);
     const svg = loadChart(result);

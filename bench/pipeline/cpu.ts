@@ -21,6 +21,8 @@ export interface CpuSample {
   readonly machine: number | null;
   readonly process: number;
   readonly redis: number | null;
+  /** The broker's process, where it runs on this machine and is known; null otherwise. */
+  readonly broker?: number | null;
 }
 
 export interface CpuSpent {
@@ -30,6 +32,40 @@ export interface CpuSpent {
   readonly process: number;
   /** Seconds of CPU of the Redis server; null when it did not answer. */
   readonly redis: number | null;
+  /** Seconds of CPU of the broker's process; null where it is not on this machine or not known. */
+  readonly broker: number | null;
+}
+
+/** A process's CPU seconds (user and system, all its threads) from `/proc/<pid>/stat`; null when it cannot be read. */
+export function processCpuSeconds(pid: number, stat: (path: string) => string = (path) => readFileSync(path, "utf8")): number | null {
+  let text: string;
+  try {
+    text = stat(`/proc/${pid}/stat`);
+  } catch {
+    return null;
+  }
+  // The command name, in parentheses, may hold spaces: the fields that follow are counted from its end.
+  const fields = text.slice(text.lastIndexOf(")") + 2).trim().split(/\s+/);
+  // After the name: state is field 3 of the whole line; utime and stime are 14 and 15.
+  const utime = Number(fields[11]);
+  const stime = Number(fields[12]);
+  if (!Number.isFinite(utime) || !Number.isFinite(stime)) return null;
+  return (utime + stime) / USER_HZ;
+}
+
+/**
+ * The local stack's broker process (`stack/`): the pid its start wrote, if that process is a
+ * Kafka broker still; null for a broker elsewhere.
+ */
+export function localBrokerPid(env: Record<string, string | undefined> = process.env): number | null {
+  const home = env.OZ0_STACK_HOME || `${env.HOME ?? ""}/.cache/oz0-stack`;
+  try {
+    const pid = Number(readFileSync(`${home}/run/kafka.pid`, "utf8").trim());
+    if (!Number.isInteger(pid) || pid <= 0) return null;
+    return readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("kafka.Kafka") ? pid : null;
+  } catch {
+    return null;
+  }
 }
 
 /** Busy CPU seconds of every core since boot, from the first line of `/proc/stat`; null elsewhere. */
@@ -88,7 +124,7 @@ export function spentBetween(samples: readonly CpuSample[], from: number, to: nu
     const b = interpolate(samples, to, pick);
     return a === null || b === null ? null : Math.max(0, b - a);
   };
-  return { machine: spent((s) => s.machine), process: spent((s) => s.process) ?? 0, redis: spent((s) => s.redis) };
+  return { machine: spent((s) => s.machine), process: spent((s) => s.process) ?? 0, redis: spent((s) => s.redis), broker: spent((s) => s.broker ?? null) };
 }
 
 export class CpuMeter {
@@ -98,10 +134,13 @@ export class CpuMeter {
 
   private readonly redis: Redis | null;
   private readonly everyMs: number;
+  private readonly brokerPid: number | null;
 
-  constructor(redis: Redis | null, everyMs = 250) {
+  /** `brokerPid`: the broker's process on this machine, sampled too (`localBrokerPid`). */
+  constructor(redis: Redis | null, everyMs = 250, brokerPid: number | null = null) {
     this.redis = redis;
     this.everyMs = everyMs;
+    this.brokerPid = brokerPid;
   }
 
   private async sample(): Promise<void> {
@@ -114,7 +153,8 @@ export class CpuMeter {
       }
     }
     const { user, system } = process.cpuUsage();
-    this.samples.push({ at: Date.now(), machine: machineBusySeconds(), process: (user + system) / 1e6, redis });
+    const broker = this.brokerPid === null ? null : processCpuSeconds(this.brokerPid);
+    this.samples.push({ at: Date.now(), machine: machineBusySeconds(), process: (user + system) / 1e6, redis, broker });
   }
 
   start(): Promise<void> {

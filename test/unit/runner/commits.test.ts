@@ -94,9 +94,9 @@ describe("SYS-1 batches of one fetch commit together", () => {
     let fail = true;
     const made: number[] = [];
     const c = new Commits({
-      commit: async (b) => {
+      commit: (b) => {
         made.push(b.length);
-        if (fail) throw boom;
+        return fail ? Promise.reject(boom) : Promise.resolve();
       },
       intervalMs: 10_000,
       maxBytes: 1 << 20,
