@@ -3,22 +3,26 @@
  * the same plan against a bare kafkajs passthrough on the same broker; a report with figures
  * and a chart. Bounded in count and time: it stops by itself.
  *
- *   npm run load -- [--events N] [--seconds S] [--runtimes R] [--seed K] [--external] [--out DIR]
+ *   npm run load -- [--events N] [--seconds S] [--runtimes R[,R...]] [--seed K] [--external] [--out DIR]
  *
  * Trees of several tenants: paging, large results offloaded to MinIO and read back with
  * oz.read_result, loops, delegated children, budgets that run out (bench/load/mix.ts), with
  * text from real documents of the repository. Without --external the pipeline runs in this
  * process. The report goes to DIR/load.md and DIR/load.svg (default bench/out); progress to
- * stderr. Exit status 0 when every awaited answer came, 1 otherwise, 2 on a usage mistake.
+ * stderr. With several numbers of runtimes (`--runtimes 1,8,24,64`), a sweep: the plan at each in
+ * turn on one pipeline, each level's report in DIR/runtimes-<n>/, and DIR/sweep.md and sweep.svg
+ * with latency against events per second for the pipeline and the passthrough.
+ * Exit status 0 when every awaited answer came, 1 otherwise, 2 on a usage mistake.
  */
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
-import { runLoad } from "../bench/load/run.ts";
+import { runLoad, runSweep } from "../bench/load/run.ts";
+import type { LoadResult } from "../bench/load/report.ts";
 import { MEASURED_KINDS } from "../bench/load/play.ts";
 import { createLogger } from "../processors/runner/log.ts";
 import { servicesForCommand } from "./services.ts";
 
-const usage = "usage: npm run load -- [--events N>0] [--seconds S>0] [--runtimes R>0] [--seed K] [--external] [--out DIR]\n";
+const usage = "usage: npm run load -- [--events N>0] [--seconds S>0] [--runtimes R>0[,R...]] [--seed K] [--external] [--out DIR]\n";
 let values;
 try {
   ({ values } = parseArgs({
@@ -37,9 +41,9 @@ try {
 }
 const events = Number(values.events);
 const seconds = Number(values.seconds);
-const runtimes = Number(values.runtimes);
+const levels = values.runtimes.split(",").map((r) => Number(r.trim()));
 const seed = Number(values.seed);
-if (!(Number.isInteger(events) && events > 0 && seconds > 0 && Number.isInteger(runtimes) && runtimes > 0 && Number.isInteger(seed))) {
+if (!(Number.isInteger(events) && events > 0 && seconds > 0 && levels.every((r) => Number.isInteger(r) && r > 0) && Number.isInteger(seed))) {
   process.stderr.write(usage);
   process.exit(2);
 }
@@ -48,8 +52,15 @@ if (!(Number.isInteger(events) && events > 0 && seconds > 0 && Number.isInteger(
 process.env.OZ0_LOG_LEVEL ??= "warn";
 const endpoints = await servicesForCommand();
 const command = `npm run load -- ${process.argv.slice(2).join(" ")}`.trim();
-const { result, markdown, files } = await runLoad({ endpoints, events, seconds, runtimes, seed, external: values.external, outDir: values.out, command, log: createLogger({ component: "load" }) });
-process.stdout.write(`${markdown}\n`);
-process.stderr.write(`report: ${files.markdown}, chart: ${files.chart}\n`);
-const missing = MEASURED_KINDS.reduce((s, k) => s + result.pipeline.rec.unanswered[k], 0);
-process.exit(missing > 0 || result.pipeline.rec.errors.length > 0 ? 1 : 0);
+const common = { endpoints, events, seconds, seed, external: values.external, outDir: values.out, command, log: createLogger({ component: "load" }) };
+const failed = (r: LoadResult): boolean => MEASURED_KINDS.reduce((s, k) => s + r.pipeline.rec.unanswered[k], 0) > 0 || r.pipeline.rec.errors.length > 0;
+if (levels.length === 1) {
+  const { result, markdown, files } = await runLoad({ ...common, runtimes: levels[0] as number });
+  process.stdout.write(`${markdown}\n`);
+  process.stderr.write(`report: ${files.markdown}, chart: ${files.chart}\n`);
+  process.exit(failed(result) ? 1 : 0);
+}
+const sweep = await runSweep({ ...common, levels });
+process.stdout.write(`${sweep.markdown}\n`);
+process.stderr.write(`sweep: ${sweep.files.markdown}, chart: ${sweep.files.chart}; each level's report under ${values.out}\n`);
+process.exit(sweep.levels.some((l) => failed(l.outcome.result)) ? 1 : 0);

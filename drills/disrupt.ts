@@ -17,7 +17,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { endpointsEnv } from "../processors/runner/endpoints.ts";
-import { answersById, conflicting, dumpState, duplicates, feed, openLab, OutputReader, producerOf, stateDifferences, Worker, type Lab, type Services } from "./lab.ts";
+import { answersById, conflicting, dumpState, duplicates, feed, openLab, OutputReader, producerOf, stateDifferences, unmatchedEarly, Worker, type Lab, type Services } from "./lab.ts";
 import type { DrillRow } from "./report.ts";
 import { drillSubject, type SubjectName } from "./subjects.ts";
 
@@ -173,7 +173,8 @@ export async function disruptDrill(s: Services, o: DisruptOptions): Promise<Dril
   const started = Date.now();
   const reference = await openLab(s, subject);
   const drill = await openLab(s, subject);
-  const readers = [new OutputReader(s.kafka, s.serde, reference), new OutputReader(s.kafka, s.serde, drill)] as const;
+  // The drill's outputs also as a runtime client takes them: before their commit (aborted ones too).
+  const readers = [new OutputReader(s.kafka, s.serde, reference), new OutputReader(s.kafka, s.serde, drill), new OutputReader(s.kafka, s.serde, drill, { uncommitted: true })] as const;
   const workers: Worker[] = [];
   try {
     await Promise.all(readers.map((r) => r.start()));
@@ -201,6 +202,7 @@ export async function disruptDrill(s: Services, o: DisruptOptions): Promise<Dril
     const checks: Record<string, boolean> = {
       "reference complete": refMissing === 0,
       "no two outputs of one ID differ": conflicting(readers[1].outputs) === 0,
+      "answers read before their commit are the committed ones": unmatchedEarly(readers[2].outputs, readers[1].outputs) === 0,
       "answers equal the reference": differing === 0,
       "Redis state equals the reference": stateDiff.length === 0,
     };
@@ -220,6 +222,7 @@ export async function disruptDrill(s: Services, o: DisruptOptions): Promise<Dril
       details: [
         ...(refMissing > 0 ? [`the reference left ${refMissing} inputs unanswered`] : []),
         ...(differing > 0 ? [`${differing} inputs answered differently from the reference`] : []),
+        ...(unmatchedEarly(readers[2].outputs, readers[1].outputs) > 0 ? [`${unmatchedEarly(readers[2].outputs, readers[1].outputs)} outputs read before their commit were not committed as read`] : []),
         ...(stateDiff.length > 0 ? [`${stateDiff.length} Redis keys differ, such as ${stateDiff.slice(0, 3).join(", ")}`] : []),
         ...(result.unplannedExits > 0 ? [`the processor exited ${result.unplannedExits} times on its own`] : []),
       ],

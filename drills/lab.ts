@@ -185,7 +185,11 @@ export interface Output {
   readonly value: Record<string, unknown>;
 }
 
-/** Reads every output of a lab as a downstream consumer would: read committed, from the start. */
+/**
+ * Reads every output of a lab as a downstream consumer would: read committed, from the start.
+ * With `uncommitted`, as the runtime client reads its answers (`answersBeforeCommit`): every
+ * output as soon as it is written, an aborted transaction's too.
+ */
 export class OutputReader {
   private readonly consumer: Consumer;
   readonly outputs: Output[] = [];
@@ -195,10 +199,10 @@ export class OutputReader {
   private readonly serde: Serde;
   private readonly lab: Lab;
 
-  constructor(kafka: Kafka, serde: Serde, lab: Lab) {
+  constructor(kafka: Kafka, serde: Serde, lab: Lab, opts: { readonly uncommitted?: boolean } = {}) {
     this.serde = serde;
     this.lab = lab;
-    this.consumer = kafka.consumer({ groupId: `drill.reader.${randomUUID()}`, readUncommitted: false, allowAutoTopicCreation: false });
+    this.consumer = kafka.consumer({ groupId: `drill.reader.${randomUUID()}`, readUncommitted: opts.uncommitted ?? false, allowAutoTopicCreation: false });
   }
 
   async start(): Promise<void> {
@@ -300,6 +304,19 @@ export function conflicting(outputs: readonly Output[]): number {
     if (was === undefined) first.set(id, shown(o));
     else if (was !== shown(o)) bad.add(id);
   }
+  return bad.size;
+}
+
+/**
+ * Outputs read before their commit (`early`) that no committed output matches: none with their
+ * ID was committed, or one was with other content. A runtime taking answers before their commit
+ * (and dropping later copies by ID) could have acted on each of these; there must be none.
+ */
+export function unmatchedEarly(early: readonly Output[], committed: readonly Output[]): number {
+  const kept = new Map<string, string>();
+  for (const o of committed) if (!kept.has(outputId(o))) kept.set(outputId(o), shown(o));
+  const bad = new Set<string>();
+  for (const o of early) if (kept.get(outputId(o)) !== shown(o)) bad.add(outputId(o));
   return bad.size;
 }
 

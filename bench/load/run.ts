@@ -28,6 +28,7 @@ import { MEASURED_KINDS, playAll, Recorder, type LoadTarget } from "./play.ts";
 import { Progress } from "./progress.ts";
 import { publishLoadConfig } from "./publish-config.ts";
 import { loadChart, loadMarkdown, type LoadResult, type PhaseResult } from "./report.ts";
+import { sweepChart, sweepMarkdown, sweepPoint } from "./sweep.ts";
 
 export interface LoadOptions {
   readonly endpoints: Endpoints;
@@ -46,6 +47,8 @@ export interface LoadOptions {
   readonly command: string;
   /** Draw progress on stderr. @default true */
   readonly progress?: boolean;
+  /** A pipeline started already in this process (a sweep's), used and left running. */
+  readonly pipeline?: Pipeline;
   readonly log?: Logger;
 }
 
@@ -128,7 +131,9 @@ export async function runLoad(o: LoadOptions): Promise<LoadOutcome> {
     await serde.registerAll();
     const published = await publishLoadConfig(kafka, serde, log);
     if (published.length > 0) log.info("the load's agents published", { keys: published });
-    if (!o.external) {
+    if (o.pipeline) {
+      pipeline = o.pipeline;
+    } else if (!o.external) {
       // Its health and metrics on any free port unless OZ0_METRICS_PORT says, so a running `npm start` keeps 9464.
       pipeline = await startPipeline(o.endpoints, createLogger({ component: "pipeline" }, () => {}), { ops: opsAddressFromEnv({ OZ0_METRICS_PORT: "0", ...process.env }) });
     } else if (published.length > 0) {
@@ -184,8 +189,45 @@ export async function runLoad(o: LoadOptions): Promise<LoadOutcome> {
   } finally {
     if (topicsMade) await admin.deleteTopics({ topics: [passIn, passOut], timeout: 30_000 }).catch((err: unknown) => log.warn("deleting the passthrough's topics failed; delete them by hand", { topics: [passIn, passOut], error: String(err) }));
     await client?.close().catch(() => undefined);
-    await pipeline?.stop().catch((err: unknown) => log.warn("stopping the pipeline failed", { error: String(err) }));
+    if (!o.pipeline) await pipeline?.stop().catch((err: unknown) => log.warn("stopping the pipeline failed", { error: String(err) }));
     await admin.disconnect().catch(() => undefined);
   }
 }
 
+
+export interface SweepOutcome {
+  readonly levels: ReadonlyArray<{ readonly runtimes: number; readonly outcome: LoadOutcome }>;
+  readonly markdown: string;
+  readonly files: { readonly markdown: string; readonly chart: string };
+}
+
+/**
+ * A sweep of offered load: the same plan played at each number of runtimes in turn, pipeline
+ * then passthrough each time, on one pipeline (started here unless `external`). Each level's
+ * report goes to `outDir/runtimes-<n>/`; the sweep's table and its chart (latency against
+ * events per second, where the knee of each shows) to `outDir/sweep.md` and `sweep.svg`.
+ */
+export async function runSweep(o: Omit<LoadOptions, "runtimes" | "pipeline"> & { readonly levels: readonly number[] }): Promise<SweepOutcome> {
+  let pipeline: Pipeline | undefined;
+  const levels: Array<{ runtimes: number; outcome: LoadOutcome }> = [];
+  try {
+    if (!o.external) {
+      pipeline = await startPipeline(o.endpoints, createLogger({ component: "pipeline" }, () => {}), { ops: opsAddressFromEnv({ OZ0_METRICS_PORT: "0", ...process.env }) });
+      await untilReady(pipeline, 120_000);
+    }
+    for (const runtimes of o.levels) {
+      process.stderr.write(`sweep: ${runtimes} runtimes\n`);
+      const outcome = await runLoad({ ...o, runtimes, outDir: join(o.outDir, `runtimes-${runtimes}`), ...(pipeline ? { pipeline } : {}) });
+      levels.push({ runtimes, outcome });
+    }
+  } finally {
+    await pipeline?.stop().catch(() => undefined);
+  }
+  const points = levels.map(({ runtimes, outcome }) => sweepPoint(runtimes, outcome.result));
+  const markdown = sweepMarkdown(o.command, points);
+  await mkdir(o.outDir, { recursive: true });
+  const files = { markdown: join(o.outDir, "sweep.md"), chart: join(o.outDir, "sweep.svg") };
+  await writeFile(files.markdown, markdown);
+  await writeFile(files.chart, sweepChart(points));
+  return { levels, markdown, files };
+}
