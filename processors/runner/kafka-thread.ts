@@ -77,11 +77,11 @@ export function kafkaTransports(o: {
 }
 
 /**
- * `OZ0_BATCHES_AT_ONCE` (default 2): how many of one processor's batches the processors' thread
+ * `OZ0_BATCHES_AT_ONCE` (default 16): how many of one application's batches the processors' thread
  * decides at once when the Kafka client runs in a thread of its own. The rest wait their turn,
  * in the order they were fetched.
  */
-export const DEFAULT_BATCHES_AT_ONCE = 2;
+export const DEFAULT_BATCHES_AT_ONCE = 16;
 
 export function batchesAtOnceFromEnv(env: Env = process.env): number {
   return wholeFromEnv(env, "OZ0_BATCHES_AT_ONCE", DEFAULT_BATCHES_AT_ONCE, 1, 64);
@@ -92,8 +92,8 @@ export function batchesAtOnceFromEnv(env: Env = process.env): number {
  * evenly and so all finish late, together, and their commits (the Kafka thread's work) then
  * come all at once while this thread waits. Taken a few at a time, the first batch is decided
  * early, and its commit runs in the Kafka thread while this thread decides the next: the two
- * threads work at once. Two at a time (the default) keeps one batch deciding while another
- * waits for Redis.
+ * threads work at once. With a fetch's batches committed together (`commits.ts`), sixteen at a
+ * time (the default) keeps many of a fetch's small batches waiting on Redis or MinIO at once.
  */
 export class Turns {
   private running = 0;

@@ -65,9 +65,9 @@ describe("turns to decide a processor's batches (the Kafka thread)", () => {
     await third;
   });
 
-  it("SYS-1 OZ0_BATCHES_AT_ONCE sets N, 2 by default, refusing anything but 1 to 64", () => {
+  it("SYS-1 OZ0_BATCHES_AT_ONCE sets N, 16 by default, refusing anything but 1 to 64", () => {
     expect(batchesAtOnceFromEnv({})).toBe(DEFAULT_BATCHES_AT_ONCE);
-    expect(DEFAULT_BATCHES_AT_ONCE).toBe(2);
+    expect(DEFAULT_BATCHES_AT_ONCE).toBe(16);
     expect(batchesAtOnceFromEnv({ OZ0_BATCHES_AT_ONCE: "4" })).toBe(4);
     for (const bad of ["0", "65", "1.5", "many"]) {
       expect(() => batchesAtOnceFromEnv({ OZ0_BATCHES_AT_ONCE: bad })).toThrow(`OZ0_BATCHES_AT_ONCE=${bad} is not a whole number from 1 to 64`);
