@@ -9,7 +9,7 @@ import kafkajs from "kafkajs";
 import { kafkaConfig, type Endpoints } from "./endpoints.ts";
 import type { Level, Logger } from "./log.ts";
 import { packRecords, unpackOutputs } from "./thread-batches.ts";
-import { KafkaTransport, type OutMessage } from "./transport.ts";
+import { kafkaTransport, type OutMessage, type Transport } from "./transport.ts";
 import type { FromKafkaThread, ThreadError, ToKafkaThread } from "./kafka-thread.ts";
 
 const port = parentPort;
@@ -33,7 +33,7 @@ function postingLogger(base: Record<string, unknown>): Logger {
 const log = postingLogger({});
 const kafka = new kafkajs.Kafka(kafkaConfig(clientId, endpoints, process.env, log));
 
-const transports = new Map<number, KafkaTransport>();
+const transports = new Map<number, Transport>();
 const waiting = new Map<number, { resolve(out: OutMessage[]): void; reject(err: Error): void }>();
 let nextBatch = 0;
 
@@ -46,7 +46,7 @@ function rebuilt(e: ThreadError): Error {
 }
 
 async function open(id: number, options: Extract<ToKafkaThread, { type: "open" }>["options"]): Promise<void> {
-  const transport = new KafkaTransport({ kafka, log: log.child({ group: options.groupId }), ...options });
+  const transport = kafkaTransport({ kafka, log: log.child({ group: options.groupId }), ...options });
   transports.set(id, transport);
   await transport.start(
     (records, ctx) =>

@@ -15,7 +15,7 @@ import { isRetriable, messageOf } from "./errors.ts";
 import type { Level, Logger } from "./log.ts";
 import { wholeFromEnv, type Env } from "./settings.ts";
 import { packOutputs, unpackRecords, type PackedOutputs, type PackedRecords } from "./thread-batches.ts";
-import { KafkaTransport, type BatchHandler, type KafkaTransportOptions, type Transport } from "./transport.ts";
+import { kafkaTransport, type BatchHandler, type KafkaTransportOptions, type Transport } from "./transport.ts";
 import type { Kafka } from "kafkajs";
 
 export interface ThreadError {
@@ -24,7 +24,7 @@ export interface ThreadError {
   readonly retriable: boolean;
 }
 
-type TransportOptions = Pick<KafkaTransportOptions, "groupId" | "topics" | "fromBeginning" | "concurrency" | "exactlyOnce" | "commitIntervalMs" | "minBytes" | "maxWaitMs">;
+type TransportOptions = Pick<KafkaTransportOptions, "groupId" | "topics" | "fromBeginning" | "concurrency" | "exactlyOnce" | "commitIntervalMs" | "minBytes" | "maxWaitMs" | "consumers">;
 
 export type ToKafkaThread =
   | { readonly type: "open"; readonly id: number; readonly options: TransportOptions }
@@ -70,7 +70,7 @@ export function kafkaTransports(o: {
   readonly env?: Env;
 }): KafkaTransports {
   if (!kafkaThreadFromEnv(o.env)) {
-    return { transport: (options) => new KafkaTransport({ kafka: o.kafka, log: o.log, ...options }), stop: () => Promise.resolve() };
+    return { transport: (options) => kafkaTransport({ kafka: o.kafka, log: o.log, ...options }), stop: () => Promise.resolve() };
   }
   const thread = new KafkaThread(o.clientId, o.endpoints, o.log, o.onExit);
   return { transport: (options) => thread.transport(options), stop: () => thread.stop() };

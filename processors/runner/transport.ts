@@ -108,6 +108,36 @@ export interface KafkaTransportOptions {
   minBytes?: number;
   /** @default 5000 (kafkajs's) */
   maxWaitMs?: number;
+  /**
+   * Consumers of the group in this instance, each with its own fetches, commits and
+   * transactional producer (Kafka Streams' stream threads): the group's partitions are split
+   * between them, so one's slow batch (a result offloaded to a slow store) does not hold up
+   * the others' fetches, and one commits while another fetches. Default `OZ0_CONSUMERS`, else 1
+   * (the pipeline's own group takes 2 unless told, `bin/pipeline.ts`).
+   */
+  consumers?: number;
+  /** Which of an instance's consumers this is; names its transactional ID. @default 0 */
+  index?: number;
+}
+
+/** `OZ0_CONSUMERS`: consumers a group has in each instance (1 to 16, else `fallback`). */
+export function consumersFromEnv(env: Env = process.env, fallback = 1): number {
+  return wholeFromEnv(env, "OZ0_CONSUMERS", fallback, 1, 16);
+}
+
+/** The transport of `opts`: one consumer, or several of one group that share the handler. */
+export function kafkaTransport(opts: KafkaTransportOptions): Transport {
+  const n = opts.consumers ?? consumersFromEnv();
+  if (n === 1) return new KafkaTransport(opts);
+  const all = Array.from({ length: n }, (_, index) => new KafkaTransport({ ...opts, index, consumers: 1 }));
+  return {
+    start: async (handler) => {
+      await Promise.all(all.map((t) => t.start(handler)));
+    },
+    stop: async () => {
+      await Promise.all(all.map((t) => t.stop()));
+    },
+  };
 }
 
 export const DEFAULT_CONCURRENCY = 64;
@@ -267,7 +297,7 @@ export class KafkaTransport implements Transport {
     this.slot = new TransactionalSlot(() =>
       opts.kafka.producer(
         this.exactlyOnce
-          ? { transactionalId: `${opts.groupId}.${name}`, transactionTimeout: TRANSACTION_TIMEOUT_MS, ...EXACTLY_ONCE_PRODUCER, allowAutoTopicCreation: false }
+          ? { transactionalId: `${opts.groupId}.${name}.${opts.index ?? 0}`, transactionTimeout: TRANSACTION_TIMEOUT_MS, ...EXACTLY_ONCE_PRODUCER, allowAutoTopicCreation: false }
           : { ...EXACTLY_ONCE_PRODUCER, allowAutoTopicCreation: false },
       ),
     );

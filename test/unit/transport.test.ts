@@ -1,6 +1,6 @@
 import type { Producer } from "kafkajs";
 import { describe, expect, it } from "vitest";
-import { concurrencyFromEnv, DEFAULT_CONCURRENCY, ProducerPool } from "../../processors/runner/transport.ts";
+import { concurrencyFromEnv, consumersFromEnv, DEFAULT_CONCURRENCY, ProducerPool } from "../../processors/runner/transport.ts";
 
 /** Stand-ins for producers: the pool only hands them out and takes them back. */
 function producers(n: number): Producer[] {
@@ -44,5 +44,14 @@ describe("the transport's producer pool", () => {
     for (const bad of ["0", "-2", "1.5", "many", "257"]) {
       expect(() => concurrencyFromEnv({ OZ0_PARTITIONS_CONCURRENTLY: bad })).toThrow(/OZ0_PARTITIONS_CONCURRENTLY/);
     }
+  });
+});
+
+describe("SYS-1 consumers of a group in one instance", () => {
+  it("OZ0_CONSUMERS sets them, 1 to 16, else the caller's default", () => {
+    expect(consumersFromEnv({})).toBe(1);
+    expect(consumersFromEnv({}, 2)).toBe(2);
+    expect(consumersFromEnv({ OZ0_CONSUMERS: "3" }, 2)).toBe(3);
+    for (const bad of ["0", "17", "1.5", "two"]) expect(() => consumersFromEnv({ OZ0_CONSUMERS: bad })).toThrow(/OZ0_CONSUMERS/);
   });
 });
