@@ -92,11 +92,6 @@ export class Commits {
     });
   }
 
-  /** Batches being handled and batches handed in, not yet committed. */
-  get inHand(): { handling: number; waiting: number } {
-    return { handling: this.handling, waiting: this.waiting.length };
-  }
-
   private consider(): void {
     if (this.running || this.waiting.length === 0) return;
     const first = this.waiting[0] as Waiting;

@@ -272,7 +272,7 @@ export class KafkaTransport implements Transport {
   private readonly concurrency: number;
   private readonly opts: KafkaTransportOptions;
   private readonly exactlyOnce: boolean;
-  readonly commits: Commits;
+  private readonly commits: Commits;
 
   constructor(opts: KafkaTransportOptions) {
     this.opts = opts;
