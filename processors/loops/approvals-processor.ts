@@ -33,7 +33,7 @@ export function stepAnswer(flags: RunFlags, answer: Decision): LaneStep<Approval
     const message = `A person approved the loop (approval ${approval}): the counters start again and the call is made.`;
     return {
       state: {},
-      emits: [decision(LOOP_APPROVALS, s, { verdict: "allow", reason_code: "LoopApproved", message }), finding(LOOP_APPROVALS, s, { finding: "loop_approved", ...facts }, {})],
+      emits: [decision(LOOP_APPROVALS, s, { verdict: "allow", reason_code: "LoopApproved", message, evidence: { approval: { id: approval, kind: "loop" }, answered_by: answer.processor } }), finding(LOOP_APPROVALS, s, { finding: "loop_approved", ...facts }, {})],
       remember: true,
       flags: [[`approved:${approval}`, answer.id]],
       settled: [hold],

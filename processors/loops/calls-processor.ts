@@ -21,7 +21,7 @@ import { parseArguments } from "../call-arguments.ts";
 import { callSignature, functionName, splitSignature } from "./digest.ts";
 import { runLane, type LaneSpec, type LaneStep } from "./lane.ts";
 import { decision, finding, loopActed, loopWords, refusedResult, type Subject } from "./outputs.ts";
-import { utcDay, type Deadline, type LoopStore, type RunFlags } from "./store.ts";
+import { utcDay, type Deadline, type LoopEvidence, type LoopStore, type RunFlags } from "./store.ts";
 import { isAnswer, isWatched } from "./watched.ts";
 
 export const LOOP_CALLS = "loop-calls";
@@ -107,13 +107,13 @@ function loopCallsOf(call: ToolCall, acted: Acted): readonly string[] {
   return acted.calls ?? Array<string>(acted.count).fill(callSignature(call, argumentsOf(call)));
 }
 
+function loopEvidence(acted: Acted, call: ToolCall): LoopEvidence {
+  return { detector: acted.detector, calls: loopCallsOf(call, acted).map(splitSignature), arguments: argumentsOf(call), count: acted.count, threshold: acted.threshold };
+}
+
 function evidence(acted: Acted, call: ToolCall, approval?: { id: string; deadline: number; escalation: ReadonlyArray<{ at: number; to: string }> }): unknown {
   return {
-    detector: acted.detector,
-    calls: loopCallsOf(call, acted).map(splitSignature),
-    arguments: argumentsOf(call),
-    count: acted.count,
-    threshold: acted.threshold,
+    ...loopEvidence(acted, call),
     ...(approval
       ? { approval: { id: approval.id, kind: "loop", deadline: new Date(approval.deadline).toISOString(), escalation: approval.escalation.map((e) => ({ at: new Date(e.at).toISOString(), to: e.to })) } }
       : {}),
@@ -188,7 +188,7 @@ function act(settingsOf: SettingsOf, state: CallsLaneState, flags: RunFlags, cal
   // LOOP-5: the tenant's escalation ladder, each step from the ask; a step at or past the deadline is never reached.
   const escalation = reachableSteps(settings.escalation, waits).map((step) => ({ at: call.ts + step.after, to: step.to }));
   const acted: Acted = { ...found, on_loop: "wait", deadline, escalation };
-  const hold: Deadline = { approval, at: deadline, tenant: call.tenant, tree_id: call.tree_id, job_id: call.job_id, run_id: call.run_id, call_id: call.call_id, event_id: call.id, plugin: call.plugin, tool: call.tool, function: call.function, escalation };
+  const hold: Deadline = { approval, at: deadline, tenant: call.tenant, tree_id: call.tree_id, job_id: call.job_id, run_id: call.run_id, call_id: call.call_id, event_id: call.id, plugin: call.plugin, tool: call.tool, function: call.function, escalation, asked_at: call.ts, evidence: loopEvidence(acted, call) };
   return {
     state: { calls, hold: { approval, call_id: call.call_id, deadline } },
     emits: actedOutputs(call, acted),

@@ -7,7 +7,7 @@ import type { Redis } from "ioredis";
 import type { Keys } from "../../store/redis/keys.ts";
 import { defineScripts, scripts } from "../../store/redis/scripts.ts";
 import { TransientError, messageOf } from "../runner/errors.ts";
-import { flagsFromHash, timerEntries, timerMember, type Lane, type LaneRead, type LaneSnapshot, type LaneWrite, type LoopCount, type LoopStore, type TimerEntry } from "./store.ts";
+import { flagsFromHash, timerEntries, timerMember, type Lane, type LaneRead, type LaneSnapshot, type LaneWrite, type LoopCount, type LoopStore, type RunFlags, type TimerEntry } from "./store.ts";
 
 export interface RedisLoopStoreOptions {
   /** Seconds a run's loop state outlives its newest input, or the deadline of a loop waiting for a person. @default 86400 (a day) */
@@ -97,6 +97,8 @@ export class RedisLoopStore implements LoopStore {
     for (const w of writes) {
       const waitsUntil = Math.max(0, ...w.deadlines.map((d) => d.at));
       const ttl = Math.max(this.runTtl, Math.ceil((waitsUntil - Date.now()) / 1000) + this.runTtl);
+      // Where an answer finds the approval's run, kept as long as the run's flags.
+      for (const d of w.deadlines) pipe.set(this.keys.loopApproval(d.approval), `${w.tenant}\n${w.run}`, "EX", ttl);
       const args: Array<string | number> = [w.source, w.at, w.state, ttl, w.from, w.memos.length];
       for (const [offset, outcome] of w.memos) args.push(offset, outcome);
       for (const [field, value] of w.flags) args.push(field, value);
@@ -119,6 +121,49 @@ export class RedisLoopStore implements LoopStore {
     } catch (err) {
       throw new TransientError(`Redis failed reading loop deadlines: ${messageOf(err)}`, { cause: err });
     }
+  }
+
+  /** Every deadline and escalation step the timer watches, soonest first (`oz0 approval list`). */
+  async watched(): Promise<TimerEntry[]> {
+    try {
+      const members = await this.redis.zrange(this.keys.loopDeadlines(), 0, -1);
+      return members.map((m) => JSON.parse(m) as TimerEntry);
+    } catch (err) {
+      throw new TransientError(`Redis failed reading loop deadlines: ${messageOf(err)}`, { cause: err });
+    }
+  }
+
+  /** The tenant and run an approval belongs to, or null when none is kept (never held, or expired). */
+  async approvalRun(approval: string): Promise<{ tenant: string; run: string } | null> {
+    let value: string | null;
+    try {
+      value = await this.redis.get(this.keys.loopApproval(approval));
+    } catch (err) {
+      throw new TransientError(`Redis failed reading approval ${approval}: ${messageOf(err)}`, { cause: err });
+    }
+    const at = value?.indexOf("\n") ?? -1;
+    return value && at > 0 ? { tenant: value.slice(0, at), run: value.slice(at + 1) } : null;
+  }
+
+  /** A run's flags: its stop, its holds and how each approval was answered. */
+  async flags(tenant: string, run: string): Promise<RunFlags> {
+    try {
+      return flagsFromHash(await this.redis.hgetall(this.keys.loopFlags(tenant, run)));
+    } catch (err) {
+      throw new TransientError(`Redis failed reading the loop flags of run ${run}: ${messageOf(err)}`, { cause: err });
+    }
+  }
+
+  /** The ID of the answer that decided an approval of a run, and how (the first answer wins); null while none has. */
+  async decidedBy(tenant: string, run: string, approval: string): Promise<{ answer: "approved" | "denied"; id: string } | null> {
+    let approved: string | null | undefined, denied: string | null | undefined;
+    try {
+      [approved, denied] = await this.redis.hmget(this.keys.loopFlags(tenant, run), `approved:${approval}`, `denied:${approval}`);
+    } catch (err) {
+      throw new TransientError(`Redis failed reading the answer to approval ${approval}: ${messageOf(err)}`, { cause: err });
+    }
+    if (approved) return { answer: "approved", id: approved };
+    return denied ? { answer: "denied", id: denied } : null;
   }
 
   async dropDeadlines(entries: readonly TimerEntry[]): Promise<void> {

@@ -88,6 +88,19 @@ export interface Deadline {
   readonly function?: string;
   /** When each step of the tenant's escalation ladder is taken (epoch milliseconds, before `at`), in order. */
   readonly escalation?: ReadonlyArray<{ readonly at: number; readonly to: string }>;
+  /** When the loop was found: the held call's time (epoch milliseconds). */
+  readonly asked_at?: number;
+  /** What the loop was, as the wait decision's evidence says it, for the people who answer (`oz0 approval list`). */
+  readonly evidence?: LoopEvidence;
+}
+
+/** A loop's evidence: its detector, the calls of the loop, the held call's arguments, the count and the threshold. */
+export interface LoopEvidence {
+  readonly detector: string;
+  readonly calls?: ReadonlyArray<{ readonly function: string; readonly args_digest: string }>;
+  readonly arguments?: unknown;
+  readonly count: number;
+  readonly threshold: number;
 }
 
 /**

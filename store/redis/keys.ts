@@ -102,6 +102,11 @@ export class Keys {
     return `${this.prefix}:{loops}:deadlines`;
   }
 
+  /** LOOP-5: the tenant and run a loop's approval belongs to (a string, `<tenant>\n<run>`), so an answer finds its run. */
+  loopApproval(approval: string): string {
+    return `${this.prefix}:{loops}:approval:${approval.replace(/[{}]/g, "_")}`;
+  }
+
   /** LOOP-9: loops acted on in one UTC day (`YYYY-MM-DD`): counts per tenant, plugin and tool, and the loops already counted. */
   loopStats(day: string, part: "counts" | "counted"): string {
     if (!/^\d{4}-\d{2}-\d{2}$/.test(day)) throw new Error(`loop stats are kept per UTC day as YYYY-MM-DD; got ${JSON.stringify(day)}`);

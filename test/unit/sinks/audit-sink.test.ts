@@ -56,6 +56,8 @@ describe("what the audit sink derives", () => {
   it("SYS-5 an approval's outcome is recorded: approved, denied, or its deadline passed", () => {
     const approved = fromCallDecision(decision({ processor: "loop-approvals", verdict: "allow", reason_code: "LoopApproved", message: "A person approved the loop (approval ap-1): the counters start again and the call is made." }));
     expect(approved).toMatchObject({ kind: "approval.decided", facts: { approval: "ap-1", outcome: "approved" } });
+    const approvedBy = fromCallDecision(decision({ processor: "loop-approvals", verdict: "allow", reason_code: "LoopApproved", evidence: JSON.stringify({ approval: { id: "ap-5", kind: "loop" }, answered_by: "person:alice" }) }));
+    expect(approvedBy).toMatchObject({ kind: "approval.decided", facts: { approval: "ap-5", outcome: "approved", answered_by: "person:alice" } });
     const denied = fromCallDecision(decision({ processor: "loop-approvals", verdict: "stop", reason_code: "LoopDetected", message: "A person denied the loop.", evidence: JSON.stringify({ approval: { id: "ap-2", kind: "loop" }, answered_by: "alice" }) }));
     expect(denied).toMatchObject({ kind: "approval.decided", reason: "A person denied the loop.", facts: { approval: "ap-2", outcome: "denied", answered_by: "alice" } });
     const late = fromCallDecision(decision({ processor: "loop-approvals", verdict: "stop", evidence: JSON.stringify({ approval: { id: "ap-3" }, answered_by: "loop-deadlines" }) }));

@@ -1,0 +1,242 @@
+/**
+ * `oz0`: one command for the people who run the pipeline (`npx oz0 ...` from a checkout, on the
+ * PATH when installed). Every subcommand takes `--help` and `--json`; the exit status is 0 when
+ * done, 1 when what was asked is not so (nothing waits on that approval, it was answered
+ * already, the pipeline did not take the answer in time), 2 for a usage error.
+ */
+import { userInfo } from "node:os";
+import { parseArgs, type ParseArgsConfig } from "node:util";
+import kafkajs from "kafkajs";
+import { RedisLoopStore } from "../processors/loops/redis-store.ts";
+import type { RunFlags } from "../processors/loops/store.ts";
+import { approvalState, deadlineEntries, formatWaiting, listed, personAnswer, personProcessor, waitingOf, type WaitingApproval } from "../processors/loops/waiting.ts";
+import { EXACTLY_ONCE_PRODUCER, kafkaConfig } from "../processors/runner/endpoints.ts";
+import { createLogger } from "../processors/runner/log.ts";
+import { Serde } from "../schemas/serde.ts";
+import { redisClient } from "../store/redis/client.ts";
+import { Keys } from "../store/redis/keys.ts";
+import { servicesForCommand } from "./services.ts";
+
+/** What a subcommand says and how it ends. */
+class Exit extends Error {
+  readonly code: 0 | 1 | 2;
+  constructor(code: 0 | 1 | 2, message: string) {
+    super(message);
+    this.code = code;
+  }
+}
+
+const usage = (text: string): Exit => new Exit(2, text);
+
+const TOP = `oz0: the guard rails' command for the people who run them
+
+  oz0 approval list [--tenant T] [--kind loop] [--json]     what waits for a person
+  oz0 approval approve <job> <approval> [--comment C]       the held call goes ahead
+  oz0 approval deny <job> <approval> [--comment C]          the job stops with LoopDetected
+  oz0 job trace <job> [--json] [--scan]                     a job's trace
+
+Each subcommand takes --help. Exit status: 0 done, 1 what was asked is not so, 2 usage.
+`;
+
+const HELP: Record<string, string> = {
+  "approval list": `oz0 approval list [--tenant T] [--kind loop] [--json]
+
+What waits for a person (LOOP-5): each approval with its job, kind, evidence (the detector, the
+calls, the repeated call's arguments), when it was asked, its deadline and the escalation step
+it is on. Read from the state the pipeline keeps in Redis, soonest deadline first.
+
+  --tenant T   only this tenant's
+  --kind K     only this kind (loop)
+  --json       one JSON array, for scripts
+
+Example:
+  oz0 approval list --tenant acme
+`,
+  "approval approve": `oz0 approval approve <job> <approval> [--comment C] [--as NAME] [--wait S] [--json]
+
+Approves a loop that waits for a person: the held call goes ahead and the run's loop counters
+start again. The answer goes to the pipeline on oz0.loop-approvals and is audited with who
+answered (--as, else OZ0_OPERATOR, else the login name). Waits up to --wait seconds (default 30)
+for the pipeline to take it.
+
+Example:
+  oz0 approval approve job-7f3a a-91c2 --comment "the retries are expected"
+`,
+  "approval deny": `oz0 approval deny <job> <approval> [--comment C] [--as NAME] [--wait S] [--json]
+
+Denies a loop that waits for a person: the job stops with LoopDetected and the model reads the
+comment as the held call's failed result. Audited with who answered (--as, else OZ0_OPERATOR,
+else the login name). Waits up to --wait seconds (default 30) for the pipeline to take it.
+
+Example:
+  oz0 approval deny job-7f3a a-91c2 --comment "it keeps fetching the same page"
+`,
+  "job trace": `oz0 job trace <job> [--json] [--scan]
+
+A job's trace as the trace sink keeps it; --scan reads the topics instead.
+
+Example:
+  oz0 job trace job-7f3a
+`,
+};
+
+const ANSWER_OPTIONS = {
+  comment: { type: "string" },
+  as: { type: "string" },
+  wait: { type: "string", default: "30" },
+  json: { type: "boolean", default: false },
+  help: { type: "boolean", default: false },
+} satisfies ParseArgsConfig["options"];
+
+function parse<O extends NonNullable<ParseArgsConfig["options"]>>(command: string, args: string[], options: O) {
+  try {
+    return parseArgs({ args, options, allowPositionals: true, strict: true });
+  } catch (err) {
+    throw usage(`${err instanceof Error ? err.message : String(err)}\n\n${HELP[command] ?? TOP}`);
+  }
+}
+
+interface Services {
+  readonly store: RedisLoopStore;
+  close(): Promise<void>;
+}
+
+async function loopState(): Promise<Services> {
+  const endpoints = await servicesForCommand();
+  const redis = redisClient(endpoints, { maxRetriesPerRequest: 3 });
+  return { store: new RedisLoopStore(redis, new Keys()), close: async () => void (await redis.quit().catch(() => redis.disconnect())) };
+}
+
+/** Every loop waiting for a person, from the deadlines the timer watches and each run's flags. */
+async function waiting(store: RedisLoopStore): Promise<WaitingApproval[]> {
+  const out: WaitingApproval[] = [];
+  const flagsByRun = new Map<string, RunFlags>();
+  for (const entry of deadlineEntries(await store.watched())) {
+    const key = `${entry.tenant}\n${entry.run_id}`;
+    let flags = flagsByRun.get(key);
+    if (!flags) flagsByRun.set(key, (flags = await store.flags(entry.tenant, entry.run_id)));
+    const w = waitingOf(entry, flags);
+    if (w) out.push(w);
+  }
+  return out;
+}
+
+async function approvalList(args: string[]): Promise<string> {
+  const { values, positionals } = parse("approval list", args, { tenant: { type: "string" }, kind: { type: "string" }, json: { type: "boolean", default: false }, help: { type: "boolean", default: false } });
+  if (values.help) return HELP["approval list"] ?? "";
+  if (positionals.length > 0) throw usage(`approval list takes no arguments, got ${positionals.join(" ")}\n\n${HELP["approval list"]}`);
+  if (values.kind !== undefined && values.kind !== "loop") throw usage(`--kind ${values.kind}: the kinds that wait for a person here are: loop\n`);
+  const s = await loopState();
+  try {
+    const shown = listed(await waiting(s.store), { tenant: values.tenant, kind: values.kind });
+    return values.json ? `${JSON.stringify(shown, null, 2)}\n` : formatWaiting(shown, Date.now());
+  } finally {
+    await s.close();
+  }
+}
+
+function person(given: string | undefined): string {
+  const name = given ?? process.env.OZ0_OPERATOR ?? userInfo().username;
+  try {
+    personProcessor(name);
+  } catch (err) {
+    throw usage(`${err instanceof Error ? err.message : String(err)} (--as NAME)\n`);
+  }
+  return name;
+}
+
+async function approvalAnswer(verb: "approve" | "deny", args: string[]): Promise<string> {
+  const command = `approval ${verb}`;
+  const { values, positionals } = parse(command, args, ANSWER_OPTIONS);
+  if (values.help) return HELP[command] ?? "";
+  const [job, approval, ...rest] = positionals;
+  if (!job || !approval || rest.length > 0) throw usage(`${command} takes a job and an approval\n\n${HELP[command]}`);
+  const waitS = Number(values.wait);
+  if (!Number.isFinite(waitS) || waitS < 0) throw usage(`--wait ${values.wait}: give seconds, 0 or more\n`);
+  const name = person(values.as);
+  const s = await loopState();
+  try {
+    const run = (await s.store.approvalRun(approval)) ?? (await timerRun(s.store, approval));
+    if (!run) throw new Exit(1, `no loop waits on approval ${approval}: see what waits with oz0 approval list\n`);
+    const flags = await s.store.flags(run.tenant, run.run);
+    const hold = flags.holds.get(approval);
+    if (!hold) throw new Exit(1, `no loop waits on approval ${approval} (its run's state has expired): see what waits with oz0 approval list\n`);
+    if (hold.job_id !== job) throw new Exit(1, `approval ${approval} belongs to job ${hold.job_id}, not ${job}\n`);
+    const before = approvalState(flags, approval);
+    if (before !== "waiting") throw new Exit(1, `approval ${approval} of job ${job} was ${before} already; nothing changed\n`);
+
+    const verdict = verb === "approve" ? "allow" : "stop";
+    const answer = personAnswer(hold, { verdict, person: name, comment: values.comment, now: Date.now() });
+    await publish(answer);
+
+    const deadline = Date.now() + waitS * 1000;
+    for (;;) {
+      const decided = await s.store.decidedBy(run.tenant, run.run, approval);
+      if (decided) {
+        const mine = decided.id === answer.id;
+        const said = { approval, job, tenant: run.tenant, run: run.run, answer: decided.answer, by: name, answer_id: answer.id, decided_by_this_answer: mine };
+        if (!mine) throw new Exit(1, values.json ? `${JSON.stringify(said)}\n` : `approval ${approval} of job ${job} was ${decided.answer} by another answer first\n`);
+        if (values.json) return `${JSON.stringify(said)}\n`;
+        return decided.answer === "approved" ? `approved ${approval} as ${name}: the held call of job ${job} goes ahead\n` : `denied ${approval} as ${name}: job ${job} stops with LoopDetected\n`;
+      }
+      if (Date.now() >= deadline) break;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    throw new Exit(1, `the answer (${answer.id}) is on oz0.loop-approvals, but the pipeline did not take it within ${waitS} s: is it running? (npm start)\n`);
+  } finally {
+    await s.close();
+  }
+}
+
+/** The run of an approval held before approvals were indexed: from the timer's deadlines. */
+async function timerRun(store: RedisLoopStore, approval: string): Promise<{ tenant: string; run: string } | null> {
+  const e = deadlineEntries(await store.watched()).find((d) => d.approval === approval);
+  return e ? { tenant: e.tenant, run: e.run_id } : null;
+}
+
+async function publish(answer: ReturnType<typeof personAnswer>): Promise<void> {
+  const endpoints = await servicesForCommand();
+  const log = createLogger({ component: "oz0" });
+  const kafka = new kafkajs.Kafka(kafkaConfig("oz0-cli", endpoints, process.env, log));
+  const serde = new Serde({ registryUrl: endpoints.registryUrl });
+  // The Decision schema's ID (registering the same schema again is idempotent).
+  await serde.register("Decision");
+  const producer = kafka.producer({ ...EXACTLY_ONCE_PRODUCER, allowAutoTopicCreation: false });
+  await producer.connect();
+  try {
+    await producer.send({ topic: "oz0.loop-approvals", messages: [{ key: answer.run_id, value: serde.encode("Decision", answer) }] });
+  } finally {
+    await producer.disconnect();
+  }
+}
+
+/** Runs one of the project's scripts as a subcommand, with its own arguments. */
+async function script(file: string, args: string[]): Promise<string> {
+  process.argv = [process.argv[0] ?? "node", file, ...args];
+  await import(file);
+  return "";
+}
+
+async function run(argv: string[]): Promise<string> {
+  const [group, command, ...args] = argv;
+  if (!group || group === "--help" || group === "-h" || group === "help") return TOP;
+  const key = `${group} ${command ?? ""}`;
+  if (key === "approval list") return approvalList(args);
+  if (key === "approval approve") return approvalAnswer("approve", args);
+  if (key === "approval deny") return approvalAnswer("deny", args);
+  if (key === "job trace") return args.includes("--help") ? (HELP["job trace"] ?? "") : script("./trace.ts", args);
+  throw usage(`oz0 ${argv.join(" ")}: no such command\n\n${TOP}`);
+}
+
+try {
+  const out = await run(process.argv.slice(2));
+  process.stdout.write(out);
+  if (out !== "") process.exit(0);
+} catch (err) {
+  if (err instanceof Exit) {
+    (err.code === 0 ? process.stdout : process.stderr).write(err.message);
+    process.exit(err.code);
+  }
+  process.stderr.write(`oz0: ${err instanceof Error ? err.message : String(err)}\n`);
+  process.exit(1);
+}
