@@ -20,9 +20,12 @@ import { servicesForCommand } from "./services.ts";
 /** What a subcommand says and how it ends. */
 class Exit extends Error {
   readonly code: 0 | 1 | 2;
-  constructor(code: 0 | 1 | 2, message: string) {
+  /** Where the message goes: the command's output (a report, --json), or what went wrong. */
+  readonly to: "stdout" | "stderr";
+  constructor(code: 0 | 1 | 2, message: string, to: "stdout" | "stderr" = "stderr") {
     super(message);
     this.code = code;
+    this.to = to;
   }
 }
 
@@ -34,6 +37,8 @@ const TOP = `oz0: the guard rails' command for the people who run them
   oz0 approval approve <job> <approval> [--comment C]       the held call goes ahead
   oz0 approval deny <job> <approval> [--comment C]          the job stops with LoopDetected
   oz0 job trace <job> [--json] [--scan]                     a job's trace
+  oz0 doctor [--hours 1] [--json]                           the pipeline's health at a glance
+  oz0 plugin lint <oz0-plugin.yaml>                         a plugin manifest's lint (FIT-17)
 
 Each subcommand takes --help. Exit status: 0 done, 1 what was asked is not so, 2 usage.
 `;
@@ -70,6 +75,26 @@ else the login name). Waits up to --wait seconds (default 30) for the pipeline t
 
 Example:
   oz0 approval deny job-7f3a a-91c2 --comment "it keeps fetching the same page"
+`,
+  doctor: `oz0 doctor [--hours H] [--sample S] [--days D] [--min-tenants N] [--json]
+
+The pipeline's health at a glance: which services do not answer; each processor's consumer lag
+and rate (its group's committed offsets, read twice S seconds apart, default 2); the dead
+letters of the last H hours (default 1) by processor and reason; the tools that looped in N
+(default 3) or more tenants in the last D days (default 7), with their risk class and the kill
+switch command (LOOP-9). A service that does not answer is reported, never started. Exits 1
+when a service does not answer.
+
+Example:
+  oz0 doctor --hours 24
+`,
+  "plugin lint": `oz0 plugin lint <oz0-plugin.yaml>
+
+A plugin manifest's lint (FIT-17): every error as path:line: field: reason, and the warnings.
+The same as npm run config -- lint.
+
+Example:
+  oz0 plugin lint plugins/acme_docs/oz0-plugin.yaml
 `,
   "job trace": `oz0 job trace <job> [--json] [--scan]
 
@@ -175,7 +200,7 @@ async function approvalAnswer(verb: "approve" | "deny", args: string[]): Promise
       if (decided) {
         const mine = decided.id === answer.id;
         const said = { approval, job, tenant: run.tenant, run: run.run, answer: decided.answer, by: name, answer_id: answer.id, decided_by_this_answer: mine };
-        if (!mine) throw new Exit(1, values.json ? `${JSON.stringify(said)}\n` : `approval ${approval} of job ${job} was ${decided.answer} by another answer first\n`);
+        if (!mine) throw values.json ? new Exit(1, `${JSON.stringify(said)}\n`, "stdout") : new Exit(1, `approval ${approval} of job ${job} was ${decided.answer} by another answer first\n`);
         if (values.json) return `${JSON.stringify(said)}\n`;
         return decided.answer === "approved" ? `approved ${approval} as ${name}: the held call of job ${job} goes ahead\n` : `denied ${approval} as ${name}: job ${job} stops with LoopDetected\n`;
       }
@@ -217,6 +242,30 @@ async function script(file: string, args: string[]): Promise<string> {
   return "";
 }
 
+async function doctorCommand(args: string[]): Promise<string> {
+  const { values, positionals } = parse("doctor", args, {
+    hours: { type: "string", default: "1" },
+    sample: { type: "string", default: "2" },
+    days: { type: "string", default: "7" },
+    "min-tenants": { type: "string", default: "3" },
+    json: { type: "boolean", default: false },
+    help: { type: "boolean", default: false },
+  });
+  if (values.help) return HELP.doctor ?? "";
+  if (positionals.length > 0) throw usage(`doctor takes no arguments, got ${positionals.join(" ")}\n\n${HELP.doctor}`);
+  const hours = Number(values.hours);
+  const sampleS = Number(values.sample);
+  const days = Number(values.days);
+  const minTenants = Number(values["min-tenants"]);
+  if (!(hours > 0) || !(sampleS >= 0) || !Number.isInteger(days) || days < 1 || !Number.isInteger(minTenants) || minTenants < 1) throw usage(`doctor: --hours and --sample take seconds or hours above 0, --days and --min-tenants whole numbers from 1\n\n${HELP.doctor}`);
+  const { doctor } = await import("./doctor.ts");
+  const { formatDoctor, healthy } = await import("../processors/runner/doctor.ts");
+  const report = await doctor({ hours, sampleS, days, minTenants });
+  const text = values.json ? `${JSON.stringify(report, null, 2)}\n` : formatDoctor(report);
+  if (!healthy(report)) throw new Exit(1, text, "stdout");
+  return text;
+}
+
 async function run(argv: string[]): Promise<string> {
   const [group, command, ...args] = argv;
   if (!group || group === "--help" || group === "-h" || group === "help") return TOP;
@@ -224,6 +273,8 @@ async function run(argv: string[]): Promise<string> {
   if (key === "approval list") return approvalList(args);
   if (key === "approval approve") return approvalAnswer("approve", args);
   if (key === "approval deny") return approvalAnswer("deny", args);
+  if (group === "doctor") return doctorCommand(argv.slice(1));
+  if (key === "plugin lint") return args.includes("--help") ? (HELP["plugin lint"] ?? "") : script("./config.ts", ["lint", ...args]);
   if (key === "job trace") return args.includes("--help") ? (HELP["job trace"] ?? "") : script("./trace.ts", args);
   throw usage(`oz0 ${argv.join(" ")}: no such command\n\n${TOP}`);
 }
@@ -234,7 +285,7 @@ try {
   if (out !== "") process.exit(0);
 } catch (err) {
   if (err instanceof Exit) {
-    (err.code === 0 ? process.stdout : process.stderr).write(err.message);
+    (err.to === "stdout" ? process.stdout : process.stderr).write(err.message);
     process.exit(err.code);
   }
   process.stderr.write(`oz0: ${err instanceof Error ? err.message : String(err)}\n`);

@@ -98,6 +98,12 @@ describe("oz0 approval: a loop that waits for a person is listed, approved or de
 
     const after = await oz0(["approval", "list", "--tenant", tenant, "--json"]);
     expect((JSON.parse(after.out) as WaitingApproval[]).filter((w) => w.job_id === job)).toEqual([]);
+    // The job's trace, read from the topics (--scan): the loop's wait and the person's allow.
+    const trace = await oz0(["job", "trace", job, "--scan", "--json"]);
+    expect(trace.code, trace.err).toBe(0);
+    const decided = (JSON.parse(trace.out) as { decisions: Decision[] }).decisions.filter((d) => d.processor.startsWith("loop-")).map((d) => `${d.processor}:${d.verdict}`);
+    expect(decided).toEqual(expect.arrayContaining(["loop-calls:wait", "loop-approvals:allow"]));
+
     const again = await oz0(["approval", "deny", job, listed.approval, "--as", "bob"]);
     expect(again.code).toBe(1);
     expect(again.err).toMatch(/was approved already; nothing changed/);
