@@ -21,8 +21,8 @@ import { formatConfigIssue } from "../config/errors.ts";
 import { loadConfigDir, toConfigRecords, toTableRecords } from "../config/load.ts";
 import { parsePlugin } from "../config/plugin.ts";
 import { planPublish } from "../config/publish-plan.ts";
-import { CONFIG_TOPIC, ConfigTable } from "../processors/runner/config-table.ts";
-import { EXACTLY_ONCE_PRODUCER, kafkaConfig } from "../processors/runner/endpoints.ts";
+import { CONFIG_TOPIC, ConfigTable, publishConfig } from "../processors/runner/config-table.ts";
+import { kafkaConfig } from "../processors/runner/endpoints.ts";
 import { createLogger } from "../processors/runner/log.ts";
 import { Serde } from "../schemas/serde.ts";
 import { ensureTopics } from "../topology/create.ts";
@@ -96,20 +96,7 @@ async function publish(dir: string): Promise<number> {
     console.log(`nothing to publish: ${plan.unchanged.length} unchanged`);
     return 0;
   }
-  const producer = kafka.producer(EXACTLY_ONCE_PRODUCER);
-  await producer.connect();
-  try {
-    await producer.send({
-      topic: CONFIG_TOPIC,
-      acks: -1,
-      messages: [
-        ...records.value.map((r) => ({ key: `${r.kind}/${r.id}`, value: serde.encode("ConfigRecord", r) })),
-        ...plan.deletes.map((key) => ({ key, value: null })),
-      ],
-    });
-  } finally {
-    await producer.disconnect();
-  }
+  await publishConfig(kafka, serde, records.value, plan.deletes);
   for (const r of plan.upserts) console.log(`published  ${r.key}  (${r.source})`);
   for (const k of plan.deletes) console.log(`removed    ${k}`);
   console.log(`${plan.upserts.length} published, ${plan.deletes.length} removed, ${plan.unchanged.length} unchanged`);

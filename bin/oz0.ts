@@ -4,32 +4,20 @@
  * done, 1 when what was asked is not so (nothing waits on that approval, it was answered
  * already, the pipeline did not take the answer in time), 2 for a usage error.
  */
-import { userInfo } from "node:os";
-import { parseArgs, type ParseArgsConfig } from "node:util";
+import type { ParseArgsConfig } from "node:util";
 import kafkajs from "kafkajs";
 import { RedisLoopStore } from "../processors/loops/redis-store.ts";
 import type { RunFlags } from "../processors/loops/store.ts";
-import { approvalState, deadlineEntries, formatWaiting, listed, personAnswer, personProcessor, waitingOf, type WaitingApproval } from "../processors/loops/waiting.ts";
+import { approvalState, deadlineEntries, formatWaiting, listed, personAnswer, waitingOf, type WaitingApproval } from "../processors/loops/waiting.ts";
 import { EXACTLY_ONCE_PRODUCER, kafkaConfig } from "../processors/runner/endpoints.ts";
 import { createLogger } from "../processors/runner/log.ts";
 import { Serde } from "../schemas/serde.ts";
 import { redisClient } from "../store/redis/client.ts";
 import { Keys } from "../store/redis/keys.ts";
+import { Exit, parse as parseWith, person, usage } from "./cli.ts";
+import { quotaSet, tenantOffload, tenantSpend, tenantToolPolicy } from "./oz0-tenant.ts";
 import { servicesForCommand } from "./services.ts";
 
-/** What a subcommand says and how it ends. */
-class Exit extends Error {
-  readonly code: 0 | 1 | 2;
-  /** Where the message goes: the command's output (a report, --json), or what went wrong. */
-  readonly to: "stdout" | "stderr";
-  constructor(code: 0 | 1 | 2, message: string, to: "stdout" | "stderr" = "stderr") {
-    super(message);
-    this.code = code;
-    this.to = to;
-  }
-}
-
-const usage = (text: string): Exit => new Exit(2, text);
 
 const TOP = `oz0: the guard rails' command for the people who run them
 
@@ -39,6 +27,10 @@ const TOP = `oz0: the guard rails' command for the people who run them
   oz0 job trace <job> [--json] [--scan]                     a job's trace
   oz0 doctor [--hours 1] [--json]                           the pipeline's health at a glance
   oz0 plugin lint <oz0-plugin.yaml>                         a plugin manifest's lint (FIT-17)
+  oz0 tenant offload <tenant> [--default N] [--ceiling N] --reason R
+  oz0 tenant spend <tenant> [--tree-fan-out N ...] --reason R
+  oz0 tenant tool-policy <tenant>                           the tenant's settings as the pipeline holds them
+  oz0 quota set <person|team> <id> <usd> --tenant T --reason R
 
 Each subcommand takes --help. Exit status: 0 done, 1 what was asked is not so, 2 usage.
 `;
@@ -113,13 +105,7 @@ const ANSWER_OPTIONS = {
   help: { type: "boolean", default: false },
 } satisfies ParseArgsConfig["options"];
 
-function parse<O extends NonNullable<ParseArgsConfig["options"]>>(command: string, args: string[], options: O) {
-  try {
-    return parseArgs({ args, options, allowPositionals: true, strict: true });
-  } catch (err) {
-    throw usage(`${err instanceof Error ? err.message : String(err)}\n\n${HELP[command] ?? TOP}`);
-  }
-}
+const parse = <O extends NonNullable<ParseArgsConfig["options"]>>(command: string, args: string[], options: O) => parseWith(HELP[command] ?? TOP, args, options);
 
 interface Services {
   readonly store: RedisLoopStore;
@@ -158,16 +144,6 @@ async function approvalList(args: string[]): Promise<string> {
   } finally {
     await s.close();
   }
-}
-
-function person(given: string | undefined): string {
-  const name = given ?? process.env.OZ0_OPERATOR ?? userInfo().username;
-  try {
-    personProcessor(name);
-  } catch (err) {
-    throw usage(`${err instanceof Error ? err.message : String(err)} (--as NAME)\n`);
-  }
-  return name;
 }
 
 async function approvalAnswer(verb: "approve" | "deny", args: string[]): Promise<string> {
@@ -274,6 +250,10 @@ async function run(argv: string[]): Promise<string> {
   if (key === "approval approve") return approvalAnswer("approve", args);
   if (key === "approval deny") return approvalAnswer("deny", args);
   if (group === "doctor") return doctorCommand(argv.slice(1));
+  if (key === "tenant offload") return tenantOffload(args);
+  if (key === "tenant spend") return tenantSpend(args);
+  if (key === "tenant tool-policy") return tenantToolPolicy(args);
+  if (key === "quota set") return quotaSet(args);
   if (key === "plugin lint") return args.includes("--help") ? (HELP["plugin lint"] ?? "") : script("./config.ts", ["lint", ...args]);
   if (key === "job trace") return args.includes("--help") ? (HELP["job trace"] ?? "") : script("./trace.ts", args);
   throw usage(`oz0 ${argv.join(" ")}: no such command\n\n${TOP}`);

@@ -8,8 +8,7 @@ import { fileURLToPath } from "node:url";
 import type { Kafka } from "kafkajs";
 import { loadConfigDir, toConfigRecords, toTableRecords } from "../../config/load.ts";
 import { planPublish } from "../../config/publish-plan.ts";
-import { CONFIG_TOPIC, ConfigTable } from "../../processors/runner/config-table.ts";
-import { EXACTLY_ONCE_PRODUCER } from "../../processors/runner/endpoints.ts";
+import { ConfigTable, publishConfig } from "../../processors/runner/config-table.ts";
 import type { Logger } from "../../processors/runner/log.ts";
 import type { Serde } from "../../schemas/serde.ts";
 
@@ -33,12 +32,6 @@ export async function publishLoadConfig(kafka: Kafka, serde: Serde, log: Logger,
   if (plan.upserts.length === 0) return [];
   const records = toConfigRecords(plan.upserts, { ts: Date.now(), reason: opts.reason ?? "load generator agents" });
   if (!records.ok) throw new Error(records.errors.map((e) => e.message).join("; "));
-  const producer = kafka.producer(EXACTLY_ONCE_PRODUCER);
-  await producer.connect();
-  try {
-    await producer.send({ topic: CONFIG_TOPIC, acks: -1, messages: records.value.map((r) => ({ key: `${r.kind}/${r.id}`, value: serde.encode("ConfigRecord", r) })) });
-  } finally {
-    await producer.disconnect();
-  }
+  await publishConfig(kafka, serde, records.value);
   return plan.upserts.map((r) => r.key);
 }

@@ -8,6 +8,7 @@ import { randomUUID } from "node:crypto";
 import type { Consumer, Kafka } from "kafkajs";
 import type { Serde } from "../../schemas/serde.ts";
 import type { ConfigKind, ConfigRecord } from "../../schemas/types.ts";
+import { EXACTLY_ONCE_PRODUCER } from "./endpoints.ts";
 import type { Logger } from "./log.ts";
 
 export const CONFIG_TOPIC = "oz0.config";
@@ -19,6 +20,25 @@ export interface ConfigView {
 
 export function configKey(kind: ConfigKind, id: string): string {
   return `${kind}/${id}`;
+}
+
+/**
+ * Writes rows (and tombstones, by key) to `oz0.config`, acknowledged by every in-sync replica,
+ * with an idempotent producer of its own: how `config publish`, `oz0 tenant` and the load's
+ * agents reach the table.
+ */
+export async function publishConfig(kafka: Kafka, serde: Serde, records: readonly ConfigRecord[], tombstones: readonly string[] = []): Promise<void> {
+  const producer = kafka.producer(EXACTLY_ONCE_PRODUCER);
+  await producer.connect();
+  try {
+    await producer.send({
+      topic: CONFIG_TOPIC,
+      acks: -1,
+      messages: [...records.map((r) => ({ key: configKey(r.kind, r.id), value: serde.encode("ConfigRecord", r) })), ...tombstones.map((key) => ({ key, value: null }))],
+    });
+  } finally {
+    await producer.disconnect();
+  }
 }
 
 /** A configuration view over a map, for tests and the in-memory driver. */

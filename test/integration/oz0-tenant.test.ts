@@ -1,0 +1,63 @@
+import { execFile } from "node:child_process";
+import { promisify } from "node:util";
+import { describe, expect, it } from "vitest";
+import { fromConfig } from "../../processors/audit-sink/derive.ts";
+import { CONFIG_TOPIC } from "../../processors/runner/config-table.ts";
+import { endpointsEnv } from "../../processors/runner/endpoints.ts";
+import type { ConfigRecord } from "../../schemas/types.ts";
+import { uid } from "../support/events.ts";
+import { collect, endpoints, serde } from "../support/kafka.ts";
+
+const run = promisify(execFile);
+
+/** `oz0 ...` run as a person runs it: a process of its own. */
+function oz0(args: string[]) {
+  const env = { ...process.env, ...endpointsEnv(endpoints()), OZ0_LOG_LEVEL: "error" };
+  return run("npx", ["oz0", ...args], { env, timeout: 120_000 }).then(
+    (r) => ({ code: 0, out: r.stdout, err: r.stderr }),
+    (e: { code?: number; stdout?: string; stderr?: string }) => ({ code: e.code ?? 1, out: e.stdout ?? "", err: e.stderr ?? "" }),
+  );
+}
+
+describe("oz0 tenant and oz0 quota set: a tenant's settings changed from the command line, validated and audited", () => {
+  it("OFF-13 LIM-4 LIM-10 offload, spend and a quota are published to the configuration table with the reason and who changed them; tool-policy shows the result", async () => {
+    const tenant = uid("tenant").replace(/-/g, "_");
+    const offload = await oz0(["tenant", "offload", tenant, "--default", "6000", "--ceiling", "20000", "--reason", "long pages fill the context", "--as", "alice", "--json"]);
+    expect(offload.code, offload.err).toBe(0);
+    const said = JSON.parse(offload.out) as { tenant: string; by: string; changes: Array<{ field: string; to: unknown }> };
+    expect([said.tenant, said.by]).toEqual([tenant, "alice"]);
+    expect(said.changes.map((c) => [c.field, c.to])).toEqual(expect.arrayContaining([["offload.default", 6000], ["offload.ceiling", 20000]]));
+    const spend = await oz0(["tenant", "spend", tenant, "--tree-fan-out", "5", "--no-progress", "4", "--reason", "a runaway tree", "--as", "bob"]);
+    expect(spend.code, spend.err).toBe(0);
+    expect(spend.out).toContain("limits.tree.fan_out");
+    const quota = await oz0(["quota", "set", "person", "alice", "200", "--tenant", tenant, "--reason", "leads the migration", "--as", "bob"]);
+    expect(quota.code, quota.err).toBe(0);
+
+    const policy = await oz0(["tenant", "tool-policy", tenant, "--json"]);
+    expect(policy.code, policy.err).toBe(0);
+    expect(JSON.parse(policy.out)).toMatchObject({ id: tenant, offload: { default: 6000, ceiling: 20000 }, limits: { tree: { fan_out: 5 } }, loops: { no_progress: 4 }, quotas: { per_person: { alice: 200 } } });
+
+    // The rows on oz0.config, as the audit sink reads them: each a tenant.changed entry with its reason and who.
+    const s = await serde();
+    const rows = await collect<ConfigRecord>(CONFIG_TOPIC, "ConfigRecord", s, (r) => r.kind === "tenant" && r.id === tenant, 3, 60_000);
+    const audited = rows.map((r, i) => fromConfig(r, { topic: CONFIG_TOPIC, partition: 0, offset: String(i), key: `tenant/${tenant}`, timestamp: String(r.ts) }));
+    expect(audited.map((a) => (a && "kind" in a ? [a.kind, a.reason, a.facts.source] : a))).toEqual([
+      ["tenant.changed", "long pages fill the context", "tenant offload (person:alice)"],
+      ["tenant.changed", "a runaway tree", "tenant spend (person:bob)"],
+      ["tenant.changed", "leads the migration", "quota set (person:bob)"],
+    ]);
+  });
+
+  it("OFF-13 a change without a reason, or one a tenant file could not hold, is refused and publishes nothing", async () => {
+    const tenant = uid("tenant").replace(/-/g, "_");
+    const noReason = await oz0(["tenant", "offload", tenant, "--default", "6000"]);
+    expect(noReason.code).toBe(2);
+    expect(noReason.err).toMatch(/give --reason/);
+    const tooHigh = await oz0(["tenant", "offload", tenant, "--default", "30000", "--ceiling", "20000", "--reason", "x"]);
+    expect(tooHigh.code).toBe(1);
+    expect(tooHigh.err).toContain("offload.default: 30000 is above the ceiling (20000)");
+    const none = await oz0(["tenant", "tool-policy", tenant]);
+    expect(none.code).toBe(1);
+    expect(none.err).toMatch(/has no settings in the configuration table/);
+  });
+});
