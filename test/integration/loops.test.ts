@@ -65,7 +65,7 @@ describe("loop detector on the real broker and Redis", () => {
     const out: Record<string, unknown> = {};
     for (const key of (await redis.keys(`${keys.prefix}:*`)).sort()) {
       const type = await redis.type(key);
-      out[key] = type === "hash" ? await redis.hgetall(key) : type === "set" ? (await redis.smembers(key)).sort() : await redis.zrange(key, 0, -1, "WITHSCORES");
+      out[key] = type === "hash" ? await redis.hgetall(key) : type === "set" ? (await redis.smembers(key)).sort() : type === "string" ? await redis.get(key) : await redis.zrange(key, 0, -1, "WITHSCORES");
     }
     return out;
   }
