@@ -31,6 +31,9 @@ const TOP = `oz0: the guard rails' command for the people who run them
   oz0 tenant spend <tenant> [--tree-fan-out N ...] --reason R
   oz0 tenant tool-policy <tenant>                           the tenant's settings as the pipeline holds them
   oz0 quota set <person|team> <id> <usd> --tenant T --reason R
+  oz0 audit [--tenant T] [--kind K] [--since ISO] [--json] [--loops | --loops-weekly]   the audit log
+  oz0 config validate|lint|publish|kill-switch ...          as npm run config
+  oz0 loops report [--json]                                 tools looping in 3+ tenants this week
 
 Each subcommand takes --help. Exit status: 0 done, 1 what was asked is not so, 2 usage.
 `;
@@ -87,6 +90,32 @@ The same as npm run config -- lint.
 
 Example:
   oz0 plugin lint plugins/acme_docs/oz0-plugin.yaml
+`,
+  audit: `oz0 audit [--tenant T] [--kind K] [--since ISO] [--json] [--loops | --loops-weekly]
+
+The audit log in time order, each entry as first written (docs/sinks.md): --kind approval
+matches every approval.*; --loops shows loops acted on per day, tenant, plugin and tool;
+--loops-weekly the tools that looped in three or more tenants in the last 7 days (LOOP-9).
+
+Example:
+  oz0 audit --tenant acme --kind approval --since 2026-12-01T00:00:00Z
+`,
+  config: `oz0 config validate [dir] | lint <oz0-plugin.yaml>... | publish [dir] --reason R [--prune]
+           | kill-switch <plugin>/<tool> --reason R [--off]
+
+Agent definitions, plugin manifests and tenant settings (docs/configuration.md): validate a
+directory, lint manifests, publish to the configuration table, or throw a tool's kill switch.
+
+Example:
+  oz0 config publish config/examples --reason "first settings"
+`,
+  "loops report": `oz0 loops report [--json] [--days 7] [--min-tenants 3]
+
+The tools that looped in three or more tenants in the last week (LOOP-9), from the daily loop
+counts in Redis, each with its risk class and its kill switch.
+
+Example:
+  oz0 loops report --days 14
 `,
   "job trace": `oz0 job trace <job> [--json] [--scan]
 
@@ -254,8 +283,19 @@ async function run(argv: string[]): Promise<string> {
   if (key === "tenant spend") return tenantSpend(args);
   if (key === "tenant tool-policy") return tenantToolPolicy(args);
   if (key === "quota set") return quotaSet(args);
-  if (key === "plugin lint") return args.includes("--help") ? (HELP["plugin lint"] ?? "") : script("./config.ts", ["lint", ...args]);
-  if (key === "job trace") return args.includes("--help") ? (HELP["job trace"] ?? "") : script("./trace.ts", args);
+  // The project's scripts under the one command, with their own arguments; the help is here.
+  const delegated: Record<string, [string, string, string[]]> = {
+    audit: ["audit", "./audit.ts", argv.slice(1)],
+    config: ["config", "./config.ts", argv.slice(1)],
+    "loops report": ["loops report", "./loops.ts", ["report", ...args]],
+    "plugin lint": ["plugin lint", "./config.ts", ["lint", ...args]],
+    "job trace": ["job trace", "./trace.ts", args],
+  };
+  const d = delegated[key] ?? delegated[group];
+  if (d) {
+    const [name, file, rest] = d;
+    return rest.includes("--help") || rest.includes("-h") ? (HELP[name] ?? "") : script(file, rest);
+  }
   throw usage(`oz0 ${argv.join(" ")}: no such command\n\n${TOP}`);
 }
 

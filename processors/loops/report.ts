@@ -109,7 +109,7 @@ export function formatLoopReport(tools: readonly LoopingTool[], window: { days: 
   const head = `Tools that looped in ${window.minTenants} or more tenants in the last ${window.days} days:`;
   if (tools.length === 0) return `${head} none.`;
   const lines = tools.map((t) => {
-    const sw = t.kill_switch === null ? "kill switch: off (npm run config -- kill-switch " + killSwitchId(t.plugin, t.tool) + ' --reason "...")' : `kill switch: THROWN ${new Date(t.kill_switch.at).toISOString()} by ${t.kill_switch.by}: ${t.kill_switch.reason}`;
+    const sw = t.kill_switch === null ? "kill switch: off (oz0 config kill-switch " + killSwitchId(t.plugin, t.tool) + ' --reason "...")' : `kill switch: THROWN ${new Date(t.kill_switch.at).toISOString()} by ${t.kill_switch.by}: ${t.kill_switch.reason}`;
     return `  ${killSwitchId(t.plugin, t.tool)}  ${t.tenants.length} tenants (${t.tenants.join(", ")}), ${t.loops} loops, risk ${t.risk ?? "not declared"}, ${sw}`;
   });
   return [head, ...lines].join("\n");

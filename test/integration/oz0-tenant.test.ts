@@ -48,6 +48,20 @@ describe("oz0 tenant and oz0 quota set: a tenant's settings changed from the com
     ]);
   });
 
+  it("the project's other commands answer under oz0 with their own arguments: config validate, loops report, audit --help", async () => {
+    const validate = await oz0(["config", "validate", "config/examples"]);
+    expect(validate.code, validate.err).toBe(0);
+    expect(validate.out).toMatch(/agent\(s\), 1 plugin\(s\), 1 tenant\(s\): 0 error\(s\)/);
+    const report = await oz0(["loops", "report", "--json"]);
+    expect(report.code, report.err).toBe(0);
+    expect(JSON.parse(report.out)).toMatchObject({ days: 7, min_tenants: 3 });
+    const help = await oz0(["audit", "--help"]);
+    expect(help.code).toBe(0);
+    expect(help.out).toMatch(/^oz0 audit /);
+    const unknown = await oz0(["nothing", "here"]);
+    expect(unknown.code).toBe(2);
+  });
+
   it("OFF-13 a change without a reason, or one a tenant file could not hold, is refused and publishes nothing", async () => {
     const tenant = uid("tenant").replace(/-/g, "_");
     const noReason = await oz0(["tenant", "offload", tenant, "--default", "6000"]);

@@ -93,7 +93,7 @@ describe("LOOP-9 the kill switch", () => {
     ]);
     const text = formatLoopReport(tools, { days: 7, minTenants: 3 });
     expect(text).toContain("docs/search  3 tenants (a, b, c), 4 loops, risk destructive, kill switch: THROWN 2026-11-29T08:00:00.000Z by ops-anna: it deletes pages when it loops");
-    expect(text).toContain('docs/fetch  3 tenants (a, b, c), 3 loops, risk not declared, kill switch: off (npm run config -- kill-switch docs/fetch --reason "...")');
+    expect(text).toContain('docs/fetch  3 tenants (a, b, c), 3 loops, risk not declared, kill switch: off (oz0 config kill-switch docs/fetch --reason "...")');
     expect(formatLoopReport([], { days: 7, minTenants: 3 })).toBe("Tools that looped in 3 or more tenants in the last 7 days: none.");
   });
 
