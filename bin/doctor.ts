@@ -5,13 +5,14 @@
  * of the window, and the daily loop counts in Redis (LOOP-9). `processors/runner/doctor.ts`
  * builds and formats the report.
  */
-import kafkajs, { type Admin } from "kafkajs";
+import kafkajs from "kafkajs";
 import { readRange } from "../client/topic-range.ts";
 import { loopReport } from "../processors/loops/report.ts";
 import { ConfigTable } from "../processors/runner/config-table.ts";
 import { deadLetterRows, rateOf, type DoctorReport, type ProcessorRow, type ServiceCheck } from "../processors/runner/doctor.ts";
 import { endpointsFromEnv, kafkaConfig } from "../processors/runner/endpoints.ts";
 import { createLogger } from "../processors/runner/log.ts";
+import { committedTotal, endTotal } from "../processors/runner/monitor.ts";
 import { messageOf } from "../processors/runner/errors.ts";
 import { Serde } from "../schemas/serde.ts";
 import type { DeadLetter } from "../schemas/types.ts";
@@ -44,16 +45,6 @@ async function timed(name: string, ask: () => Promise<unknown>): Promise<Service
   }
 }
 
-/** A group's committed offsets on a topic, summed over its partitions (none committed counts 0). */
-async function committed(admin: Admin, group: string, topic: string): Promise<number> {
-  const [offsets] = await admin.fetchOffsets({ groupId: group, topics: [topic] });
-  return (offsets?.partitions ?? []).reduce((n, p) => n + (p.offset === "-1" ? 0 : Number(p.offset)), 0);
-}
-
-async function ends(admin: Admin, topic: string): Promise<number> {
-  return (await admin.fetchTopicOffsets(topic)).reduce((n, p) => n + Number(p.high), 0);
-}
-
 export async function doctor(opts: DoctorOptions): Promise<DoctorReport> {
   const endpoints = endpointsFromEnv();
   const log = createLogger({ component: "doctor" }, () => {});
@@ -81,14 +72,14 @@ export async function doctor(opts: DoctorOptions): Promise<DoctorReport> {
     let processors: ProcessorRow[];
     const layout = pipelineLayout();
     if (up.get("kafka")) {
-      const read = (group: string, topic: string) => committed(admin, group, topic).catch(() => null);
+      const read = (group: string, topic: string) => committedTotal(admin, group, topic).catch(() => null);
       const first = await Promise.all(layout.map((p) => read(p.group, p.consumes)));
       const started = Date.now();
       await new Promise((r) => setTimeout(r, opts.sampleS * 1000));
       const second = await Promise.all(layout.map((p) => read(p.group, p.consumes)));
       const seconds = (Date.now() - started) / 1000;
       const topicEnds = new Map<string, number | null>();
-      for (const topic of new Set(layout.map((p) => p.consumes))) topicEnds.set(topic, await ends(admin, topic).catch(() => null));
+      for (const topic of new Set(layout.map((p) => p.consumes))) topicEnds.set(topic, await endTotal(admin, topic).catch(() => null));
       processors = layout.map((p, i) => {
         const end = topicEnds.get(p.consumes) ?? null;
         const done = second[i] ?? null;
@@ -99,8 +90,8 @@ export async function doctor(opts: DoctorOptions): Promise<DoctorReport> {
     }
 
     const letters: DeadLetter[] = [];
+    const serde = new Serde({ registryUrl: endpoints.registryUrl });
     if (up.get("kafka") && up.get("schema registry")) {
-      const serde = new Serde({ registryUrl: endpoints.registryUrl });
       await readRange(kafka, { topics: [{ topic: "oz0.dead-letter", from: since }], groupPrefix: "oz0.doctor", maxMs: 30_000 }, async (_t, _p, message) => {
         const letter = await serde.decode<DeadLetter>("DeadLetter", message.value).catch(() => undefined);
         if (letter && letter.ts >= since) letters.push(letter);
@@ -109,7 +100,7 @@ export async function doctor(opts: DoctorOptions): Promise<DoctorReport> {
 
     let looping: DoctorReport["looping"] = null;
     if (up.get("redis")) {
-      const config = up.get("kafka") && up.get("schema registry") ? await ConfigTable.start(kafka, new Serde({ registryUrl: endpoints.registryUrl }), log).catch(() => null) : null;
+      const config = up.get("kafka") && up.get("schema registry") ? await ConfigTable.start(kafka, serde, log).catch(() => null) : null;
       try {
         looping = { days: opts.days, min_tenants: opts.minTenants, tools: await loopReport(redis, new Keys(), { days: opts.days, minTenants: opts.minTenants, config: config ?? undefined }) };
       } finally {

@@ -6,6 +6,7 @@
  */
 import type { ParseArgsConfig } from "node:util";
 import kafkajs from "kafkajs";
+import { kafkaAnswers } from "../processors/loops/deadlines.ts";
 import { RedisLoopStore } from "../processors/loops/redis-store.ts";
 import type { RunFlags } from "../processors/loops/store.ts";
 import { approvalState, deadlineEntries, formatWaiting, listed, personAnswer, waitingOf, type WaitingApproval } from "../processors/loops/waiting.ts";
@@ -234,7 +235,8 @@ async function publish(answer: ReturnType<typeof personAnswer>): Promise<void> {
   const producer = kafka.producer({ ...EXACTLY_ONCE_PRODUCER, allowAutoTopicCreation: false });
   await producer.connect();
   try {
-    await producer.send({ topic: "oz0.loop-approvals", messages: [{ key: answer.run_id, value: serde.encode("Decision", answer) }] });
+    // Sent as the deadline timer sends its answers: keyed by run.
+    await kafkaAnswers(producer, serde)([answer]);
   } finally {
     await producer.disconnect();
   }

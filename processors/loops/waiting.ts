@@ -52,9 +52,8 @@ export function deadlineEntries(entries: readonly TimerEntry[]): TimerEntry[] {
  * it (answered, or its state expired) though the timer has not dropped it yet.
  */
 export function waitingOf(entry: TimerEntry, flags: RunFlags): WaitingApproval | null {
-  if (approvalState(flags, entry.approval) !== "waiting") return null;
   const hold = flags.holds.get(entry.approval);
-  if (!hold) return null;
+  if (!hold || approvalState(flags, entry.approval) !== "waiting") return null;
   const ladder = hold.escalation ?? [];
   const taken = ladder.map((_, i) => i + 1).filter((step) => flags.escalated.has(`${entry.approval}:${step}`));
   const step = taken.length === 0 ? 0 : Math.max(...taken);

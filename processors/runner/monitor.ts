@@ -13,11 +13,21 @@ export interface Watched {
   readonly input: string;
 }
 
+/** The offsets `group` committed on `topic`, summed over its partitions (a partition with none counts 0). */
+export async function committedTotal(admin: Admin, group: string, topic: string): Promise<number> {
+  const [committed] = await admin.fetchOffsets({ groupId: group, topics: [topic] });
+  return (committed?.partitions ?? []).reduce((sum, p) => sum + (p.offset === "-1" ? 0 : Number(p.offset)), 0);
+}
+
+/** The end offsets of `topic`, summed over its partitions. */
+export async function endTotal(admin: Admin, topic: string): Promise<number> {
+  return (await admin.fetchTopicOffsets(topic)).reduce((sum, p) => sum + Number(p.high), 0);
+}
+
 /** Messages not yet consumed by `group`, summed over the partitions of `topic`. */
 export async function consumerLag(admin: Admin, group: string, topic: string): Promise<number> {
-  const [committed, ends] = await Promise.all([admin.fetchOffsets({ groupId: group, topics: [topic] }), admin.fetchTopicOffsets(topic)]);
-  const done = new Map((committed[0]?.partitions ?? []).map((p) => [p.partition, BigInt(p.offset === "-1" ? "0" : p.offset)]));
-  return ends.reduce((sum, p) => sum + Number(BigInt(p.high) - (done.get(p.partition) ?? 0n)), 0);
+  const [done, end] = await Promise.all([committedTotal(admin, group, topic), endTotal(admin, topic)]);
+  return end - done;
 }
 
 export interface MonitorOptions {
