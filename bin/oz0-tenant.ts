@@ -47,13 +47,16 @@ oz0 tenant spend and oz0 quota set, or by publishing tenant files (npm run confi
 Example:
   oz0 tenant tool-policy acme
 `,
-  "quota set": `oz0 quota set <person|team> <id> <usd|none> --tenant T --reason R [--as NAME] [--json]
+  "quota set": `oz0 quota set <person|team> <id> <usd|none> --tenant T --reason R [--month YYYY-MM] [--as NAME] [--json]
 
 A person's or a team's own monthly quota in the tenant (LIM-10), over the tenant's quotas.person
-or quotas.team; none takes it out. Past it, a job waits for a budget request.
+or quotas.team; none takes it out. Past it, a job waits for a budget request, and no child of
+its tree starts. --month sets it for that month only (UTC), over every other quota of the
+person or team in that month (quotas.per_month).
 
-Example:
-  oz0 quota set person alice 200 --tenant acme --reason "leads the migration this month"
+Examples:
+  oz0 quota set person alice 200 --tenant acme --reason "leads the migration"
+  oz0 quota set team research 5000 --month 2026-12 --tenant acme --reason "the year-end evaluation runs"
 `,
 };
 
@@ -162,12 +165,14 @@ export async function tenantToolPolicy(args: string[]): Promise<string> {
 
 export async function quotaSet(args: string[]): Promise<string> {
   const help = TENANT_HELP["quota set"] ?? "";
-  const { values, positionals } = parse(help, args, { ...CHANGE_OPTIONS, tenant: { type: "string" } });
+  const { values, positionals } = parse(help, args, { ...CHANGE_OPTIONS, tenant: { type: "string" }, month: { type: "string" } });
   if (values.help) return help;
   const [kind, id, usd, ...rest] = positionals;
   if ((kind !== "person" && kind !== "team") || !id || usd === undefined || rest.length > 0) throw usage(`quota set takes person or team, an id and an amount in USD (or none)\n\n${help}`);
   if (!values.tenant) throw usage(`quota set: give the tenant the quota is in (--tenant T)\n\n${help}`);
   const amount = written("usd", usd, ["none"]);
-  const edit: TenantEdit = { [kind === "person" ? "quotas.per_person" : "quotas.per_team"]: { [id]: amount === "none" ? null : amount } };
+  if (values.month !== undefined && !/^\d{4}-(0[1-9]|1[0-2])$/.test(values.month)) throw usage(`--month ${values.month}: give the month as YYYY-MM (UTC), such as 2026-12\n`);
+  const section = `${values.month === undefined ? "quotas" : `quotas.per_month.${values.month}`}.per_${kind}` as const;
+  const edit: TenantEdit = { [section]: { [id]: amount === "none" ? null : amount } };
   return applyChange({ tenant: values.tenant, edit, reason: values.reason, as: values.as, json: values.json, command: "quota set" });
 }

@@ -16,6 +16,14 @@ export interface TenantQuotas {
   readonly per_person?: Readonly<Record<string, number>>;
   /** One team's own quota, over `team`. */
   readonly per_team?: Readonly<Record<string, number>>;
+  /** Quotas for one month only (`YYYY-MM`, UTC), over all the others in that month (`oz0 quota set --month`). */
+  readonly per_month?: Readonly<Record<string, MonthQuotas>>;
+}
+
+/** The quotas of one month: a principal's or a team's own, for that month alone. */
+export interface MonthQuotas {
+  readonly per_person?: Readonly<Record<string, number>>;
+  readonly per_team?: Readonly<Record<string, number>>;
 }
 
 export type QuotaKind = "person" | "team";
@@ -27,16 +35,19 @@ export interface QuotaOf {
   readonly setting: string;
 }
 
-/** The quota of `id` (a principal or a team), or null when none holds it. */
-export function quotaOf(quotas: TenantQuotas | undefined, kind: QuotaKind, id: string): QuotaOf | null {
+/** The quota of `id` (a principal or a team) in `month` (`YYYY-MM`, UTC), or null when none holds it. */
+export function quotaOf(quotas: TenantQuotas | undefined, kind: QuotaKind, id: string, month: string): QuotaOf | null {
   if (!quotas || !id) return null;
+  const once = quotas.per_month?.[month]?.[`per_${kind}`]?.[id];
+  if (once !== undefined) return { usd: once, setting: `quotas.per_month.${month}.per_${kind}.${id}` };
   const own = kind === "person" ? quotas.per_person?.[id] : quotas.per_team?.[id];
   if (own !== undefined) return { usd: own, setting: `quotas.per_${kind}.${id}` };
   const all = quotas[kind];
   return all === undefined ? null : { usd: all, setting: `quotas.${kind}` };
 }
 
-const QUOTA_KEYS = ["person", "team", "per_person", "per_team"] as const;
+const QUOTA_KEYS = ["person", "team", "per_person", "per_team", "per_month"] as const;
+const MONTH = /^\d{4}-(0[1-9]|1[0-2])$/;
 
 /** Parses `quotas:` of a tenant's settings; undefined when left out. */
 export function readQuotas(v: Value): TenantQuotas | undefined {
@@ -48,7 +59,26 @@ export function readQuotas(v: Value): TenantQuotas | undefined {
     team: readQuota(fields.get("team"), "each team's monthly quota in US dollars, or none,"),
     per_person: readOwnQuotas(fields.get("per_person"), "person"),
     per_team: readOwnQuotas(fields.get("per_team"), "team"),
+    per_month: readMonths(fields.get("per_month")),
   });
+}
+
+function readMonths(v: Value): Record<string, MonthQuotas> | undefined {
+  if (v.absent) return undefined;
+  if (!v.isMapping) return v.fail(`expected a mapping of month (YYYY-MM, UTC) to quotas per_person and per_team, such as {"2026-12": {per_person: {alice: 200}}}; got ${v.describe()}`);
+  const out: Record<string, MonthQuotas> = {};
+  for (const month of Object.keys(v.toJS() as Record<string, unknown>)) {
+    const m = v.child(month);
+    if (!MONTH.test(month)) {
+      m.fail(`a month is written YYYY-MM (UTC), such as 2026-12; got ${JSON.stringify(month)}`);
+      continue;
+    }
+    const fields = m.mapping(["per_person", "per_team"]);
+    if (fields === undefined) continue;
+    const quotas = withoutUndefined({ per_person: readOwnQuotas(fields.get("per_person"), "person"), per_team: readOwnQuotas(fields.get("per_team"), "team") });
+    if (Object.keys(quotas).length > 0) out[month] = quotas;
+  }
+  return Object.keys(out).length === 0 ? undefined : out;
 }
 
 function readQuota(v: Value, what: string): number | undefined {

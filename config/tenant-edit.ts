@@ -34,7 +34,9 @@ export function newTenant(id: string): TenantSettings {
 }
 
 /** A change: for each section, the fields to set (`null` takes one out, back to its default). */
-export type TenantEdit = Readonly<Partial<Record<"offload" | "loops" | "spend" | "limits.tree" | "quotas.per_person" | "quotas.per_team" | "quotas", Readonly<Record<string, unknown>>>>> & { readonly monthly_budget_usd?: number | null };
+export type TenantEdit = Readonly<Partial<Record<"offload" | "loops" | "spend" | "limits.tree" | "quotas" | `quotas.per_${"person" | "team"}` | `quotas.per_month.${string}.per_${"person" | "team"}`, Readonly<Record<string, unknown>>>>> & {
+  readonly monthly_budget_usd?: number | null;
+};
 
 function section(doc: Doc, path: string): Doc {
   let at = doc;

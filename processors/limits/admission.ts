@@ -243,6 +243,8 @@ export interface ChildAsk {
   readonly at: number;
   /** LIM-1: when the parent's timeout ends (ms), -1 for none or a start not seen: past it, the parent starts no child. */
   readonly parentDeadline: number;
+  /** LIM-10: the monthly quota of the tree's principal or team is spent (checked before, outside the tree's state): the child is not started. */
+  readonly quotaSpent: boolean;
 }
 
 export interface ChildAnswer {
@@ -280,6 +282,7 @@ function decideChild(t: TreeState, a: ChildAsk, delegationDepth: number, delegat
   if (!within(s.children, t.children + 1)) return "children";
   if (!within(s.fanOut, t.running + 1)) return "fan_out";
   if (budgetSpent(t)) return "budget";
+  if (a.quotaSpent) return "quota";
   if (a.delegating) {
     if (delegationDepth > a.parentMaxDepth) return "delegation_depth";
     if (!within(a.parentMaxChildren, delegations + 1)) return "delegation_children";
@@ -335,7 +338,7 @@ function release(t: TreeState, jobId: string): void {
 
 /**
  * LIM-5: the check again when a child's start arrives. A child admitted at its ask is checked
- * for the budget (its slots are taken); a child refused at its ask stays refused; a child
+ * for the budget and the quotas (its slots are taken, and given back when it is refused); a child refused at its ask stays refused; a child
  * never asked about meets every check there, so no runtime starts more than the tree allows.
  */
 export function startChild(t: TreeState, a: ChildAsk): ChildAnswer {
@@ -348,7 +351,7 @@ export function startChild(t: TreeState, a: ChildAsk): ChildAnswer {
   if (asked && asked.code !== "allow") {
     answer = { ...asked, phase: "start" };
   } else if (asked) {
-    const code: ChildCode = budgetSpent(t) ? "budget" : "allow";
+    const code: ChildCode = budgetSpent(t) ? "budget" : a.quotaSpent ? "quota" : "allow";
     if (code !== "allow") release(t, a.jobId);
     answer = { ...asked, code, phase: "start", children: t.children, running: t.running, spent: t.spent };
   } else {

@@ -7,8 +7,8 @@
 export const CALL_CODES = ["allow", "allow_last_call", "tree_model_calls", "tree_tokens", "budget", "run_steps", "run_tokens", "job_timeout"] as const;
 export type CallCode = (typeof CALL_CODES)[number];
 
-/** The answer to a child's ask or start (LIM-3, LIM-5, LIM-6). */
-export const CHILD_CODES = ["allow", "depth", "children", "fan_out", "budget", "delegation_depth", "delegation_children", "job_timeout"] as const;
+/** The answer to a child's ask or start (LIM-3, LIM-5, LIM-6, LIM-10's quotas). */
+export const CHILD_CODES = ["allow", "depth", "children", "fan_out", "budget", "delegation_depth", "delegation_children", "job_timeout", "quota"] as const;
 export type ChildCode = (typeof CHILD_CODES)[number];
 
 export function callCode(n: number): CallCode {

@@ -48,7 +48,7 @@ export function callJudgement(s: TreeSettings, a: CallAnswer, run: { maxSteps: n
   }
 }
 
-const CHILD_LIMITS: Record<Exclude<ChildAnswer["code"], "allow" | "budget" | "job_timeout">, { limit: string; says: (s: TreeSettings, a: ChildAnswer) => string }> = {
+const CHILD_LIMITS: Record<Exclude<ChildAnswer["code"], "allow" | "budget" | "job_timeout" | "quota">, { limit: string; says: (s: TreeSettings, a: ChildAnswer) => string }> = {
   depth: { limit: "limits.tree.depth", says: (s) => `the job tree may go ${s.depth} deep (limits.tree.depth); raise limits.tree.depth of the root agent or the tenant's (oz0 tenant spend --tree-depth)` },
   children: { limit: "limits.tree.children", says: (s) => `the job tree has started its ${s.children} children (limits.tree.children); raise limits.tree.children of the root agent or the tenant's (oz0 tenant spend --tree-children)` },
   fan_out: { limit: "limits.tree.fan_out", says: (s) => `the job tree runs ${s.fanOut} children at once (limits.tree.fan_out); wait for one to end, or raise limits.tree.fan_out of the root agent or the tenant's (oz0 tenant spend --tree-fan-out)` },
@@ -56,9 +56,10 @@ const CHILD_LIMITS: Record<Exclude<ChildAnswer["code"], "allow" | "budget" | "jo
   delegation_children: { limit: "delegation.max_children", says: () => "this run has made all the delegations it may (delegation.max_children); answer with what you have, or raise delegation.max_children of your agent" },
 };
 
-/** LIM-3, LIM-5, LIM-6: a child refused at its ask is refused; one refused at its start is stopped (the edge fails it). */
-export function childJudgement(s: TreeSettings, a: ChildAnswer): Judgement {
+/** LIM-3, LIM-5, LIM-6: a child refused at its ask is refused; one refused at its start is stopped (the edge fails it). LIM-10: one a quota refused waits. */
+export function childJudgement(s: TreeSettings, a: ChildAnswer, quota: { refusal: QuotaRefusal | null; tenant: string; month: string } | null = null): Judgement {
   if (a.code === "allow") return ALLOW;
+  if (a.code === "quota") return childQuotaJudgement(quota?.refusal ?? null, quota?.tenant ?? s.tenant, quota?.month ?? "this month");
   if (a.code === "budget") {
     const j = budgetJudgement(s, "A child job");
     return j.verdict === "wait" ? j : { ...j, verdict: a.phase === "ask" ? "refuse" : "stop", message: `The child is not started: the tree's budget is spent. ${j.message}` };
@@ -108,11 +109,33 @@ export function forecastJudgement(s: TreeSettings, chance: number, threshold: nu
   };
 }
 
+type QuotaRefusal = { kind: "person" | "team"; id: string; setting: string; quota: number; spent: number; reserved: number };
+
+const quotaRaise = (setting: string, tenant: string) => `a person raises ${setting} in the settings of tenant ${tenant} (tenants/${tenant}.yaml, or oz0 quota set), or the quota starts anew next month`;
+
+/**
+ * LIM-10: the monthly quota of the tree's principal or of its team is spent: the child is not
+ * started, and the job waits for a budget request. With no refusal to read (a replay after the
+ * quota's answer was forgotten), the message names the quotas in general.
+ */
+export function childQuotaJudgement(q: QuotaRefusal | null, tenant: string, month: string): Judgement {
+  if (!q) {
+    return { verdict: "wait", reason_code: "quota_exceeded", limit: "quotas", message: `The child job is not started: a monthly quota of the tree's principal or team for ${month} (UTC) is spent. The job waits for a budget request: ${quotaRaise("quotas.per_person or quotas.per_team", tenant)}.` };
+  }
+  const whose = q.kind === "person" ? `${q.id}'s` : `team ${q.id}'s`;
+  return {
+    verdict: "wait",
+    reason_code: "quota_exceeded",
+    limit: q.setting,
+    message: `The child job is not started: ${whose} monthly quota${q.quota < 0 ? "" : ` of ${usd(q.quota)}`} for ${month} (UTC) is spent (${usd(q.spent)}). The job waits for a budget request: ${quotaRaise(q.setting, tenant)}.`,
+  };
+}
+
 /**
  * LIM-10: a monthly quota of the tree's principal or of its team would be passed: the job waits
  * for a budget request (a person raises the quota), as `on_budget: wait` does for the tree's budget.
  */
-export function quotaJudgement(q: { kind: "person" | "team"; id: string; setting: string; quota: number; spent: number; reserved: number }, tenant: string, month: string, worst: number): Judgement {
+export function quotaJudgement(q: QuotaRefusal, tenant: string, month: string, worst: number): Judgement {
   const whose = q.kind === "person" ? `${q.id}'s` : `team ${q.id}'s`;
   return {
     verdict: "wait",
@@ -120,6 +143,6 @@ export function quotaJudgement(q: { kind: "person" | "team"; id: string; setting
     limit: q.setting,
     message:
       `This model call would pass ${whose} monthly quota${q.quota < 0 ? "" : ` of ${usd(q.quota)}`} for ${month} (UTC): ${usd(q.spent)} is spent and ${usd(q.reserved)} held for calls under way, and its worst case is ${usd(worst)}. ` +
-      `The job waits for a budget request: a person raises ${q.setting} in the settings of tenant ${tenant} (tenants/${tenant}.yaml), or the quota starts anew next month.`,
+      `The job waits for a budget request: ${quotaRaise(q.setting, tenant)}.`,
   };
 }

@@ -1,7 +1,7 @@
 /**
- * The edge's half of the limits (LIM-3, LIM-5, LIM-6, LIM-11): a root job's start sets what
+ * The edge's half of the limits (LIM-3, LIM-5, LIM-6, LIM-10, LIM-11): a root job's start sets what
  * its tree is held to; a child is admitted at its ask (its slots taken before anything waits)
- * and checked again at its start; a job's end frees its fan-out slot; waits for people add up
+ * and checked again at its start, against the tree and its principal's quotas; a job's end frees its fan-out slot; waits for people add up
  * per job against the tree's `wait`; an outcome that cannot be known waits for a person or
  * fails, per `on_unknown`. A root job's end records its tree for its agent's spend forecast
  * (LIM-8).
@@ -16,6 +16,7 @@ import { childJudgement, waitJudgement, type Judgement } from "./decisions.ts";
 import { agentOf, settingsFor, treeSettings, type LimitsEnv } from "./env.ts";
 import { recordFinishedTree } from "./forecast-calls.ts";
 import { microsToUsd } from "./money.ts";
+import { quotaChildCheck, quotaRefusal, type QuotaCheck } from "./quota-calls.ts";
 import { NO_LIMIT, type TreeSettings } from "./tree-settings.ts";
 
 export const LIMITS_JOBS = "limits-jobs";
@@ -54,12 +55,20 @@ function childNumbers(s: TreeSettings, a: ChildAnswer, depth: number): Record<st
   };
 }
 
+/** The quota that refused a child, as a refused model call's numbers say it. */
+function quotaNumbers(q: QuotaCheck | null): Record<string, number> {
+  const refused = quotaRefusal(q);
+  return refused ? { quota_spent_usd: microsToUsd(refused.spent), ...(refused.quota < 0 ? {} : { quota_usd: microsToUsd(refused.quota) }) } : {};
+}
+
 async function child(e: JobEvent & { parent_job_id: string }, env: LimitsEnv, phase: "ask" | "start"): Promise<Emit[]> {
   const { settings, jobAgent: parentAgent, jobStart: parentStart } = await treeSettings(env, e.tree_id, e.tenant, e.parent_job_id, "");
   const parentDefinition = agentOf(env, parentAgent);
   const delegation = resolveDelegation(parentDefinition);
   // LIM-1: a parent past its timeout (counted from its start, once seen) starts no child.
   const timeout = resolveJobLimits(parentDefinition).timeout;
+  // LIM-10: the quotas first, outside the tree's state; the tree's script takes no slot for a child they refuse.
+  const quota = await quotaChildCheck(env, e, settings);
   const answer = await env.store.child(e.tenant, e.tree_id, phase, {
     jobId: e.job_id,
     parentJobId: e.parent_job_id,
@@ -72,8 +81,11 @@ async function child(e: JobEvent & { parent_job_id: string }, env: LimitsEnv, ph
     parentMaxChildren: delegation.max_children ?? NO_LIMIT,
     at: e.ts,
     parentDeadline: timeout === null || parentStart === -1 ? NO_LIMIT : parentStart + timeout,
+    quotaSpent: quota !== null && quota.answer.code !== "allow",
   });
-  return [decision(e, phase, childJudgement(settings, answer), childNumbers(settings, answer, e.depth), e.parent_job_id)];
+  const judgement = childJudgement(settings, answer, quota && { refusal: quotaRefusal(quota), tenant: e.tenant, month: quota.month });
+  const numbers = answer.code === "quota" ? { ...childNumbers(settings, answer, e.depth), ...quotaNumbers(quota) } : childNumbers(settings, answer, e.depth);
+  return [decision(e, phase, judgement, numbers, e.parent_job_id)];
 }
 
 function unknownOutcome(e: JobEvent, env: LimitsEnv, settings: TreeSettings): Emit {

@@ -1,7 +1,7 @@
 /** The limits state in memory, over the pure logic of admission.ts, tenant-budget.ts and forecast.ts: for unit tests. */
 import { admitCall, askChild, endJob, newTreeState, rewarm, settleCall, startChild, startRoot, waitEvent, type TreeState } from "./admission.ts";
 import { newForecastState, recordTree, statsOf, type ForecastState } from "./forecast.ts";
-import { newQuotaMonth, quotaAsk, quotaRelease, quotaSettle, type QuotaMonth } from "./quota.ts";
+import { newQuotaMonth, quotaAsk, quotaCheck, quotaRelease, quotaSettle, type QuotaMonth } from "./quota.ts";
 import type { LimitsStore, QuotaHolder, TreeStepAnswer } from "./store.ts";
 import { newTenantMonth, tenantAsk, tenantRelease, tenantSettle, type TenantMonth } from "./tenant-budget.ts";
 
@@ -101,6 +101,7 @@ export function memoryLimitsStore(options: { forecastWindow?: number } = {}): Me
     tenantSpends: (tenant, m, spends) => Promise.resolve(spends.map((s) => tenantSettle(month(tenant, m), { ...s, ...MEMORY_TENANT_TIMES }))),
 
     quotaAsk: (who, m, a) => Promise.resolve(quotaAsk(...quotaMonths(who, m), { ...a, ...MEMORY_TENANT_TIMES })),
+    quotaCheck: (who, m, c) => Promise.resolve(quotaCheck(...quotaMonths(who, m), { ...c, ...MEMORY_TENANT_TIMES })),
     quotaRelease: (who, m, requestId) => Promise.resolve(quotaRelease(...quotaMonths(who, m), requestId)),
     quotaSettle: (who, m, s) => Promise.resolve(quotaSettle(...quotaMonths(who, m), { ...s, ...MEMORY_TENANT_TIMES })),
 

@@ -167,7 +167,7 @@ async function decideTree(calls: ModelCall[], env: LimitsEnv, months: MonthSpend
   const first = calls[0];
   const settings = read[0]?.settings;
   if (!first || !settings) return [];
-  const alone = tenantBudget(env, first.tenant) === null && quotasOf(env, first.tenant, settings) === null && !forecastApplies(settings);
+  const alone = tenantBudget(env, first.tenant) === null && calls.every((c) => quotasOf(env, c.tenant, settings, monthOf(c.ts)) === null) && !forecastApplies(settings);
   if (!alone) {
     const out: Outcome[] = [];
     for (const [i, call] of calls.entries()) {

@@ -5,7 +5,7 @@
  * re-warm of such a tree is spent in both months, whether or not a quota is set.
  */
 import { quotaOf, type QuotaOf } from "../../config/quotas.ts";
-import type { ModelCall } from "../../schemas/types.ts";
+import type { JobEvent, ModelCall } from "../../schemas/types.ts";
 import { tenantOf, type LimitsEnv } from "./env.ts";
 import { usdToMicros } from "./money.ts";
 import type { QuotaAnswer } from "./quota.ts";
@@ -39,22 +39,36 @@ export function quotaHolder(tenant: string, s: TreeSettings): QuotaHolder | null
 
 const micros = (q: QuotaOf | null): number => (q === null ? -1 : usdToMicros(q.usd));
 
-/** The quotas an ask of the tree is checked against; null when no quota holds it (then `quotaAsk` reads nothing). */
-export function quotasOf(env: LimitsEnv, tenant: string, s: TreeSettings): { who: QuotaHolder; person: QuotaOf | null; team: QuotaOf | null } | null {
+/** The quotas an ask of the tree in `month` is checked against; null when no quota holds it (then `quotaAsk` reads nothing). */
+export function quotasOf(env: LimitsEnv, tenant: string, s: TreeSettings, month: string): { who: QuotaHolder; person: QuotaOf | null; team: QuotaOf | null } | null {
   const who = quotaHolder(tenant, s);
   if (!who) return null;
   const quotas = tenantOf(env, tenant)?.quotas;
-  const person = quotaOf(quotas, "person", who.principal);
-  const team = quotaOf(quotas, "team", who.team);
+  const person = quotaOf(quotas, "person", who.principal, month);
+  const team = quotaOf(quotas, "team", who.team, month);
   return person || team ? { who, person, team } : null;
 }
 
 export async function quotaAsk(env: LimitsEnv, call: ModelCall, s: TreeSettings, worst: number): Promise<QuotaCheck | null> {
-  const held = quotasOf(env, call.tenant, s);
+  const month = monthOf(call.ts);
+  const held = quotasOf(env, call.tenant, s, month);
   if (!held) return null;
   const { who, person, team } = held;
-  const month = monthOf(call.ts);
   const answer = await env.store.quotaAsk(who, month, { requestId: call.request_id, worst, personQuota: micros(person), teamQuota: micros(team), now: call.ts });
+  return { who, month, person, team, answer };
+}
+
+/**
+ * A child's ask or start, checked against the quotas before the tree's state is (so a child the
+ * quotas refuse takes no slot): a quota that is spent leaves it waiting for a budget request.
+ * Keyed by the event, so a replay reads the first answer.
+ */
+export async function quotaChildCheck(env: LimitsEnv, e: JobEvent, s: TreeSettings): Promise<QuotaCheck | null> {
+  const month = monthOf(e.ts);
+  const held = quotasOf(env, e.tenant, s, month);
+  if (!held) return null;
+  const { who, person, team } = held;
+  const answer = await env.store.quotaCheck(who, month, { requestId: `child:${e.id}`, personQuota: micros(person), teamQuota: micros(team), now: e.ts });
   return { who, month, person, team, answer };
 }
 

@@ -11,6 +11,10 @@
  * drops the held worst case and spends what the call cost, in both months, whether or not a
  * quota is set, so a quota set in the middle of a month knows what the month spent.
  *
+ * A child's start (at the edge) is checked, not held: it spends nothing itself, so it starts
+ * while the month's spend is below each quota that is set, and waits once a quota is spent
+ * (what calls under way hold is theirs to settle, as a tree's budget counts at a child's start).
+ *
  * Answers are kept in the principal's month, by `<op>:<request>`. It is the specification
  * store/redis/lua/limitsQuota-4.lua follows.
  */
@@ -73,6 +77,20 @@ export function quotaAsk(person: QuotaMonth, team: QuotaMonth | null, a: QuotaAs
   }
   const answer = answerOf(code, person, team);
   keep(person, key, answer, a.now + a.keepMs);
+  return answer;
+}
+
+/** A check holds nothing: the principal's quota or the team's is spent (or neither), kept for replays as an ask is. */
+export function quotaCheck(person: QuotaMonth, team: QuotaMonth | null, c: Omit<QuotaAsk, "worst" | "holdMs">): QuotaAnswer {
+  prune(person, c.now);
+  if (team) prune(team, c.now);
+  const key = `check:${c.requestId}`;
+  const before = person.done.get(key);
+  if (before) return before.answer;
+  const spentUp = (m: QuotaMonth, quota: number) => quota >= 0 && m.spent >= quota;
+  const code: QuotaCode = spentUp(person, c.personQuota) ? "person" : team && spentUp(team, c.teamQuota) ? "team" : "allow";
+  const answer = answerOf(code, person, team);
+  keep(person, key, answer, c.now + c.keepMs);
   return answer;
 }
 

@@ -26,7 +26,7 @@ export interface RedisBudgetOptions {
   readonly forecastWindow?: number;
 }
 
-type BudgetPart = Pick<LimitsStore, "tenantAsk" | "tenantRelease" | "tenantSettle" | "tenantSpends" | "quotaAsk" | "quotaRelease" | "quotaSettle" | "treeOutcome" | "recordFinished" | "forecastStats" | "forecastOnce">;
+type BudgetPart = Pick<LimitsStore, "tenantAsk" | "tenantRelease" | "tenantSettle" | "tenantSpends" | "quotaAsk" | "quotaCheck" | "quotaRelease" | "quotaSettle" | "treeOutcome" | "recordFinished" | "forecastStats" | "forecastOnce">;
 
 function ints(reply: unknown, what: string): number[] {
   if (!Array.isArray(reply) || reply.some((v) => typeof v !== "number")) throw new Error(`${what} answered ${JSON.stringify(reply)}, not a list of integers`);
@@ -86,6 +86,7 @@ export function redisBudgetStore(redis: Redis, keys: Keys, options: RedisBudgetO
       }),
 
     quotaAsk: (who, month, a) => quota(who, month, "ask", a.requestId, a.worst, [a.personQuota, a.teamQuota], a.now),
+    quotaCheck: (who, month, c) => quota(who, month, "check", c.requestId, 0, [c.personQuota, c.teamQuota], c.now),
     quotaRelease: async (who, month, requestId) => void (await quota(who, month, "release", requestId, 0, [-1, -1], 0)),
     quotaSettle: (who, month, s) => quota(who, month, s.kind, s.requestId, s.cost, [-1, -1], s.now),
 

@@ -151,7 +151,7 @@ export function redisLimitsStore(redis: Redis, keys: Keys, options: RedisLimitsO
     },
 
     async child(tenant, treeId, phase, a): Promise<ChildAnswer> {
-      const r = await call("limitsChild", tenant, treeId, [phase, a.jobId, a.parentJobId, a.parentRunId, a.runId, a.agent, a.depth, a.delegating ? 1 : 0, a.parentMaxDepth, a.parentMaxChildren, ttl, a.at, a.parentDeadline]);
+      const r = await call("limitsChild", tenant, treeId, [phase, a.jobId, a.parentJobId, a.parentRunId, a.runId, a.agent, a.depth, a.delegating ? 1 : 0, a.parentMaxDepth, a.parentMaxChildren, ttl, a.at, a.parentDeadline, a.quotaSpent ? 1 : 0]);
       return { code: childCode(at(r, 0)), phase, children: at(r, 1), running: at(r, 2), delegations: at(r, 3), delegationDepth: at(r, 4), spent: at(r, 5) };
     },
 

@@ -95,6 +95,8 @@ export interface LimitsStore {
    * micro-dollars (-1 for none); it holds its worst case in both when admitted.
    */
   quotaAsk(who: QuotaHolder, month: string, ask: { requestId: string; worst: number; personQuota: number; teamQuota: number; now: number }): Promise<QuotaAnswer>;
+  /** LIM-10: a child's start: whether the principal's or the team's quota is spent; holds nothing, kept for replays by its ID. */
+  quotaCheck(who: QuotaHolder, month: string, check: { requestId: string; personQuota: number; teamQuota: number; now: number }): Promise<QuotaAnswer>;
   /** LIM-10: a call the quotas admitted and that did not go ahead: its worst case is no longer held. */
   quotaRelease(who: QuotaHolder, month: string, requestId: string): Promise<void>;
   /** LIM-10: a usage or re-warm spent in the principal's and the team's month, once. */

@@ -6,7 +6,7 @@ import { limitsEnv } from "../../processors/limits/index.ts";
 import { limitsTreeKey, memoryLimitsStore } from "../../processors/limits/memory-store.ts";
 import { limitsJobsProcessor } from "../../processors/limits/jobs-processor.ts";
 import { limitsModelCallsProcessor } from "../../processors/limits/model-calls-processor.ts";
-import { newQuotaMonth, quotaAsk, quotaRelease, quotaSettle } from "../../processors/limits/quota.ts";
+import { newQuotaMonth, quotaAsk, quotaCheck, quotaRelease, quotaSettle } from "../../processors/limits/quota.ts";
 import { staticConfig } from "../../processors/runner/config-table.ts";
 import { PIPELINE_REDIS } from "../../processors/runner/endpoints.ts";
 import { TestDriver } from "../../processors/runner/test-driver.ts";
@@ -41,7 +41,7 @@ type Op =
   | { op: "ask"; req: number; run: number; input: number; worst: number; maxSteps: number; maxTokens: number; deadline: number; now: number }
   | { op: "usage"; req: number; run: number; input: number; output: number; cost: number }
   | { op: "rewarm"; req: number; cost: number }
-  | { op: "child"; phase: "ask" | "start"; job: number; parent: number; parentRun: number; depth: number; delegating: boolean; maxDepth: number; maxChildren: number; at: number; parentDeadline: number }
+  | { op: "child"; phase: "ask" | "start"; job: number; parent: number; parentRun: number; depth: number; delegating: boolean; maxDepth: number; maxChildren: number; at: number; parentDeadline: number; quotaSpent: boolean }
   | { op: "end"; job: number }
   | { op: "wait"; event: number; job: number; kind: "started" | "ended"; ts: number };
 
@@ -49,7 +49,7 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
   fc.record({ op: fc.constant("ask" as const), req: fc.nat(15), run: fc.nat(2), input: fc.nat(400), worst: fc.nat(500), maxSteps: fc.constantFrom(NO_LIMIT, 3, 50), maxTokens: fc.constantFrom(NO_LIMIT, 800), deadline: fc.constantFrom(NO_LIMIT, NO_LIMIT, 1_000), now: fc.nat(2_000) }),
   fc.record({ op: fc.constant("usage" as const), req: fc.nat(15), run: fc.nat(2), input: fc.nat(400), output: fc.nat(400), cost: fc.nat(500) }),
   fc.record({ op: fc.constant("rewarm" as const), req: fc.nat(5), cost: fc.nat(200) }),
-  fc.record({ op: fc.constant("child" as const), phase: fc.constantFrom("ask" as const, "start" as const), job: fc.integer({ min: 1, max: 8 }), parent: fc.nat(3), parentRun: fc.nat(1), depth: fc.integer({ min: 1, max: 4 }), delegating: fc.boolean(), maxDepth: fc.nat(2), maxChildren: fc.constantFrom(NO_LIMIT, 1, 2), at: fc.nat(2_000), parentDeadline: fc.constantFrom(NO_LIMIT, NO_LIMIT, 1_000) }),
+  fc.record({ op: fc.constant("child" as const), phase: fc.constantFrom("ask" as const, "start" as const), job: fc.integer({ min: 1, max: 8 }), parent: fc.nat(3), parentRun: fc.nat(1), depth: fc.integer({ min: 1, max: 4 }), delegating: fc.boolean(), maxDepth: fc.nat(2), maxChildren: fc.constantFrom(NO_LIMIT, 1, 2), at: fc.nat(2_000), parentDeadline: fc.constantFrom(NO_LIMIT, NO_LIMIT, 1_000), quotaSpent: fc.boolean() }),
   fc.record({ op: fc.constant("end" as const), job: fc.nat(8) }),
   fc.record({ op: fc.constant("wait" as const), event: fc.nat(10), job: fc.nat(3), kind: fc.constantFrom("started" as const, "ended" as const), ts: fc.nat(2_000) }),
 );
@@ -63,7 +63,7 @@ async function apply(store: LimitsStore, tree: string, o: Op): Promise<unknown> 
     case "rewarm":
       return store.rewarm("acme", tree, `w${o.req}`, o.cost);
     case "child":
-      return store.child("acme", tree, o.phase, { jobId: `j${o.job}`, parentJobId: `j${o.parent}`, parentRunId: o.phase === "ask" ? `pr${o.parentRun}` : "", runId: o.phase === "start" ? `cr${o.job}` : "", agent: "a", depth: o.depth, delegating: o.delegating, parentMaxDepth: o.maxDepth, parentMaxChildren: o.maxChildren, at: o.at, parentDeadline: o.parentDeadline });
+      return store.child("acme", tree, o.phase, { jobId: `j${o.job}`, parentJobId: `j${o.parent}`, parentRunId: o.phase === "ask" ? `pr${o.parentRun}` : "", runId: o.phase === "start" ? `cr${o.job}` : "", agent: "a", depth: o.depth, delegating: o.delegating, parentMaxDepth: o.maxDepth, parentMaxChildren: o.maxChildren, at: o.at, parentDeadline: o.parentDeadline, quotaSpent: o.quotaSpent });
     case "end":
       await store.endJob("acme", tree, `j${o.job}`, o.job === 0);
       return null;
@@ -153,7 +153,7 @@ describe("limits state in real Redis", () => {
             return { admitted, cost, worst: c.worst, last: answers[0]?.code === "allow_last_call" };
           });
           const children_ = kids.map(async (k, i) => {
-            const a = { jobId: `c${i}`, parentJobId: "root", parentRunId: "run", runId: "", agent: "w", depth: 1, delegating: false, parentMaxDepth: 1, parentMaxChildren: NO_LIMIT, at: 0, parentDeadline: NO_LIMIT };
+            const a = { jobId: `c${i}`, parentJobId: "root", parentRunId: "run", runId: "", agent: "w", depth: 1, delegating: false, parentMaxDepth: 1, parentMaxChildren: NO_LIMIT, at: 0, parentDeadline: NO_LIMIT, quotaSpent: false };
             const answers = await Promise.all(Array.from({ length: 1 + k.replays }, () => red.child("acme", tree, k.start ? "start" : "ask", a)));
             expect(new Set(answers.map((x) => x.code)).size).toBe(1);
             return answers[0]?.code === "allow";
@@ -376,10 +376,11 @@ describe("LIM-10 monthly quotas per person and team in real Redis", () => {
   });
   afterAll(() => redis?.disconnect());
 
-  type QuotaOp = { op: "ask"; req: number; worst: number } | { op: "release"; req: number } | { op: "usage" | "rewarm"; req: number; cost: number };
+  type QuotaOp = { op: "ask"; req: number; worst: number } | { op: "check"; req: number } | { op: "release"; req: number } | { op: "usage" | "rewarm"; req: number; cost: number };
   const quotaOpArb: fc.Arbitrary<{ o: QuotaOp; dt: number }> = fc.record({
     o: fc.oneof(
       fc.record({ op: fc.constant("ask" as const), req: fc.nat(10), worst: fc.nat(400) }),
+      fc.record({ op: fc.constant("check" as const), req: fc.nat(10) }),
       fc.record({ op: fc.constant("release" as const), req: fc.nat(10) }),
       fc.record({ op: fc.constantFrom("usage" as const, "rewarm" as const), req: fc.nat(10), cost: fc.nat(400) }),
     ),
@@ -387,7 +388,7 @@ describe("LIM-10 monthly quotas per person and team in real Redis", () => {
   });
   const quotaArb = fc.oneof(fc.constant(-1), fc.integer({ min: 0, max: 1_500 }));
 
-  it("LIM-10 the quota script answers exactly as the pure logic, with and without a team, for random asks, releases, usages, replays and expiries", async () => {
+  it("LIM-10 the quota script answers exactly as the pure logic, with and without a team, for random asks, children's checks, releases, usages, replays and expiries", async () => {
     const hold = { holdMs: 100, keepMs: 300 };
     const red = redisLimitsStore(redis, keys, { tenantHoldMs: hold.holdMs, tenantKeepMs: hold.keepMs, tenantTtlSeconds: 120 });
     await fc.assert(
@@ -401,6 +402,9 @@ describe("LIM-10 monthly quotas per person and team in real Redis", () => {
           if (o.op === "ask") {
             const want = quotaAsk(person, team, { requestId: req, worst: o.worst, personQuota, teamQuota: hasTeam ? teamQuota : -1, now, ...hold });
             expect(await red.quotaAsk(who, "2026-03", { requestId: req, worst: o.worst, personQuota, teamQuota: hasTeam ? teamQuota : -1, now }), JSON.stringify(o)).toEqual(want);
+          } else if (o.op === "check") {
+            const want = quotaCheck(person, team, { requestId: req, personQuota, teamQuota: hasTeam ? teamQuota : -1, now, ...hold });
+            expect(await red.quotaCheck(who, "2026-03", { requestId: req, personQuota, teamQuota: hasTeam ? teamQuota : -1, now }), JSON.stringify(o)).toEqual(want);
           } else if (o.op === "release") {
             await red.quotaRelease(who, "2026-03", req);
             quotaRelease(person, team, req);

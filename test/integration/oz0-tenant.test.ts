@@ -20,7 +20,7 @@ function oz0(args: string[]) {
 }
 
 describe("oz0 tenant and oz0 quota set: a tenant's settings changed from the command line, validated and audited", () => {
-  it("OFF-13 LIM-4 LIM-10 offload, spend and a quota are published to the configuration table with the reason and who changed them; tool-policy shows the result", async () => {
+  it("OFF-13 LIM-4 LIM-10 offload, spend and quotas (one for a month only) are published to the configuration table with the reason and who changed them; tool-policy shows the result", async () => {
     const tenant = uid("tenant").replace(/-/g, "_");
     const offload = await oz0(["tenant", "offload", tenant, "--default", "6000", "--ceiling", "20000", "--reason", "long pages fill the context", "--as", "alice", "--json"]);
     expect(offload.code, offload.err).toBe(0);
@@ -32,19 +32,24 @@ describe("oz0 tenant and oz0 quota set: a tenant's settings changed from the com
     expect(spend.out).toContain("limits.tree.fan_out");
     const quota = await oz0(["quota", "set", "person", "alice", "200", "--tenant", tenant, "--reason", "leads the migration", "--as", "bob"]);
     expect(quota.code, quota.err).toBe(0);
+    const month = await oz0(["quota", "set", "team", "research", "5000", "--month", "2026-12", "--tenant", tenant, "--reason", "year-end evaluation", "--as", "bob"]);
+    expect(month.code, month.err).toBe(0);
+    const badMonth = await oz0(["quota", "set", "team", "research", "5000", "--month", "December", "--tenant", tenant, "--reason", "x"]);
+    expect([badMonth.code, badMonth.err]).toEqual([2, expect.stringMatching(/--month December: give the month as YYYY-MM/)]);
 
     const policy = await oz0(["tenant", "tool-policy", tenant, "--json"]);
     expect(policy.code, policy.err).toBe(0);
-    expect(JSON.parse(policy.out)).toMatchObject({ id: tenant, offload: { default: 6000, ceiling: 20000 }, limits: { tree: { fan_out: 5 } }, loops: { no_progress: 4 }, quotas: { per_person: { alice: 200 } } });
+    expect(JSON.parse(policy.out)).toMatchObject({ id: tenant, offload: { default: 6000, ceiling: 20000 }, limits: { tree: { fan_out: 5 } }, loops: { no_progress: 4 }, quotas: { per_person: { alice: 200 }, per_month: { "2026-12": { per_team: { research: 5000 } } } } });
 
     // The rows on oz0.config, as the audit sink reads them: each a tenant.changed entry with its reason and who.
     const s = await serde();
-    const rows = await collect<ConfigRecord>(CONFIG_TOPIC, "ConfigRecord", s, (r) => r.kind === "tenant" && r.id === tenant, 3, 60_000);
+    const rows = await collect<ConfigRecord>(CONFIG_TOPIC, "ConfigRecord", s, (r) => r.kind === "tenant" && r.id === tenant, 4, 60_000);
     const audited = rows.map((r, i) => fromConfig(r, { topic: CONFIG_TOPIC, partition: 0, offset: String(i), key: `tenant/${tenant}`, timestamp: String(r.ts) }));
     expect(audited.map((a) => (a && "kind" in a ? [a.kind, a.reason, a.facts.source] : a))).toEqual([
       ["tenant.changed", "long pages fill the context", "tenant offload (person:alice)"],
       ["tenant.changed", "a runaway tree", "tenant spend (person:bob)"],
       ["tenant.changed", "leads the migration", "quota set (person:bob)"],
+      ["tenant.changed", "year-end evaluation", "quota set (person:bob)"],
     ]);
   });
 

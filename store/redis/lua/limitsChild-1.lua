@@ -1,6 +1,6 @@
 --[[
   limitsChild: admit a child where it starts (LIM-3, LIM-5, LIM-6): at its ask, check the
-  tree's depth, children, fan_out and budget and the parent's delegation limits, and take its
+  tree's depth, children, fan_out and budget, the quotas (checked before) and the parent's delegation limits, and take its
   slots when it is admitted; at its start, check again. Mirrors askChild and startChild in
   processors/limits/admission.ts.
 
@@ -18,10 +18,11 @@
   ARGV[11] TTL of the hash in seconds
   ARGV[12] the event's time (ms): at an admitted start, when the child started (its timeout counts from here)
   ARGV[13] when the parent's timeout ends (ms), -1 for none: past it, the parent starts no child
+  ARGV[14] 1 when the monthly quota of the tree's principal or team is spent (LIM-10), else 0
 
   Returns { code, children, running, delegations, delegation_depth, spent }, code one of
   CHILD_CODES in processors/limits/codes.ts (0 allow, 1 depth, 2 children, 3 fan_out,
-  4 budget, 5 delegation_depth, 6 delegation_children, 7 job_timeout); { -1 } when the tree has
+  4 budget, 5 delegation_depth, 6 delegation_children, 7 job_timeout, 8 quota); { -1 } when the tree has
   no settings.
 ]]
 --@include limitsCommon
@@ -47,12 +48,14 @@ local function delegationDepth()
   return d
 end
 local parentDeadline = tonumber(ARGV[13])
+local quotaSpent = ARGV[14] == "1"
 local function decide(dd)
   if parentDeadline ~= -1 and tonumber(ARGV[12]) > parentDeadline then return 7 end
   if not within(num("s:depth"), depth) then return 1 end
   if not within(num("s:children"), num("children") + 1) then return 2 end
   if not within(num("s:fan_out"), num("running") + 1) then return 3 end
   if budgetSpent() then return 4 end
+  if quotaSpent then return 8 end
   if delegating then
     if dd > maxDepth then return 5 end
     if not within(maxChildren, num(runKey) + 1) then return 6 end
@@ -97,10 +100,9 @@ else
       out = a
     else
       local code = 0
-      if budgetSpent() then
-        code = 4
-        release()
-      end
+      if budgetSpent() then code = 4
+      elseif quotaSpent then code = 8 end
+      if code ~= 0 then release() end
       out = { code, num("children"), num("running"), a[4], a[5], num("spent") }
     end
   else

@@ -3,7 +3,8 @@
   principal's month and (when the principal has a team) the team's month together: an ask is
   checked against both and holds its worst case in both; a release drops the worst case of a
   call that did not go ahead; a usage drops it and spends what the call cost in both; a re-warm
-  only spends. Mirrors quotaAsk, quotaRelease and quotaSettle in processors/limits/quota.ts.
+  only spends; a check (a child's start) holds nothing and answers whether a quota is spent.
+  Mirrors quotaAsk, quotaCheck, quotaRelease and quotaSettle in processors/limits/quota.ts.
 
   KEYS[1]  the principal's month (Keys.quotaMonth): spent, reserved, res:<request> worst
            cases, and answers <op>:<request>
@@ -11,11 +12,11 @@
            held worst case, d:<op>:<request> forgets an answer
   KEYS[3]  the team's month (spent, reserved, res:<request>); with no team, KEYS[1] again
   KEYS[4]  its timers; with no team, KEYS[2] again. All four keys share the tenant's hash tag.
-  ARGV[1]  "ask", "release", "usage" or "rewarm"
-  ARGV[2]  the model request ID (idempotence)
+  ARGV[1]  "ask", "check", "release", "usage" or "rewarm"
+  ARGV[2]  the model request ID, or the child's start event's (idempotence)
   ARGV[3]  ask: the worst case; usage, rewarm: the cost; micro-dollars
-  ARGV[4]  ask: the principal's quota, micro-dollars, -1 for none
-  ARGV[5]  ask: the team's quota, micro-dollars, -1 for none
+  ARGV[4]  ask, check: the principal's quota, micro-dollars, -1 for none
+  ARGV[5]  ask, check: the team's quota, micro-dollars, -1 for none
   ARGV[6]  1 when the principal has a team (KEYS[3], KEYS[4] are the team's), else 0
   ARGV[7]  the event's time, ms
   ARGV[8]  how long an ask holds its worst case without a usage, ms
@@ -84,8 +85,15 @@ local function fits(h, quota)
   return quota < 0 or num(h, "spent") + num(h, "reserved") + amount <= quota
 end
 
+local function spentUp(h, quota)
+  return quota >= 0 and num(h, "spent") >= quota
+end
+
 local code = 0
-if op == "ask" then
+if op == "check" then
+  if spentUp(ph, tonumber(ARGV[4])) then code = 1
+  elseif team and spentUp(KEYS[3], tonumber(ARGV[5])) then code = 2 end
+elseif op == "ask" then
   if not fits(ph, tonumber(ARGV[4])) then code = 1
   elseif team and not fits(KEYS[3], tonumber(ARGV[5])) then code = 2 end
   if code == 0 then

@@ -32,7 +32,7 @@ function ask(over: Partial<CallAsk> = {}): CallAsk {
 }
 
 function child(over: Partial<ChildAsk> = {}): ChildAsk {
-  return { jobId: `job-${++n}`, parentJobId: "root", parentRunId: "run-1", runId: "", agent: "worker", depth: 1, delegating: false, parentMaxDepth: 1, parentMaxChildren: NO_LIMIT, at: 0, parentDeadline: NO_LIMIT, ...over };
+  return { jobId: `job-${++n}`, parentJobId: "root", parentRunId: "run-1", runId: "", agent: "worker", depth: 1, delegating: false, parentMaxDepth: 1, parentMaxChildren: NO_LIMIT, at: 0, parentDeadline: NO_LIMIT, quotaSpent: false, ...over };
 }
 
 function tree(over: Partial<TreeSettings> = {}): TreeState {
@@ -210,6 +210,19 @@ describe("limits: children", () => {
     const t = tree({ budget: 10 });
     rewarm(t, "rw", 10);
     expect(askChild(t, child()).code).toBe("budget");
+  });
+
+  it("LIM-10 a child whose principal's quota is spent is not started and takes no slot; at its start after an admitted ask, its slots are given back", () => {
+    const t = tree({ fanOut: 2 });
+    expect(askChild(t, child({ quotaSpent: true })).code).toBe("quota");
+    expect([t.children, t.running]).toEqual([0, 0]);
+    const a = child();
+    expect(askChild(t, a).code).toBe("allow");
+    expect(startChild(t, { ...a, quotaSpent: true }).code).toBe("quota");
+    expect([t.children, t.running]).toEqual([0, 0]);
+    // A start never asked about meets the quota too.
+    expect(startChild(t, child({ quotaSpent: true })).code).toBe("quota");
+    expect([t.children, t.running]).toEqual([0, 0]);
   });
 
   it("LIM-5 admission is recorded once: the same ask answers the same and takes no second slot", () => {

@@ -3,7 +3,7 @@ import { quotaOf } from "../../../config/quotas.ts";
 import { tenantChange } from "../../../config/tenant-change.ts";
 import { parseTenant } from "../../../config/tenant.ts";
 import { limitsTreeKey } from "../../../processors/limits/memory-store.ts";
-import { newQuotaMonth, quotaAsk, quotaRelease, quotaSettle } from "../../../processors/limits/quota.ts";
+import { newQuotaMonth, quotaAsk, quotaCheck, quotaRelease, quotaSettle } from "../../../processors/limits/quota.ts";
 import type { Decision } from "../../../schemas/types.ts";
 import { uid } from "../../support/events.ts";
 import { errorsOf, expectError, valueOf } from "../config/helpers.ts";
@@ -17,12 +17,22 @@ describe("LIM-10 monthly quotas in the tenant's settings", () => {
   it("LIM-10 reads quotas per person and team, with each one's own over the default, in dollars written bare or with $", () => {
     const t = valueOf(parseTenant('quotas:\n  person: "$50"\n  team: 500\n  per_person: {"alice@acme.com": 80}\n  per_team: {research: "$2000"}\n', PATH));
     expect(t.quotas).toEqual({ person: 50, team: 500, per_person: { "alice@acme.com": 80 }, per_team: { research: 2_000 } });
-    expect(quotaOf(t.quotas, "person", "alice@acme.com")).toEqual({ usd: 80, setting: "quotas.per_person.alice@acme.com" });
-    expect(quotaOf(t.quotas, "person", "bob")).toEqual({ usd: 50, setting: "quotas.person" });
-    expect(quotaOf(t.quotas, "team", "research")).toEqual({ usd: 2_000, setting: "quotas.per_team.research" });
-    expect(quotaOf(t.quotas, "team", "")).toBeNull();
+    expect(quotaOf(t.quotas, "person", "alice@acme.com", "2026-12")).toEqual({ usd: 80, setting: "quotas.per_person.alice@acme.com" });
+    expect(quotaOf(t.quotas, "person", "bob", "2026-12")).toEqual({ usd: 50, setting: "quotas.person" });
+    expect(quotaOf(t.quotas, "team", "research", "2026-12")).toEqual({ usd: 2_000, setting: "quotas.per_team.research" });
+    expect(quotaOf(t.quotas, "team", "", "2026-12")).toBeNull();
     expect(valueOf(parseTenant("quotas: {person: none, per_team: {ops: 10}}\n", PATH)).quotas).toEqual({ per_team: { ops: 10 } });
-    expect(quotaOf(valueOf(parseTenant("id: acme\n", PATH)).quotas, "person", "bob")).toBeNull();
+    expect(quotaOf(valueOf(parseTenant("id: acme\n", PATH)).quotas, "person", "bob", "2026-12")).toBeNull();
+  });
+
+  it("LIM-10 a quota for one month (quotas.per_month) wins in that month only; a month not written YYYY-MM is refused with the line", () => {
+    const t = valueOf(parseTenant('quotas:\n  person: 50\n  per_person: {alice: 80}\n  per_month:\n    "2026-12": {per_person: {alice: 200}, per_team: {research: 900}}\n', PATH));
+    expect(quotaOf(t.quotas, "person", "alice", "2026-12")).toEqual({ usd: 200, setting: "quotas.per_month.2026-12.per_person.alice" });
+    expect(quotaOf(t.quotas, "person", "alice", "2027-01")).toEqual({ usd: 80, setting: "quotas.per_person.alice" });
+    expect(quotaOf(t.quotas, "team", "research", "2026-12")).toEqual({ usd: 900, setting: "quotas.per_month.2026-12.per_team.research" });
+    expect(quotaOf(t.quotas, "team", "research", "2026-11")).toBeNull();
+    expectError(errorsOf(parseTenant('quotas:\n  per_month:\n    "2026-13": {per_person: {alice: 1}}\n', PATH)), { path: PATH, field: "quotas.per_month.2026-13", line: 3, reason: "YYYY-MM" });
+    expectError(errorsOf(parseTenant('quotas:\n  per_month:\n    "2026-12": {person: 1}\n', PATH)), { path: PATH, field: "quotas.per_month.2026-12.person", reason: "per_person" });
   });
 
   it("LIM-10 refuses a quota that is not an amount above 0, and keys that are not quotas, with the line", () => {
@@ -78,6 +88,21 @@ describe("LIM-10 monthly quotas: pure logic", () => {
   });
 });
 
+describe("LIM-10 a child's start against the quotas: pure logic", () => {
+  it("LIM-10 a check holds nothing, refuses only once a quota is spent (not for what calls under way hold), and answers a replay the same", () => {
+    const [alice, team] = [newQuotaMonth(), newQuotaMonth()];
+    quotaAsk(alice, team, { requestId: "a", worst: 90, personQuota: 100, teamQuota: 200, ...times });
+    expect(quotaCheck(alice, team, { requestId: "c1", personQuota: 100, teamQuota: 200, ...times }).code).toBe("allow");
+    expect([alice.reserved, team.reserved]).toEqual([90, 90]);
+    quotaSettle(alice, team, { kind: "usage", requestId: "a", cost: 100, ...times });
+    expect(quotaCheck(alice, team, { requestId: "c2", personQuota: 100, teamQuota: 200, ...times })).toEqual({ code: "person", personSpent: 100, personReserved: 0, teamSpent: 100, teamReserved: 0 });
+    expect(quotaCheck(alice, team, { requestId: "c3", personQuota: NONE, teamQuota: 100, ...times }).code).toBe("team");
+    // The first answer is kept: raising the quota later does not change what a replay is told.
+    expect(quotaCheck(alice, team, { requestId: "c2", personQuota: 1_000, teamQuota: 1_000, ...times }).code).toBe("person");
+    expect(quotaCheck(alice, team, { requestId: "c1", personQuota: 100, teamQuota: 200, ...times }).code).toBe("allow");
+  });
+});
+
 describe("LIM-10 monthly quotas in the limits processors", () => {
   const boss = agent("boss", { limits: { tree: {}, max_cost_usd: 10 } });
   const started = (tree: string, principal: string | null, team: string | null = null) => jobEvent(tree, { started_by: principal ? "person" : "app", principal, team });
@@ -117,6 +142,26 @@ describe("LIM-10 monthly quotas in the limits processors", () => {
     expect(d.map((x) => x.verdict)).toEqual(["allow", "allow", "wait", "allow", "allow", "allow"]);
     expect(d[2]).toMatchObject({ reason_code: "quota_exceeded", limit: "quotas.per_team.research" });
     expect(d[2]?.message).toMatch(/team research's monthly quota of \$0\.04/);
+  });
+
+  it("LIM-10 a child's ask or start waits once its principal's quota is spent, names the quota, and leaves no slot of the tree taken", async () => {
+    const { calls, jobs, store } = setup([boss], tenantSettings({ quotas: { person: 0.01 } }));
+    const tree = uid("tree");
+    await jobs.pipe(started(tree, "alice"));
+    const kid = (kind: "child_ask" | "started", job: string) => jobEvent(tree, { kind, job_id: job, parent_job_id: tree, agent: "boss", depth: 1, run_id: kind === "started" ? `run-${job}` : "run-root" });
+    await jobs.pipe(kid("child_ask", "early"), { key: tree });
+    expect(jobs.read<Decision>("oz0.admissions").at(-1)?.verdict).toBe("allow");
+    const call = modelCall(tree);
+    await calls.pipe([call, usageOf(call, 1_000)], { key: tree });
+    expect(store.quotas.get("acme/person:alice/1970-01")?.spent).toBe(18_000);
+    await jobs.pipe([kid("started", "early"), kid("child_ask", "late")], { key: tree });
+    const [start, late] = jobs.read<Decision>("oz0.admissions").slice(-2);
+    for (const d of [start, late]) {
+      expect(d).toMatchObject({ verdict: "wait", reason_code: "quota_exceeded", limit: "quotas.person", job_id: tree });
+      expect(d?.numbers).toMatchObject({ quota_spent_usd: 0.018, quota_usd: 0.01 });
+      expect(d?.message).toMatch(/child job is not started: alice's monthly quota of \$0\.01 for 1970-01 \(UTC\) is spent \(\$0\.02\).*waits for a budget request.*oz0 quota set/);
+    }
+    expect(store.trees.get(limitsTreeKey("acme", tree))).toMatchObject({ children: 0, running: 0 });
   });
 
   it("LIM-10 a tree with no principal is under no quota, and a call the tree refuses gives back what it held of the quota", async () => {
