@@ -92,6 +92,10 @@ export interface JobEvent {
   /** FILE-3: the conversation and the turn this one follows (or forks from). */
   conversation_id: string | null;
   previous_turn: string | null;
+  /** LIM-1: run --timeout (ms) and run --budget (USD) for this one job, and whether it is a session (2h default timeout); left out, none. */
+  timeout_ms?: number | null;
+  budget_usd?: number | null;
+  session?: boolean;
   ts: number;
 }
 

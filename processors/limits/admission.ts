@@ -33,6 +33,10 @@ export interface JobState {
   waitSince: number;
   /** When the job started (ms), or -1 before its start was seen (LIM-1 timeout). */
   at: number;
+  /** Its own timeout from its start (run --timeout, ms), -1 for none. */
+  timeout: number;
+  /** It is a session (the 2h default timeout). */
+  session: boolean;
 }
 
 export interface TreeState {
@@ -245,6 +249,9 @@ export interface ChildAsk {
   readonly parentDeadline: number;
   /** LIM-10: the monthly quota of the tree's principal or team is spent (checked before, outside the tree's state): the child is not started. */
   readonly quotaSpent: boolean;
+  /** LIM-1, at a start: the child's own timeout (run --timeout, ms, -1 for none) and whether it is a session; kept from the first start seen. */
+  readonly timeout: number;
+  readonly session: boolean;
 }
 
 export interface ChildAnswer {
@@ -261,7 +268,7 @@ export interface ChildAnswer {
 function job(t: TreeState, jobId: string): JobState {
   let j = t.jobs.get(jobId);
   if (!j) {
-    j = { agent: "", delegationDepth: 0, slot: false, delegatedFrom: "", started: false, ended: false, run: "", waited: 0, waitSince: -1, at: -1 };
+    j = { agent: "", delegationDepth: 0, slot: false, delegatedFrom: "", started: false, ended: false, run: "", waited: 0, waitSince: -1, at: -1, timeout: -1, session: false };
     t.jobs.set(jobId, j);
   }
   return j;
@@ -365,18 +372,26 @@ export function startChild(t: TreeState, a: ChildAsk): ChildAnswer {
     const j = job(t, a.jobId);
     j.started = true;
     j.run = a.runId;
-    if (j.at === -1) j.at = a.at;
+    startClock(j, a.at, a.timeout, a.session);
   }
   t.childAnswers.set(key, answer);
   return answer;
 }
 
+/** When the job started, its own timeout and whether it is a session: the first start seen sets all three. */
+function startClock(j: JobState, at: number, timeout: number, session: boolean): void {
+  if (j.at !== -1 || at === -1) return;
+  j.at = at;
+  j.timeout = timeout;
+  j.session = session;
+}
+
 /** The root job starts: it is the tree's first job and holds no slot. */
-export function startRoot(t: TreeState, jobId: string, agent: string, runId: string, at: number): void {
+export function startRoot(t: TreeState, jobId: string, agent: string, runId: string, at: number, timeout = -1, session = false): void {
   const j = job(t, jobId);
   j.agent = agent;
   j.started = true;
-  if (j.at === -1) j.at = at;
+  startClock(j, at, timeout, session);
   if (runId) j.run = runId;
 }
 

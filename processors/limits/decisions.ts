@@ -4,6 +4,7 @@
  */
 import type { Decision } from "../../schemas/types.ts";
 import type { CallAnswer, ChildAnswer } from "./admission.ts";
+import type { TimeoutLimit } from "./job-timeout.ts";
 import { microsToUsd } from "./money.ts";
 import type { TreeSettings } from "./tree-settings.ts";
 
@@ -27,10 +28,15 @@ export function duration(ms: number): string {
   return [h ? `${h}h` : "", m ? `${m}m` : "", sec || total === 0 ? `${sec}s` : ""].join("");
 }
 
-export function callJudgement(s: TreeSettings, a: CallAnswer, run: { maxSteps: number; maxTokens: number; timeout?: number | null }): Judgement {
+const raiseTimeout = (limit: TimeoutLimit): string =>
+  limit === "run --timeout" ? "Its timeout was set for this job when it started (run --timeout): start it again with a longer one to allow more." : "Raise limits.timeout of the agent to allow more.";
+
+export function callJudgement(s: TreeSettings, a: CallAnswer, run: { maxSteps: number; maxTokens: number; timeout?: number | null; timeoutLimit?: TimeoutLimit }): Judgement {
   switch (a.code) {
-    case "job_timeout":
-      return { verdict: "stop", reason_code: "AgentTimeout", limit: "limits.timeout", message: `The job ran past its ${duration(run.timeout ?? 0)} (limits.timeout): it ends with AgentTimeout. Raise limits.timeout of the agent to allow more.` };
+    case "job_timeout": {
+      const limit = run.timeoutLimit ?? "limits.timeout";
+      return { verdict: "stop", reason_code: "AgentTimeout", limit, message: `The job ran past its ${duration(run.timeout ?? 0)} (${limit}): it ends with AgentTimeout. ${raiseTimeout(limit)}` };
+    }
     case "allow":
       return ALLOW;
     case "allow_last_call":
@@ -57,15 +63,21 @@ const CHILD_LIMITS: Record<Exclude<ChildAnswer["code"], "allow" | "budget" | "jo
 };
 
 /** LIM-3, LIM-5, LIM-6: a child refused at its ask is refused; one refused at its start is stopped (the edge fails it). LIM-10: one a quota refused waits. */
-export function childJudgement(s: TreeSettings, a: ChildAnswer, quota: { refusal: QuotaRefusal | null; tenant: string; month: string } | null = null): Judgement {
+export function childJudgement(
+  s: TreeSettings,
+  a: ChildAnswer,
+  context: { quota?: { refusal: QuotaRefusal | null; tenant: string; month: string } | null; timeoutLimit?: TimeoutLimit } = {},
+): Judgement {
   if (a.code === "allow") return ALLOW;
+  const quota = context.quota;
   if (a.code === "quota") return childQuotaJudgement(quota?.refusal ?? null, quota?.tenant ?? s.tenant, quota?.month ?? "this month");
   if (a.code === "budget") {
     const j = budgetJudgement(s, "A child job");
     return j.verdict === "wait" ? j : { ...j, verdict: a.phase === "ask" ? "refuse" : "stop", message: `The child is not started: the tree's budget is spent. ${j.message}` };
   }
   if (a.code === "job_timeout") {
-    return { verdict: a.phase === "ask" ? "refuse" : "stop", reason_code: "AgentTimeout", limit: "limits.timeout", message: "The child job is not started: the job that asks for it ran past its limits.timeout and ends with AgentTimeout. Raise limits.timeout of its agent to allow more." };
+    const limit = context.timeoutLimit ?? "limits.timeout";
+    return { verdict: a.phase === "ask" ? "refuse" : "stop", reason_code: "AgentTimeout", limit, message: `The child job is not started: the job that asks for it ran past its ${limit} and ends with AgentTimeout. ${raiseTimeout(limit)}` };
   }
   const { limit, says } = CHILD_LIMITS[a.code];
   const reason_code = a.code.startsWith("delegation") ? "UsageLimitExceeded" : "TreeLimitExceeded";

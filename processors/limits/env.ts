@@ -3,7 +3,7 @@ import type { AgentDefinition } from "../../config/agent.ts";
 import type { TenantSettings } from "../../config/tenant.ts";
 import type { ConfigView } from "../runner/config-table.ts";
 import type { PriceTable } from "./prices.ts";
-import type { LimitsStore } from "./store.ts";
+import type { JobClock, LimitsStore } from "./store.ts";
 import { resolveTreeSettings, type TreeSettings } from "./tree-settings.ts";
 
 export interface LimitsEnv {
@@ -21,7 +21,7 @@ export function tenantOf(env: LimitsEnv, id: string): TenantSettings | undefined
   return env.config.get("tenant", id) as TenantSettings | undefined;
 }
 
-export function settingsFor(env: LimitsEnv, tenantId: string, rootAgent: string, startedByPerson: boolean, who: { principal?: string | null; team?: string | null } = {}): TreeSettings {
+export function settingsFor(env: LimitsEnv, tenantId: string, rootAgent: string, startedByPerson: boolean, who: { principal?: string | null; team?: string | null; budgetUsd?: number | null } = {}): TreeSettings {
   return resolveTreeSettings({ tenantId, rootAgentName: rootAgent, root: agentOf(env, rootAgent), tenant: tenantOf(env, tenantId), startedByPerson, ...who });
 }
 
@@ -30,9 +30,9 @@ export function settingsFor(env: LimitsEnv, tenantId: string, rootAgent: string,
  * the first model call, which can only be the root's while no child was admitted) and the
  * tenant. The root job's start later replaces them with the authoritative ones.
  */
-export async function treeSettings(env: LimitsEnv, treeId: string, tenantId: string, jobId: string, rootGuess: string): Promise<{ settings: TreeSettings; jobAgent: string; jobStart: number }> {
-  const { settings, jobAgent, jobStart } = await env.store.read(tenantId, treeId, jobId);
-  if (settings) return { settings, jobAgent, jobStart };
+export async function treeSettings(env: LimitsEnv, treeId: string, tenantId: string, jobId: string, rootGuess: string): Promise<{ settings: TreeSettings } & JobClock> {
+  const { settings, ...job } = await env.store.read(tenantId, treeId, jobId);
+  if (settings) return { settings, ...job };
   const provisional = settingsFor(env, tenantId, rootGuess, false);
-  return { settings: await env.store.init(tenantId, treeId, provisional, false, null), jobAgent, jobStart };
+  return { settings: await env.store.init(tenantId, treeId, provisional, false, null), ...job };
 }

@@ -6,7 +6,7 @@
  * fails, per `on_unknown`. A root job's end records its tree for its agent's spend forecast
  * (LIM-8).
  */
-import { resolveDelegation, resolveJobLimits, resolveOnUnknown } from "../../config/resolve.ts";
+import { resolveDelegation, resolveOnUnknown } from "../../config/resolve.ts";
 import type { Decision, JobEvent } from "../../schemas/types.ts";
 import { deriveId } from "../runner/ids.ts";
 import { defineProcessor, type Emit } from "../runner/processor.ts";
@@ -15,6 +15,7 @@ import { byTree, treeKey } from "./by-tree.ts";
 import { childJudgement, waitJudgement, type Judgement } from "./decisions.ts";
 import { agentOf, settingsFor, treeSettings, type LimitsEnv } from "./env.ts";
 import { recordFinishedTree } from "./forecast-calls.ts";
+import { jobTimeout } from "./job-timeout.ts";
 import { microsToUsd } from "./money.ts";
 import { quotaChildCheck, quotaRefusal, type QuotaCheck } from "./quota-calls.ts";
 import { NO_LIMIT, type TreeSettings } from "./tree-settings.ts";
@@ -61,12 +62,17 @@ function quotaNumbers(q: QuotaCheck | null): Record<string, number> {
   return refused ? { quota_spent_usd: microsToUsd(refused.spent), ...(refused.quota < 0 ? {} : { quota_usd: microsToUsd(refused.quota) }) } : {};
 }
 
+/** LIM-1: a job's own timeout (run --timeout) and whether it is a session, as its start says, kept with the start. */
+function ownClock(e: JobEvent): { timeout: number; session: boolean } {
+  return { timeout: e.timeout_ms ?? NO_LIMIT, session: e.session === true };
+}
+
 async function child(e: JobEvent & { parent_job_id: string }, env: LimitsEnv, phase: "ask" | "start"): Promise<Emit[]> {
-  const { settings, jobAgent: parentAgent, jobStart: parentStart } = await treeSettings(env, e.tree_id, e.tenant, e.parent_job_id, "");
-  const parentDefinition = agentOf(env, parentAgent);
+  const { settings, ...parent } = await treeSettings(env, e.tree_id, e.tenant, e.parent_job_id, "");
+  const parentDefinition = agentOf(env, parent.jobAgent);
   const delegation = resolveDelegation(parentDefinition);
   // LIM-1: a parent past its timeout (counted from its start, once seen) starts no child.
-  const timeout = resolveJobLimits(parentDefinition).timeout;
+  const timeout = jobTimeout(parentDefinition, parent);
   // LIM-10: the quotas first, outside the tree's state; the tree's script takes no slot for a child they refuse.
   const quota = await quotaChildCheck(env, e, settings);
   const answer = await env.store.child(e.tenant, e.tree_id, phase, {
@@ -80,10 +86,11 @@ async function child(e: JobEvent & { parent_job_id: string }, env: LimitsEnv, ph
     parentMaxDepth: delegation.max_depth,
     parentMaxChildren: delegation.max_children ?? NO_LIMIT,
     at: e.ts,
-    parentDeadline: timeout === null || parentStart === -1 ? NO_LIMIT : parentStart + timeout,
+    parentDeadline: timeout.deadline,
     quotaSpent: quota !== null && quota.answer.code !== "allow",
+    ...ownClock(e),
   });
-  const judgement = childJudgement(settings, answer, quota && { refusal: quotaRefusal(quota), tenant: e.tenant, month: quota.month });
+  const judgement = childJudgement(settings, answer, { quota: quota && { refusal: quotaRefusal(quota), tenant: e.tenant, month: quota.month }, timeoutLimit: timeout.limit });
   const numbers = answer.code === "quota" ? { ...childNumbers(settings, answer, e.depth), ...quotaNumbers(quota) } : childNumbers(settings, answer, e.depth);
   return [decision(e, phase, judgement, numbers, e.parent_job_id)];
 }
@@ -118,8 +125,9 @@ async function decide(e: JobEvent, env: LimitsEnv): Promise<Emit[]> {
   const parent = e.parent_job_id;
   if (e.kind === "started" && parent === null) {
     // LIM-10: whose quotas the tree spends against is recorded with its settings, once.
-    const settings = settingsFor(env, e.tenant, e.agent, e.started_by === "person", { principal: e.principal, team: e.team });
-    await env.store.init(e.tenant, e.tree_id, settings, true, { jobId: e.job_id, agent: e.agent, runId: e.run_id ?? "", at: e.ts });
+    // LIM-1: run --budget is the tree's budget instead of the root agent's max_cost_usd.
+    const settings = settingsFor(env, e.tenant, e.agent, e.started_by === "person", { principal: e.principal, team: e.team, budgetUsd: e.budget_usd ?? null });
+    await env.store.init(e.tenant, e.tree_id, settings, true, { jobId: e.job_id, agent: e.agent, runId: e.run_id ?? "", at: e.ts, ...ownClock(e) });
     return [];
   }
   if ((e.kind === "child_ask" || e.kind === "started") && parent !== null) {

@@ -58,7 +58,8 @@ export function memoryLimitsStore(options: { forecastWindow?: number } = {}): Me
     forecasts,
     read: (tenant, treeId, jobId) => {
       const t = trees.get(limitsTreeKey(tenant, treeId));
-      return Promise.resolve({ settings: t?.settings ?? null, jobAgent: t?.jobs.get(jobId)?.agent ?? "", jobStart: t?.jobs.get(jobId)?.at ?? -1 });
+      const j = t?.jobs.get(jobId);
+      return Promise.resolve({ settings: t?.settings ?? null, jobAgent: j?.agent ?? "", jobStart: j?.at ?? -1, jobTimeout: j?.timeout ?? -1, jobSession: j?.session ?? false });
     },
     init: (tenant, treeId, settings, auth, root) => {
       const key = limitsTreeKey(tenant, treeId);
@@ -71,7 +72,7 @@ export function memoryLimitsStore(options: { forecastWindow?: number } = {}): Me
         authoritative.set(key, true);
       }
       const now = tree(tenant, treeId);
-      if (root) startRoot(now, root.jobId, root.agent, root.runId, root.at);
+      if (root) startRoot(now, root.jobId, root.agent, root.runId, root.at, root.timeout, root.session);
       return Promise.resolve(now.settings);
     },
     admitCall: (tenant, treeId, ask) => Promise.resolve(admitCall(tree(tenant, treeId), ask)),

@@ -19,11 +19,12 @@ import { allSettledOrThrow, byTreeGroups, treeKey } from "./by-tree.ts";
 import { callJudgement, forecastJudgement, quotaJudgement, tenantBudgetJudgement, type Judgement } from "./decisions.ts";
 import { agentOf, treeSettings, type LimitsEnv } from "./env.ts";
 import { forecastApplies, forecastAt } from "./forecast-calls.ts";
+import { jobTimeout, type TimeoutLimit } from "./job-timeout.ts";
 import { costMicros, microsToUsd } from "./money.ts";
 import { priceOf } from "./prices.ts";
 import { quotaAsk, quotaGiveBack, quotaRefusal, quotaSpend, quotasOf } from "./quota-calls.ts";
 import { spendCrossings } from "./spend.ts";
-import type { MonthSpend, TreeStep } from "./store.ts";
+import type { JobClock, MonthSpend, TreeStep } from "./store.ts";
 import { monthOf } from "./tenant-budget.ts";
 import { tenantAsk, tenantBudget, tenantGiveBack, tenantSpend } from "./tenant-calls.ts";
 import { NO_LIMIT, type TreeSettings } from "./tree-settings.ts";
@@ -61,20 +62,22 @@ function spendNumbers(s: TreeSettings, a: { spent: number; reserved: number; mod
 /** What an ask reserves and is checked against: its run's limits and its worst case at the model's prices. */
 interface AskPlan {
   readonly ask: CallAsk;
-  readonly run: { readonly maxSteps: number; readonly maxTokens: number; readonly timeout: number | null };
+  readonly run: { readonly maxSteps: number; readonly maxTokens: number; readonly timeout: number | null; readonly timeoutLimit: TimeoutLimit };
   /** When the call's job started (ms), -1 when its start was not seen. */
   readonly jobStart: number;
   readonly priced: Record<string, number>;
 }
 
 function askPlan(call: ModelCall, env: LimitsEnv, job: JobView): AskPlan {
-  const limits = resolveJobLimits(agentOf(env, call.agent ?? job.jobAgent));
+  const agent = agentOf(env, call.agent ?? job.jobAgent);
+  const limits = resolveJobLimits(agent);
   const { price, listed } = priceOf(env.prices, call.model);
   const maxOutput = call.max_output_tokens ?? limits.max_output_tokens ?? price.max_output_tokens;
   const worst = costMicros(price, { input: call.input_tokens, output: maxOutput, cacheRead: call.cache_read_tokens, cacheWrite: call.cache_write_tokens });
-  const run = { maxSteps: limits.max_steps, maxTokens: limits.max_tokens ?? NO_LIMIT, timeout: limits.timeout };
-  // LIM-1: the job's timeout counts from its start, once the start has been seen.
-  const deadline = limits.timeout === null || job.jobStart === -1 ? NO_LIMIT : job.jobStart + limits.timeout;
+  // LIM-1: the job's timeout (its agent's or its own run --timeout) counts from its start, once the start has been seen.
+  const timeout = jobTimeout(agent, job);
+  const run = { maxSteps: limits.max_steps, maxTokens: limits.max_tokens ?? NO_LIMIT, timeout: timeout.ms, timeoutLimit: timeout.limit };
+  const deadline = timeout.deadline;
   const ask = { requestId: call.request_id, runId: call.run_id, inputTokens: call.input_tokens, worst, maxSteps: run.maxSteps, maxTokens: run.maxTokens, deadline, now: call.ts };
   return { ask, run, jobStart: job.jobStart, priced: { worst_usd: microsToUsd(worst), ...(listed ? {} : { unpriced_model: 1 }) } };
 }
@@ -263,13 +266,10 @@ class TreeView {
     if (this.#settings && known) return { settings: this.#settings, ...known };
     const r = await treeSettings(env, call.tree_id, call.tenant, call.job_id, call.agent ?? "");
     this.#settings ??= r.settings;
-    this.#jobs.set(call.job_id, { jobAgent: r.jobAgent, jobStart: r.jobStart });
+    this.#jobs.set(call.job_id, { jobAgent: r.jobAgent, jobStart: r.jobStart, jobTimeout: r.jobTimeout, jobSession: r.jobSession });
     return { ...r, settings: this.#settings };
   }
 }
 
-/** What a batch knows of one job: its agent ("" when unknown) and when it started (ms, -1 when not seen). */
-interface JobView {
-  readonly jobAgent: string;
-  readonly jobStart: number;
-}
+/** What a batch knows of one job: its agent, when it started, its own timeout and whether it is a session. */
+type JobView = JobClock;

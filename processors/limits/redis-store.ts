@@ -105,14 +105,15 @@ export function redisLimitsStore(redis: Redis, keys: Keys, options: RedisLimitsO
     ...redisBudgetStore(redis, keys, options),
     read: (tenant, treeId, jobId) =>
       guarded(`reading tree ${treeId}`, async () => {
-        const values = await redis.hmget(keys.limits(tenant, treeId), ...SETTING_FIELDS, `job:${jobId}:agent`, `job:${jobId}:at`);
-        const at = values[SETTING_FIELDS.length + 1];
-        return { settings: settingsFrom(values.slice(0, SETTING_FIELDS.length)), jobAgent: values[SETTING_FIELDS.length] ?? "", jobStart: at === null || at === undefined ? -1 : Number(at) };
+        const values = await redis.hmget(keys.limits(tenant, treeId), ...SETTING_FIELDS, `job:${jobId}:agent`, `job:${jobId}:at`, `job:${jobId}:tmo`, `job:${jobId}:sess`);
+        const [agent, at, timeout, session] = values.slice(SETTING_FIELDS.length);
+        const orNone = (v: string | null | undefined) => (v === null || v === undefined ? -1 : Number(v));
+        return { settings: settingsFrom(values.slice(0, SETTING_FIELDS.length)), jobAgent: agent ?? "", jobStart: orNone(at), jobTimeout: orNone(timeout), jobSession: session === "1" };
       }),
 
     async init(tenant, treeId, settings, authoritative, root) {
       await guarded(`setting the limits of tree ${treeId}`, () =>
-        runScript(redis, "limitsInit", [keys.limits(tenant, treeId)], [authoritative ? 1 : 0, ttl, root?.jobId ?? "", root?.agent ?? "", root?.runId ?? "", root?.at ?? -1, ...settingPairs(settings)]),
+        runScript(redis, "limitsInit", [keys.limits(tenant, treeId)], [authoritative ? 1 : 0, ttl, root?.jobId ?? "", root?.agent ?? "", root?.runId ?? "", root?.at ?? -1, root?.timeout ?? -1, root?.session ? 1 : 0, ...settingPairs(settings)]),
       );
       const now = await guarded(`reading tree ${treeId}`, () => redis.hmget(keys.limits(tenant, treeId), ...SETTING_FIELDS));
       return settingsFrom(now) ?? settings;
@@ -151,7 +152,7 @@ export function redisLimitsStore(redis: Redis, keys: Keys, options: RedisLimitsO
     },
 
     async child(tenant, treeId, phase, a): Promise<ChildAnswer> {
-      const r = await call("limitsChild", tenant, treeId, [phase, a.jobId, a.parentJobId, a.parentRunId, a.runId, a.agent, a.depth, a.delegating ? 1 : 0, a.parentMaxDepth, a.parentMaxChildren, ttl, a.at, a.parentDeadline, a.quotaSpent ? 1 : 0]);
+      const r = await call("limitsChild", tenant, treeId, [phase, a.jobId, a.parentJobId, a.parentRunId, a.runId, a.agent, a.depth, a.delegating ? 1 : 0, a.parentMaxDepth, a.parentMaxChildren, ttl, a.at, a.parentDeadline, a.quotaSpent ? 1 : 0, a.timeout, a.session ? 1 : 0]);
       return { code: childCode(at(r, 0)), phase, children: at(r, 1), running: at(r, 2), delegations: at(r, 3), delegationDepth: at(r, 4), spent: at(r, 5) };
     },
 

@@ -19,6 +19,21 @@ export interface RootJob {
   readonly runId: string;
   /** When it started (ms): its timeout counts from here (LIM-1). */
   readonly at: number;
+  /** Its own timeout from its start (run --timeout, ms), -1 for none; kept from the first start seen. */
+  readonly timeout: number;
+  /** It is a session: an agent with no limits.timeout times out after 2h. */
+  readonly session: boolean;
+}
+
+/**
+ * What the tree holds of one job (LIM-1): its agent ("" when unknown), when it started (ms, -1
+ * when not seen), its own timeout from its start (ms, -1 for none) and whether it is a session.
+ */
+export interface JobClock {
+  readonly jobAgent: string;
+  readonly jobStart: number;
+  readonly jobTimeout: number;
+  readonly jobSession: boolean;
 }
 
 /** Whose quotas a tree spends against (LIM-10): its principal and the principal's team ("" for none). */
@@ -60,7 +75,7 @@ export interface LimitsStore {
    * The tree's settings (null before any were set), and the agent of one of its jobs ("" when
    * unknown) and when that job started (ms, -1 when its start was not seen).
    */
-  read(tenant: string, treeId: string, jobId: string): Promise<{ settings: TreeSettings | null; jobAgent: string; jobStart: number }>;
+  read(tenant: string, treeId: string, jobId: string): Promise<{ settings: TreeSettings | null } & JobClock>;
   /**
    * Sets the tree's settings: authoritative ones (from the root job's start) replace
    * provisional ones (from a first model call that came before it); otherwise the first wins.

@@ -39,6 +39,8 @@ function orNone(n: number | null): number {
   return n === null ? NO_LIMIT : n;
 }
 
+const budgetOf = (usd: number | null): number => (usd === null ? NO_LIMIT : usdToMicros(usd));
+
 /** LIM-4, LIM-7, LIM-8: the tree's settings from its root agent and tenant. */
 export function resolveTreeSettings(input: {
   tenantId: string;
@@ -48,6 +50,8 @@ export function resolveTreeSettings(input: {
   startedByPerson: boolean;
   principal?: string | null;
   team?: string | null;
+  /** LIM-1: run --budget on the root's start, US dollars: the tree's budget instead of the root agent's max_cost_usd. */
+  budgetUsd?: number | null;
 }): TreeSettings {
   const tree = resolveTreeLimits(input.root, input.tenant);
   const job = resolveJobLimits(input.root);
@@ -56,7 +60,7 @@ export function resolveTreeSettings(input: {
     tenant: input.tenantId,
     rootAgent: input.rootAgentName,
     startedByPerson: input.startedByPerson,
-    budget: job.max_cost_usd === null ? NO_LIMIT : usdToMicros(job.max_cost_usd),
+    budget: budgetOf(input.budgetUsd ?? job.max_cost_usd),
     reserve: job.reserve,
     onBudget: resolveOnBudget(input.root, { startedByPerson: input.startedByPerson }),
     modelCalls: orNone(tree.model_calls),

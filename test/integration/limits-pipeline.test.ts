@@ -72,4 +72,22 @@ describe("limits processors on real Kafka and Redis", () => {
     expect(childDecisions[2]?.limit).toBe("limits.tree.fan_out");
     expect(await redis.hget(keys.limits("acme", tree), "model_calls")).toBe("6");
   });
+
+  it("LIM-1 run --timeout and run --budget on the start event (JobEvent v3) reach the limits through Kafka and Redis; a start that leaves them out has neither", async () => {
+    const env = limitsEnv({ redis, config, keys });
+    const jobs = await startOnKafka(limitsJobsProcessor, env, s);
+    const calls = await startOnKafka(limitsModelCallsProcessor, env, s);
+    const [timed, plain] = [uid("tree"), uid("tree")];
+    const start = Date.now() - 120_000;
+    await producer.send({ topic: "oz0.jobs", messages: [jobEvent(timed, { ts: start, timeout_ms: 60_000, budget_usd: 0.5, session: true }), jobEvent(plain, { ts: start })].map((e) => ({ key: e.tree_id, value: s.encode("JobEvent", e) })) });
+    await producer.send({ topic: "oz0.model-calls", messages: [ask(timed), ask(plain)].map((c) => ({ key: c.tree_id, value: s.encode("ModelCall", c) })) });
+    const decided = await collect<Decision>("oz0.admissions", "Decision", s, (d) => d.tree_id === timed || d.tree_id === plain, 2, 60_000);
+    await calls.stop();
+    await jobs.stop();
+    const of = (tree: string) => decided.find((d) => d.tree_id === tree);
+    expect(of(timed)).toMatchObject({ verdict: "stop", reason_code: "AgentTimeout", limit: "run --timeout" });
+    expect(of(plain)).toMatchObject({ verdict: "allow" });
+    expect(await redis.hmget(keys.limits("acme", timed), "s:budget", `job:${timed}:tmo`, `job:${timed}:sess`)).toEqual(["500000", "60000", "1"]);
+    expect(await redis.hmget(keys.limits("acme", plain), "s:budget", `job:${plain}:tmo`, `job:${plain}:sess`)).toEqual(["100000", "-1", "0"]);
+  });
 });

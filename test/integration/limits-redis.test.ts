@@ -41,7 +41,8 @@ type Op =
   | { op: "ask"; req: number; run: number; input: number; worst: number; maxSteps: number; maxTokens: number; deadline: number; now: number }
   | { op: "usage"; req: number; run: number; input: number; output: number; cost: number }
   | { op: "rewarm"; req: number; cost: number }
-  | { op: "child"; phase: "ask" | "start"; job: number; parent: number; parentRun: number; depth: number; delegating: boolean; maxDepth: number; maxChildren: number; at: number; parentDeadline: number; quotaSpent: boolean }
+  | { op: "child"; phase: "ask" | "start"; job: number; parent: number; parentRun: number; depth: number; delegating: boolean; maxDepth: number; maxChildren: number; at: number; parentDeadline: number; quotaSpent: boolean; timeout: number; session: boolean }
+  | { op: "read"; job: number }
   | { op: "end"; job: number }
   | { op: "wait"; event: number; job: number; kind: "started" | "ended"; ts: number };
 
@@ -49,7 +50,8 @@ const opArb: fc.Arbitrary<Op> = fc.oneof(
   fc.record({ op: fc.constant("ask" as const), req: fc.nat(15), run: fc.nat(2), input: fc.nat(400), worst: fc.nat(500), maxSteps: fc.constantFrom(NO_LIMIT, 3, 50), maxTokens: fc.constantFrom(NO_LIMIT, 800), deadline: fc.constantFrom(NO_LIMIT, NO_LIMIT, 1_000), now: fc.nat(2_000) }),
   fc.record({ op: fc.constant("usage" as const), req: fc.nat(15), run: fc.nat(2), input: fc.nat(400), output: fc.nat(400), cost: fc.nat(500) }),
   fc.record({ op: fc.constant("rewarm" as const), req: fc.nat(5), cost: fc.nat(200) }),
-  fc.record({ op: fc.constant("child" as const), phase: fc.constantFrom("ask" as const, "start" as const), job: fc.integer({ min: 1, max: 8 }), parent: fc.nat(3), parentRun: fc.nat(1), depth: fc.integer({ min: 1, max: 4 }), delegating: fc.boolean(), maxDepth: fc.nat(2), maxChildren: fc.constantFrom(NO_LIMIT, 1, 2), at: fc.nat(2_000), parentDeadline: fc.constantFrom(NO_LIMIT, NO_LIMIT, 1_000), quotaSpent: fc.boolean() }),
+  fc.record({ op: fc.constant("child" as const), phase: fc.constantFrom("ask" as const, "start" as const), job: fc.integer({ min: 1, max: 8 }), parent: fc.nat(3), parentRun: fc.nat(1), depth: fc.integer({ min: 1, max: 4 }), delegating: fc.boolean(), maxDepth: fc.nat(2), maxChildren: fc.constantFrom(NO_LIMIT, 1, 2), at: fc.nat(2_000), parentDeadline: fc.constantFrom(NO_LIMIT, NO_LIMIT, 1_000), quotaSpent: fc.boolean(), timeout: fc.constantFrom(NO_LIMIT, 0, 600), session: fc.boolean() }),
+  fc.record({ op: fc.constant("read" as const), job: fc.nat(8) }),
   fc.record({ op: fc.constant("end" as const), job: fc.nat(8) }),
   fc.record({ op: fc.constant("wait" as const), event: fc.nat(10), job: fc.nat(3), kind: fc.constantFrom("started" as const, "ended" as const), ts: fc.nat(2_000) }),
 );
@@ -63,7 +65,9 @@ async function apply(store: LimitsStore, tree: string, o: Op): Promise<unknown> 
     case "rewarm":
       return store.rewarm("acme", tree, `w${o.req}`, o.cost);
     case "child":
-      return store.child("acme", tree, o.phase, { jobId: `j${o.job}`, parentJobId: `j${o.parent}`, parentRunId: o.phase === "ask" ? `pr${o.parentRun}` : "", runId: o.phase === "start" ? `cr${o.job}` : "", agent: "a", depth: o.depth, delegating: o.delegating, parentMaxDepth: o.maxDepth, parentMaxChildren: o.maxChildren, at: o.at, parentDeadline: o.parentDeadline, quotaSpent: o.quotaSpent });
+      return store.child("acme", tree, o.phase, { jobId: `j${o.job}`, parentJobId: `j${o.parent}`, parentRunId: o.phase === "ask" ? `pr${o.parentRun}` : "", runId: o.phase === "start" ? `cr${o.job}` : "", agent: "a", depth: o.depth, delegating: o.delegating, parentMaxDepth: o.maxDepth, parentMaxChildren: o.maxChildren, at: o.at, parentDeadline: o.parentDeadline, quotaSpent: o.quotaSpent, timeout: o.timeout, session: o.session });
+    case "read":
+      return store.read("acme", tree, `j${o.job}`);
     case "end":
       await store.endJob("acme", tree, `j${o.job}`, o.job === 0);
       return null;
@@ -87,7 +91,7 @@ describe("limits state in real Redis", () => {
       fc.asyncProperty(settingsArb, fc.array(opArb, { minLength: 1, maxLength: 40 }), async (over, ops) => {
         const tree = uid("tree");
         const mem = memoryLimitsStore();
-        for (const store of [mem, red]) await store.init("acme", tree, settings(over), true, { jobId: "j0", agent: "root", runId: "pr0", at: 1_000 });
+        for (const store of [mem, red]) await store.init("acme", tree, settings(over), true, { jobId: "j0", agent: "root", runId: "pr0", at: 1_000, timeout: 900, session: true });
         for (const o of ops) {
           const want = await apply(mem, tree, o);
           const got = await apply(red, tree, o);
@@ -111,7 +115,7 @@ describe("limits state in real Redis", () => {
     await fc.assert(
       fc.asyncProperty(settingsArb, fc.array(fc.array(callOps, { minLength: 1, maxLength: 12 }), { minLength: 1, maxLength: 4 }), async (over, batches) => {
         const [alone, together] = [uid("tree"), uid("tree")];
-        for (const tree of [alone, together]) await red.init("acme", tree, settings(over), true, { jobId: "j0", agent: "root", runId: "pr0", at: 1_000 });
+        for (const tree of [alone, together]) await red.init("acme", tree, settings(over), true, { jobId: "j0", agent: "root", runId: "pr0", at: 1_000, timeout: 900, session: true });
         for (const ops of batches) {
           const want = [];
           for (const o of ops) want.push({ kind: stepOf(o).kind, answer: await apply(red, alone, o) });
@@ -140,7 +144,7 @@ describe("limits state in real Redis", () => {
         fc.array(fc.record({ replays: fc.nat(2), start: fc.boolean() }), { maxLength: 12 }),
         async (budget, reserve, children, fanOut, calls, kids) => {
           const tree = uid("tree");
-          await red.init("acme", tree, settings({ budget, reserve, children, fanOut }), true, { jobId: "root", agent: "root", runId: "run", at: 1_000 });
+          await red.init("acme", tree, settings({ budget, reserve, children, fanOut }), true, { jobId: "root", agent: "root", runId: "run", at: 1_000, timeout: NO_LIMIT, session: false });
           // Every caller races every other: each call asks (maybe several times), then reports what it cost, at most its worst case.
           const callers = calls.map(async (c, i) => {
             const ask = { requestId: `r${i}`, runId: `run${i % 3}`, inputTokens: 1, worst: c.worst, maxSteps: NO_LIMIT, maxTokens: NO_LIMIT, deadline: NO_LIMIT, now: 0 };
@@ -153,7 +157,7 @@ describe("limits state in real Redis", () => {
             return { admitted, cost, worst: c.worst, last: answers[0]?.code === "allow_last_call" };
           });
           const children_ = kids.map(async (k, i) => {
-            const a = { jobId: `c${i}`, parentJobId: "root", parentRunId: "run", runId: "", agent: "w", depth: 1, delegating: false, parentMaxDepth: 1, parentMaxChildren: NO_LIMIT, at: 0, parentDeadline: NO_LIMIT, quotaSpent: false };
+            const a = { jobId: `c${i}`, parentJobId: "root", parentRunId: "run", runId: "", agent: "w", depth: 1, delegating: false, parentMaxDepth: 1, parentMaxChildren: NO_LIMIT, at: 0, parentDeadline: NO_LIMIT, quotaSpent: false, timeout: NO_LIMIT, session: false };
             const answers = await Promise.all(Array.from({ length: 1 + k.replays }, () => red.child("acme", tree, k.start ? "start" : "ask", a)));
             expect(new Set(answers.map((x) => x.code)).size).toBe(1);
             return answers[0]?.code === "allow";

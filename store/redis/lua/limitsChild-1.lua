@@ -19,6 +19,8 @@
   ARGV[12] the event's time (ms): at an admitted start, when the child started (its timeout counts from here)
   ARGV[13] when the parent's timeout ends (ms), -1 for none: past it, the parent starts no child
   ARGV[14] 1 when the monthly quota of the tree's principal or team is spent (LIM-10), else 0
+  ARGV[15] at a start: the child's own timeout (run --timeout, ms), -1 for none; kept with its start
+  ARGV[16] at a start: 1 when the child is a session (the 2h default timeout), else 0
 
   Returns { code, children, running, delegations, delegation_depth, spent }, code one of
   CHILD_CODES in processors/limits/codes.ts (0 allow, 1 depth, 2 children, 3 fan_out,
@@ -110,7 +112,9 @@ else
   end
   if out[1] == 0 then
     redis.call("HSET", h, cj .. "started", "1", cj .. "run", ARGV[5])
-    redis.call("HSETNX", h, cj .. "at", ARGV[12])
+    if redis.call("HSETNX", h, cj .. "at", ARGV[12]) == 1 then
+      redis.call("HSET", h, cj .. "tmo", ARGV[15], cj .. "sess", ARGV[16])
+    end
   end
 end
 redis.call("HSET", h, "child:" .. phase .. ":" .. job, joined(out))

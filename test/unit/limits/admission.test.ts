@@ -32,7 +32,7 @@ function ask(over: Partial<CallAsk> = {}): CallAsk {
 }
 
 function child(over: Partial<ChildAsk> = {}): ChildAsk {
-  return { jobId: `job-${++n}`, parentJobId: "root", parentRunId: "run-1", runId: "", agent: "worker", depth: 1, delegating: false, parentMaxDepth: 1, parentMaxChildren: NO_LIMIT, at: 0, parentDeadline: NO_LIMIT, quotaSpent: false, ...over };
+  return { jobId: `job-${++n}`, parentJobId: "root", parentRunId: "run-1", runId: "", agent: "worker", depth: 1, delegating: false, parentMaxDepth: 1, parentMaxChildren: NO_LIMIT, at: 0, parentDeadline: NO_LIMIT, quotaSpent: false, timeout: NO_LIMIT, session: false, ...over };
 }
 
 function tree(over: Partial<TreeSettings> = {}): TreeState {

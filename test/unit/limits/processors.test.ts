@@ -103,6 +103,78 @@ describe("limits processors (in memory)", () => {
     ]);
   });
 
+  it("LIM-1 run --timeout on a job's start adds on top of its agent's limits.timeout: whichever ends first stops it, and the decision names which", async () => {
+    const { calls, jobs } = setup([agent("boss", { limits: { tree: {}, timeout: 600_000 } }), agent("worker")]);
+    const [short, long] = [uid("tree"), uid("tree")];
+    await jobs.pipe(job(short, { ts: 1_000, timeout_ms: 60_000 }), { key: short });
+    await jobs.pipe(job(long, { ts: 1_000, timeout_ms: 3_600_000 }), { key: long });
+    await calls.pipe([call(short, { ts: 61_000 }), call(short, { ts: 61_001 })], { key: short });
+    await calls.pipe([call(long, { ts: 601_000 }), call(long, { ts: 601_001 })], { key: long });
+    const d = calls.read<Decision>("oz0.admissions");
+    expect(d.map((x) => [x.tree_id, x.verdict, x.limit])).toEqual([
+      [short, "allow", null],
+      [short, "stop", "run --timeout"],
+      [long, "allow", null],
+      [long, "stop", "limits.timeout"],
+    ]);
+    expect(d[1]?.numbers).toMatchObject({ timeout_ms: 60_000, elapsed_ms: 60_001 });
+    expect(d[1]?.message).toMatch(/ran past its 1m \(run --timeout\).*AgentTimeout.*start it again with a longer one/);
+    // A child's own --timeout counts from its start, and its agent sets none.
+    const kid = `${short}-kid`;
+    await jobs.pipe(job(short, { job_id: kid, parent_job_id: short, agent: "worker", depth: 1, run_id: "run-kid", ts: 30_000, timeout_ms: 10_000 }), { key: short });
+    await calls.pipe([call(short, { job_id: kid, run_id: "run-kid", agent: "worker", ts: 40_000 }), call(short, { job_id: kid, run_id: "run-kid", agent: "worker", ts: 40_001 })], { key: short });
+    expect(calls.read<Decision>("oz0.admissions").slice(4).map((x) => [x.verdict, x.limit])).toEqual([
+      ["allow", null],
+      ["stop", "run --timeout"],
+    ]);
+  });
+
+  it("LIM-1 a job past its run --timeout starts no child, and the refusal names run --timeout", async () => {
+    const { jobs } = setup([agent("boss"), agent("worker")]);
+    const tree = uid("tree");
+    await jobs.pipe(job(tree, { ts: 1_000, timeout_ms: 5_000 }), { key: tree });
+    await jobs.pipe(job(tree, { kind: "child_ask", job_id: `${tree}-kid`, parent_job_id: tree, agent: "worker", depth: 1, ts: 6_001 }), { key: tree });
+    expect(last(jobs)).toMatchObject({ verdict: "refuse", reason_code: "AgentTimeout", limit: "run --timeout" });
+    expect(last(jobs)?.message).toMatch(/ran past its run --timeout/);
+  });
+
+  it("LIM-1 a job its start marks as a session times out after 2h when its agent sets no limits.timeout; the agent's own timeout wins; other jobs have none", async () => {
+    const { calls, jobs } = setup([agent("boss"), agent("timed", { limits: { tree: {}, timeout: 10_800_000 } })]);
+    const [session, timedSession, plain] = [uid("tree"), uid("tree"), uid("tree")];
+    await jobs.pipe(job(session, { ts: 0, session: true }), { key: session });
+    await jobs.pipe(job(timedSession, { ts: 0, session: true, agent: "timed" }), { key: timedSession });
+    await jobs.pipe(job(plain, { ts: 0 }), { key: plain });
+    const twoHours = 7_200_000;
+    await calls.pipe([call(session, { ts: twoHours }), call(session, { ts: twoHours + 1 })], { key: session });
+    await calls.pipe(call(timedSession, { ts: twoHours + 1, agent: "timed" }), { key: timedSession });
+    await calls.pipe(call(plain, { ts: 10 * twoHours }), { key: plain });
+    const d = calls.read<Decision>("oz0.admissions");
+    expect(d.map((x) => [x.tree_id, x.verdict, x.reason_code])).toEqual([
+      [session, "allow", null],
+      [session, "stop", "AgentTimeout"],
+      [timedSession, "allow", null],
+      [plain, "allow", null],
+    ]);
+    expect(d[1]?.message).toMatch(/ran past its 2h \(limits.timeout\)/);
+  });
+
+  it("LIM-1 run --budget on a root's start is its tree's budget instead of the root agent's max_cost_usd; a replayed start changes nothing", async () => {
+    // sonnet: $0.018 worst case a call.
+    const { calls, jobs, env } = setup([agent("boss", { limits: { tree: {}, max_cost_usd: 1, reserve: "strict" } })]);
+    const [small, plain] = [uid("tree"), uid("tree")];
+    const start = job(small, { budget_usd: 0.03 });
+    await jobs.pipe([start, start], { key: small });
+    await jobs.pipe(job(plain, {}), { key: plain });
+    expect((await env.store.read("acme", small, small)).settings?.budget).toBe(30_000);
+    expect((await env.store.read("acme", plain, plain)).settings?.budget).toBe(1_000_000);
+    await calls.pipe([call(small, {}), call(small, {})], { key: small });
+    expect(calls.read<Decision>("oz0.admissions").map((x) => [x.verdict, x.reason_code])).toEqual([
+      ["allow", null],
+      ["stop", "BudgetExceeded"],
+    ]);
+    expect(last(calls)?.message).toMatch(/budget of \$0\.03/);
+  });
+
   it("LIM-1 a job whose start was not seen, or with no timeout, is not timed out", async () => {
     const { calls } = setup([agent("boss", { limits: { tree: {}, timeout: 1_000 } })]);
     const tree = uid("tree");
