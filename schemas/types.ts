@@ -41,6 +41,8 @@ export interface ToolResult {
   ts: number;
   /** OFF-9: the result's labels, kept with it when it is offloaded. */
   labels: string[];
+  /** LOOP-7: on oz0.tool-results.watched, the words of the no-progress line this result crossed (loop-results sets it; runtimes leave it out). */
+  no_progress?: string | null;
 }
 
 export type ModelCallKind = "ask" | "usage" | "rewarm";

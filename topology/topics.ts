@@ -57,6 +57,15 @@ export const TOPICS = [
     doc: "Tool results as runtimes publish them (large ones by ref).",
   },
   {
+    name: "oz0.tool-results.watched",
+    schema: "ToolResult",
+    key: "run_id",
+    partitions: 8,
+    retentionMs: 7 * DAY,
+    compacted: false,
+    doc: "Tool results after the loop detector saw them (loop-results), what fit-results fits: the one that crossed the no-progress line carries its words (LOOP-7).",
+  },
+  {
     name: "oz0.model-calls",
     schema: "ModelCall",
     key: "tree_id",

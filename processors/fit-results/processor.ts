@@ -187,6 +187,29 @@ async function offloaded(r: ToolResult, outcome: Outcome, env: FitEnv): Promise<
   return { emits };
 }
 
+/** Where the model reads why only the answer is left (LOOP-7), beside the result's own items. */
+export const NO_PROGRESS_META = "oz0/no_progress";
+
+/**
+ * LOOP-7: the result that crossed the no-progress line (loop-results set its words) tells the
+ * model why: the words follow the result's own items, as one more text item, and are in its
+ * `_meta` under NO_PROGRESS_META. They are added after fitting and offloading, so they are never
+ * cut by a budget nor left in a file.
+ */
+export function withNoProgress(r: ToolResult, outcome: Outcome): Outcome {
+  const words = r.no_progress;
+  if (!words || "invalid" in outcome) return outcome;
+  return {
+    emits: outcome.emits.map((e) => {
+      if (e.to !== "oz0.results-delivered") return e;
+      const value = e.value as ResultDelivered;
+      const mcp = JSON.parse(value.content) as McpResult;
+      const told: McpResult = { ...mcp, content: [...mcp.content, { type: "text", text: words }], _meta: { ...mcp._meta, [NO_PROGRESS_META]: words } };
+      return { ...e, value: { ...value, content: JSON.stringify(told) } };
+    }),
+  };
+}
+
 /**
  * FILE-1: the files a result embeds (an MCP embedded resource under an `oz0-file:sha256:` URI)
  * are stored as files of the call's tree; the model reads a link with the URI alone. The
@@ -208,7 +231,8 @@ async function storeEmbeddedFiles(r: ToolResult, text: string, env: FitEnv): Pro
 
 export const fitResultsProcessor = defineProcessor<ToolResult, FitEnv>({
   name: "fit-results",
-  input: "oz0.tool-results",
+  // After the loop detector: loop-results passes every result on, with the no-progress words on the one that crossed the line.
+  input: "oz0.tool-results.watched",
   outputs: ["oz0.results-delivered", "oz0.trace"],
   validate(r) {
     const reasons: string[] = [];
@@ -229,7 +253,7 @@ export const fitResultsProcessor = defineProcessor<ToolResult, FitEnv>({
         continue;
       }
       const files = await storeEmbeddedFiles(r, text, env);
-      out.push("invalid" in files ? files : await offloaded(r, fitResult(r, files.text), env));
+      out.push("invalid" in files ? files : withNoProgress(r, await offloaded(r, fitResult(r, files.text), env)));
     }
     return out;
   },

@@ -346,6 +346,27 @@ describe("end to end through the runtime client, on the whole pipeline in this p
     expect(JSON.stringify(entries)).not.toContain("docs/faq.md");
   });
 
+  it("LOOP-7 the result that crosses the no-progress line reaches the model with the words, after its own items; every later call but the answer is refused with them", async () => {
+    const job = rootJob(uid("e2e-initech"), "e2e-reader");
+    await client.publishJobEvents([jobEvent(job, "started")]);
+    // Six pages, one answer: the second to the sixth add nothing (seen before), and the sixth crosses no_progress (5).
+    const delivered: ResultDelivered[] = [];
+    for (let i = 0; i < 6; i++) {
+      const call = toolCall(job, { path: `docs/page-${i}.md` });
+      expect(await client.requestToolCall(call)).toMatchObject({ verdict: "allow" });
+      delivered.push(await client.deliverToolResult(resultOf(call, "Nothing on this page yet.")));
+    }
+    const words = /^No progress: the last 5 tool results added nothing new/;
+    for (const d of delivered.slice(0, 5)) expect(answerOf(d).content.map((c) => c.text)).toEqual(["Nothing on this page yet."]);
+    const crossed = answerOf(delivered[5] as ResultDelivered);
+    expect(crossed.content[0]?.text).toBe("Nothing on this page yet.");
+    expect(crossed.content[1]?.text).toMatch(words);
+    expect(crossed._meta?.["oz0/no_progress"]).toBe(crossed.content[1]?.text);
+    const later = toolCall(job, { path: "docs/page-7.md" });
+    expect(await client.requestToolCall(later)).toMatchObject({ verdict: "refuse", reason_code: "NoProgress", message: crossed.content[1]?.text });
+    await client.publishJobEvents([jobEvent(job, "ended", { outcome: "succeeded" })]);
+  });
+
   it("SYS-4 LIM-5 a tree is refused a child over its limit, with the reason and how to raise it", async () => {
     const root = rootJob(uid("e2e-initech"), "e2e-lead");
     await client.publishJobEvents([jobEvent(root, "started")]);

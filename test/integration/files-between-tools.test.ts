@@ -57,7 +57,7 @@ describe("files between tools on real Kafka, Redis and MinIO", () => {
       content: JSON.stringify({ content: [{ type: "text", text: `Archive: ${ref}` }, { type: "resource", resource: { uri: ref, mimeType: "application/gzip", blob: archive.toString("base64") } }] }),
       content_ref: null, size_bytes: 200, ts: Date.now(), labels: [],
     };
-    await producer.send({ topic: "oz0.tool-results", messages: [{ key: run, value: s.encode("ToolResult", result) }] });
+    await producer.send({ topic: fitResultsProcessor.input, messages: [{ key: run, value: s.encode("ToolResult", result) }] });
     const [delivered] = await collect<ResultDelivered>("oz0.results-delivered", "ResultDelivered", s, (d) => d.input_id === result.id, 1, 60_000);
     expect(delivered?.content).not.toContain(archive.toString("base64"));
     expect((JSON.parse(delivered?.content ?? "{}") as { content: unknown[] }).content[1]).toMatchObject({ type: "resource_link", uri: ref, size: archive.length });

@@ -59,7 +59,7 @@ describe("budget fill-in and fit processors on the real broker and registry", ()
     };
     delete (res as Partial<ToolCall>).context_used;
     delete (res as Partial<ToolCall>).spend_share;
-    await producer.send({ topic: "oz0.tool-results", messages: [{ key: run, value: s.encode("ToolResult", res) }] });
+    await producer.send({ topic: fitResultsProcessor.input, messages: [{ key: run, value: s.encode("ToolResult", res) }] });
     const [out] = await collect<ResultDelivered>("oz0.results-delivered", "ResultDelivered", s, (d) => d.run_id === run, 1, 60_000);
     expect(JSON.parse(out?.fit ?? "{}")).toMatchObject({ view: "summary", budget: 8000 });
     const [entry] = await collect<TraceEntry>("oz0.trace", "TraceEntry", s, (t) => t.run_id === run, 1, 60_000);

@@ -61,7 +61,7 @@ describe("fit-results offloading while the file store's MinIO is unreachable", (
     const run = uid("run");
     await proxy.cut();
     const results = Array.from({ length: 4 }, (_, n) => big(run, n));
-    await producer.send({ topic: "oz0.tool-results", messages: results.map((r) => ({ key: run, value: s.encode("ToolResult", r) })) });
+    await producer.send({ topic: fitResultsProcessor.input, messages: results.map((r) => ({ key: run, value: s.encode("ToolResult", r) })) });
     // Long enough for the processor to take the batch and fail on MinIO more than once.
     for (let waited = 0; (running?.stats.retries ?? 0) < 2 && waited < 60_000; waited += 250) await sleep(250);
     expect(running?.stats.retries).toBeGreaterThanOrEqual(2);
@@ -79,7 +79,7 @@ describe("fit-results offloading while the file store's MinIO is unreachable", (
 
     // Still running: a result after the outage is offloaded as usual.
     const after = big(run, 99);
-    await producer.send({ topic: "oz0.tool-results", messages: [{ key: run, value: s.encode("ToolResult", after) }] });
+    await producer.send({ topic: fitResultsProcessor.input, messages: [{ key: run, value: s.encode("ToolResult", after) }] });
     const [next] = await collect<ResultDelivered>("oz0.results-delivered", "ResultDelivered", s, (d) => d.input_id === after.id, 1, 60_000);
     expect(next?.content).toContain("oz0-file:sha256:");
     expect(running?.stats.deadLetters).toBe(0);

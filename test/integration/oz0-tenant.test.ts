@@ -1,4 +1,7 @@
 import { execFile } from "node:child_process";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
 import { fromConfig } from "../../processors/audit-sink/derive.ts";
@@ -53,13 +56,20 @@ describe("oz0 tenant and oz0 quota set: a tenant's settings changed from the com
     ]);
   });
 
-  it("the project's other commands answer under oz0 with their own arguments: config validate, loops report, audit --help", async () => {
+  it("FIT-17 the project's other commands answer under oz0 with their own arguments: config validate, plugin lint, loops report, audit --help", async () => {
     const validate = await oz0(["config", "validate", "config/examples"]);
     expect(validate.code, validate.err).toBe(0);
     expect(validate.out).toMatch(/agent\(s\), 1 plugin\(s\), 1 tenant\(s\): 0 error\(s\)/);
     const report = await oz0(["loops", "report", "--json"]);
     expect(report.code, report.err).toBe(0);
     expect(JSON.parse(report.out)).toMatchObject({ days: 7, min_tenants: 3 });
+    const lint = await oz0(["plugin", "lint", "config/examples/plugins/acme_docs.yaml"]);
+    expect([lint.code, lint.out]).toEqual([0, expect.stringMatching(/1 manifest\(s\): 0 error\(s\)/)]);
+    const bad = join(mkdtempSync(join(tmpdir(), "oz0-lint-")), "oz0-plugin.yaml");
+    writeFileSync(bad, "name: bad\ntools:\n  - nme: x\n");
+    const badLint = await oz0(["plugin", "lint", bad]);
+    expect(badLint.code).toBe(1);
+    expect(badLint.out + badLint.err).toMatch(/oz0-plugin\.yaml:3: tools\[0\]\.nme: unknown key "nme"/);
     const help = await oz0(["audit", "--help"]);
     expect(help.code).toBe(0);
     expect(help.out).toMatch(/^oz0 audit /);

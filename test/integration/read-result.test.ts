@@ -90,7 +90,7 @@ describe("oz.read_result on the real broker, registry, MinIO and Redis", () => {
     const res: ToolResult = { ...toolCall({ tenant, tree_id: tree, job_id: tree, run_id: run, agent: "rr-reviewer" }), id: uid("res"), is_error: false, content, content_ref: null, size_bytes: content.length, labels: [] };
     delete (res as Partial<ToolCall>).context_used;
     delete (res as Partial<ToolCall>).spend_share;
-    await producer.send({ topic: "oz0.tool-results", messages: [{ key: run, value: s.encode("ToolResult", res) }] });
+    await producer.send({ topic: fitResultsProcessor.input, messages: [{ key: run, value: s.encode("ToolResult", res) }] });
     const [delivered] = await collect<ResultDelivered>("oz0.results-delivered", "ResultDelivered", s, (d) => d.input_id === res.id, 1, 90_000);
     const stub = answerOf(delivered) as unknown as { structuredContent: { offloaded: { ref: string; lines: number } } };
     return { ...stub.structuredContent.offloaded, delivered: delivered as ResultDelivered };

@@ -75,7 +75,7 @@ describe("result labels through fit-results and read_result on the real broker, 
     };
     delete (res as Partial<ToolCall>).context_used;
     delete (res as Partial<ToolCall>).spend_share;
-    await producer.send({ topic: "oz0.tool-results", messages: [{ key: tree, value: s.encode("ToolResult", res) }] });
+    await producer.send({ topic: fitResultsProcessor.input, messages: [{ key: tree, value: s.encode("ToolResult", res) }] });
     const [d] = await collect<ResultDelivered>("oz0.results-delivered", "ResultDelivered", s, (x) => x.input_id === res.id, 1, 90_000);
     const ref = answerOf(d).structuredContent?.offloaded?.ref;
     if (!ref) throw new Error(`the result was not offloaded: ${d?.content.slice(0, 200)}`);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { META_KEY } from "../../processors/fit/index.ts";
-import { fitResultsProcessor, FIT_SECTION, OFFLOAD_SECTION, type FitEnv } from "../../processors/fit-results/processor.ts";
+import { fitResultsProcessor, FIT_SECTION, NO_PROGRESS_META, OFFLOAD_SECTION, type FitEnv } from "../../processors/fit-results/processor.ts";
 import { TestDriver } from "../../processors/runner/test-driver.ts";
 import type { ResultDelivered, ToolResult, TraceEntry } from "../../schemas/types.ts";
 import { uid } from "../support/events.ts";
@@ -174,5 +174,35 @@ describe("fit processor", () => {
       expect.stringMatching(/is not a file of tree tree-1 of tenant acme/),
       expect.stringMatching(/exactly one of content and content_ref/),
     ]);
+  });
+});
+
+describe("LOOP-7 the result that crossed the no-progress line", () => {
+  const WORDS = "No progress: the last 5 tool results added nothing new. Every tool but the answer is withdrawn for the rest of this run: answer with what you have.";
+  type Read = { content: Array<{ type: string; text: string }>; structuredContent?: { offloaded?: { ref: string }; fit?: unknown }; _meta?: Record<string, unknown> };
+  const read = (d: ResultDelivered | undefined): Read => JSON.parse(d?.content ?? "{}") as Read;
+
+  it("LOOP-7 tells the model why after the result's own items, as the tool answered it, fitted, or offloaded; the words are never cut nor stored", async () => {
+    const asIs = read((await deliver(result({}, mcp("short answer"), { no_progress: WORDS }), memoryEnv("off"))).out);
+    expect(asIs.content.map((c) => c.text)).toEqual(["short answer", WORDS]);
+    expect(asIs._meta?.[NO_PROGRESS_META]).toBe(WORDS);
+
+    const fitted = await deliver(result({ budget: 50 }, mcp(PAGE), { no_progress: WORDS }), memoryEnv("off"));
+    const f = read(fitted.out);
+    expect(f.content).toHaveLength(2);
+    expect(f.content[1]?.text).toBe(WORDS);
+    expect(f._meta?.[META_KEY]).toBeDefined();
+    expect(f._meta?.[NO_PROGRESS_META]).toBe(WORDS);
+
+    const env = memoryEnv(1_000);
+    const stub = read((await deliver(result({}, mcp(PAGE), { no_progress: WORDS }), env)).out);
+    expect(stub.structuredContent?.offloaded?.ref).toMatch(/^oz0-file:sha256:/);
+    expect(stub.content.at(-1)?.text).toBe(WORDS);
+    expect([...env.stored.values()].map((b) => b.toString())).toEqual([PAGE]);
+  });
+
+  it("LOOP-7 every other result is delivered with no words", async () => {
+    const { out } = await deliver(result({}, mcp("short answer"), { no_progress: null }), memoryEnv("off"));
+    expect(out?.content).toBe(mcp("short answer"));
   });
 });

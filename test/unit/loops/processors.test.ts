@@ -145,6 +145,22 @@ describe("loop-results watches results after the call", () => {
     expect(store.counts.get("2026-11-30|acme|acme_docs|acme_docs")).toBe(1);
   });
 
+  it("LOOP-7 every result goes on to fit-results as it came; the one that crossed the line carries the words the decision says", async () => {
+    const cs = Array.from({ length: 5 }, (_, i) => search(`q${i}`));
+    for (const c of cs) await answer(c, { content: EMPTY_RESULT });
+    const forwarded = results.read<ToolResult>("oz0.tool-results.watched");
+    expect(forwarded.map((r) => r.call_id)).toEqual(cs.map((c) => c.call_id));
+    expect(forwarded.slice(0, 4).map((r) => r.no_progress)).toEqual([null, null, null, null]);
+    const [refused] = results.read<Decision>("oz0.call-decisions");
+    expect(forwarded[4]?.no_progress).toBe(refused?.message);
+    // Apart from the words, each is the result as the runtime published it.
+    const { no_progress: _w, ...rest } = forwarded[4] as ToolResult;
+    expect(rest.content).toBe(EMPTY_RESULT);
+    // A result the detector does not watch (read_result's own) and one past the line go on without words.
+    await answer(call({ plugin: "oz0", tool: "oz0", function: "read_result", arguments: '{"ref":"x"}' }), { content: EMPTY_RESULT });
+    expect(results.read<ToolResult>("oz0.tool-results.watched").slice(5).map((r) => r.no_progress)).toEqual([null]);
+  });
+
   it("LOOP-4 the same error five times crosses the line at the tenant's no_progress", async () => {
     for (let i = 0; i < 4; i++) await answer(search(`q${i}`, { tenant: "quick" }), { is_error: true, text: "503 upstream down" });
     expect(verdicts(results.read<Decision>("oz0.call-decisions"))).toEqual(["refuse"]);
@@ -206,6 +222,17 @@ describe("loop state is idempotent by input offset", () => {
     expect(memo(103).recall?.acted?.calls).toHaveLength(4);
     expect(memo(104).recall?.held).toMatch(/\S/);
     expect(await loopCallsProcessor.process(held, env)).toEqual(waits);
+  });
+
+  it("LOOP-7 a replayed batch passes the same results on, the crossing one with the same words, from a recall of a few numbers", async () => {
+    const batch = Array.from({ length: 6 }, (_, i) => search(`q${i}`)).map((c, i): InputRecord<ToolResult> => ({ topic: "oz0.tool-results", partition: 3, offset: String(200 + i), key: run, value: toolResult(c, { content: EMPTY_RESULT }), timestamp: "0" }));
+    const first = await loopResultsProcessor.process(batch, env);
+    const words = first.map((o) => ("emits" in o ? (o.emits.find((e) => e.to === "oz0.tool-results.watched")?.value as ToolResult).no_progress : "invalid"));
+    expect(words.map((w) => w === null)).toEqual([true, true, true, true, false, true]);
+    const memo = JSON.parse(store.lanes.get(`results|${runKey({ tenant: "acme", run })}`)?.get("memo:oz0.tool-results:3:204") ?? "null") as { recall?: { results: number; threshold: number; last: unknown } };
+    expect(memo.recall).toMatchObject({ results: 5, threshold: 5 });
+    expect(Object.keys(memo)).toEqual(["recall"]);
+    expect(await loopResultsProcessor.process(batch, env)).toEqual(first);
   });
 
   it("LOOP-9 a replayed loop is counted once", async () => {

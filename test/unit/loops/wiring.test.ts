@@ -12,13 +12,15 @@ describe("loop detector wiring", () => {
       ["loop-results", "oz0.tool-results"],
       ["loop-approvals", "oz0.loop-approvals"],
     ]);
-    // LOOP-7: a call not made gets a failed result; LOOP-9: loops acted on go to the audit log.
+    // LOOP-7: a call not made gets a failed result, and every result goes on to fit-results (the one
+    // that crossed the no-progress line with its words); LOOP-9: loops acted on go to the audit log.
     expect(loopsPipelineEntries.map((e) => e.processor.outputs)).toEqual([
       ["oz0.call-decisions", "oz0.trace", "oz0.results-delivered", "oz0.audit"],
-      ["oz0.call-decisions", "oz0.trace", "oz0.audit"],
+      ["oz0.tool-results.watched", "oz0.call-decisions", "oz0.trace", "oz0.audit"],
       ["oz0.call-decisions", "oz0.trace", "oz0.results-delivered"],
     ]);
     expect(topic("oz0.loop-approvals")).toMatchObject({ schema: "Decision", key: "run_id" });
+    expect(topic("oz0.tool-results.watched")).toMatchObject({ schema: "ToolResult", key: "run_id", partitions: topic("oz0.tool-results").partitions });
 
     const redis = new Redis({ lazyConnect: true });
     const config = staticConfig([]);
