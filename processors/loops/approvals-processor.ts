@@ -4,12 +4,13 @@
  * `allow`), a person's deny (`stop`), or a passed deadline (`stop`, from `loop-deadlines`).
  * The first answer wins. Approve: the held call is allowed and the run's counters start
  * again. Deny or no decision in time: the job stops with LoopDetected, and the model reads the
- * words as the held call's failed result. While nobody decides, each step of the tenant's
+ * words as the held call's failed result. The calls that came while it waited (and were told
+ * to wait behind it) are decided with it: allowed, or stopped with their failed results. While nobody decides, each step of the tenant's
  * escalation ladder (a `wait` from `loop-deadlines`, reason LoopEscalated) is decided once: a
  * `wait` decision naming who the approval goes to now.
  */
 import type { Decision } from "../../schemas/types.ts";
-import { defineProcessor, type InputRecord } from "../runner/processor.ts";
+import { defineProcessor, type Emit, type InputRecord } from "../runner/processor.ts";
 import { LOOP_DEADLINES } from "./deadlines.ts";
 import { runLane, type LaneSpec, type LaneStep } from "./lane.ts";
 import { decision, finding, refusedResult, type Subject } from "./outputs.ts";
@@ -20,6 +21,25 @@ export const LOOP_APPROVALS = "loop-approvals";
 
 /** The approvals lane keeps nothing of its own: what it decides is in the run's flags. */
 type ApprovalsLaneState = Record<string, never>;
+
+/**
+ * The calls that came while the loop waited and wait behind it: each is decided with the loop,
+ * allowed when it is approved, stopped (with its failed result) when it is not.
+ */
+function behindOutputs(flags: RunFlags, approval: string, s: Subject, verdict: "allow" | "stop", message: string, answeredBy: string): Emit[] {
+  const out: Emit[] = [];
+  for (const b of flags.behind.get(approval) ?? []) {
+    const call: Subject = { ...s, id: `${s.id}:${b.event_id}`, call_id: b.call_id };
+    const evidence = { approval: { id: approval, kind: "loop" }, answered_by: answeredBy, behind: true };
+    if (verdict === "allow") {
+      out.push(decision(LOOP_APPROVALS, call, { verdict: "allow", reason_code: "LoopApproved", message: `A person approved the loop this call waited behind (approval ${approval}): the call is made.`, evidence }));
+    } else {
+      out.push(decision(LOOP_APPROVALS, call, { verdict: "stop", reason_code: "LoopDetected", message, evidence }));
+      out.push(refusedResult(LOOP_APPROVALS, { ...call, id: b.event_id, plugin: b.plugin, tool: b.tool, function: b.function }, message));
+    }
+  }
+  return out;
+}
 
 export function stepAnswer(flags: RunFlags, answer: Decision): LaneStep<ApprovalsLaneState> | { invalid: string } {
   const approval = answer.subject;
@@ -33,7 +53,11 @@ export function stepAnswer(flags: RunFlags, answer: Decision): LaneStep<Approval
     const message = `A person approved the loop (approval ${approval}): the counters start again and the call is made.`;
     return {
       state: {},
-      emits: [decision(LOOP_APPROVALS, s, { verdict: "allow", reason_code: "LoopApproved", message, evidence: { approval: { id: approval, kind: "loop" }, answered_by: answer.processor } }), finding(LOOP_APPROVALS, s, { finding: "loop_approved", ...facts }, {})],
+      emits: [
+        decision(LOOP_APPROVALS, s, { verdict: "allow", reason_code: "LoopApproved", message, evidence: { approval: { id: approval, kind: "loop" }, answered_by: answer.processor } }),
+        ...behindOutputs(flags, approval, s, "allow", message, answer.processor),
+        finding(LOOP_APPROVALS, s, { finding: "loop_approved", ...facts }, {}),
+      ],
       remember: true,
       flags: [[`approved:${approval}`, answer.id]],
       settled: [hold],
@@ -51,6 +75,7 @@ export function stepAnswer(flags: RunFlags, answer: Decision): LaneStep<Approval
       // The held call's result, by its event ID. Loops held before the call's event and function were kept name
       // neither: the result still answers the call ID.
       refusedResult(LOOP_APPROVALS, { ...s, id: hold.event_id ?? s.id, plugin: hold.plugin ?? "", tool: hold.tool ?? "", function: hold.function ?? "" }, message),
+      ...behindOutputs(flags, approval, s, "stop", message, answer.processor),
       finding(LOOP_APPROVALS, s, { finding: answer.processor === LOOP_DEADLINES ? "loop_deadline_passed" : "loop_denied", ...facts }, {}),
     ],
     remember: true,

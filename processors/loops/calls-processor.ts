@@ -21,7 +21,7 @@ import { parseArguments } from "../call-arguments.ts";
 import { callSignature, functionName, splitSignature } from "./digest.ts";
 import { runLane, type LaneSpec, type LaneStep } from "./lane.ts";
 import { decision, finding, loopActed, loopWords, refusedResult, type Subject } from "./outputs.ts";
-import { utcDay, type Deadline, type LoopEvidence, type LoopStore, type RunFlags } from "./store.ts";
+import { behindField, utcDay, type BehindCall, type Deadline, type LoopEvidence, type LoopStore, type RunFlags } from "./store.ts";
 import { isAnswer, isWatched } from "./watched.ts";
 
 export const LOOP_CALLS = "loop-calls";
@@ -245,7 +245,9 @@ export function stepCall(config: ConfigView, state: CallsLaneState, flags: RunFl
   if (state.hold !== null) {
     // Approved: the counters start again and the call is made.
     if (flags.approved.has(state.hold.approval)) return act(settingsOf, { calls: startAgain(), hold: null }, flags, call);
-    return refused(state, call, { held: state.hold.approval });
+    // LOOP-5: it waits behind the loop, and the loop's answer decides it too.
+    const behind: BehindCall = { event_id: call.id, call_id: call.call_id, plugin: call.plugin, tool: call.tool, function: call.function };
+    return { ...refused(state, call, { held: state.hold.approval }), flags: [[behindField(state.hold.approval, call.id), JSON.stringify(behind)]] };
   }
   return act(settingsOf, state, flags, call);
 }

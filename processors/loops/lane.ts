@@ -7,7 +7,7 @@
  * (`recall`) and built again from them (`LaneSpec.replay`), not kept whole.
  */
 import type { Emit, InputRecord, Outcome } from "../runner/processor.ts";
-import type { Deadline, FlagField, Lane, LaneWrite, LoopCount, LoopStore, RunFlags } from "./store.ts";
+import { withBehind, type Deadline, type FlagField, type Lane, type LaneWrite, type LoopCount, type LoopStore, type RunFlags } from "./store.ts";
 
 export interface LaneStep<S, R = never> {
   readonly state: S;
@@ -50,6 +50,7 @@ function replayed<In, S, R>(spec: LaneSpec<In, S, R>, record: InputRecord<In>, m
 function raise(flags: RunFlags, field: FlagField, value: string): RunFlags {
   if (field === "stopped") return flags.stopped === null ? { ...flags, stopped: value } : flags;
   if (field === "finish_only") return flags.finishOnly === null ? { ...flags, finishOnly: value } : flags;
+  if (field.startsWith("behind:")) return { ...flags, behind: withBehind(flags.behind, field, value) };
   const [kind, approval] = [field.slice(0, field.indexOf(":")), field.slice(field.indexOf(":") + 1)];
   if (kind === "approved") return { ...flags, approved: new Set([...flags.approved, approval]) };
   if (kind === "denied") return { ...flags, denied: new Set([...flags.denied, approval]) };

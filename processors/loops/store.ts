@@ -23,28 +23,66 @@ export interface RunFlags {
   readonly holds: ReadonlyMap<string, Deadline>;
   /** Escalation steps taken (LOOP-5), as `<approval>:<step>`. */
   readonly escalated: ReadonlySet<string>;
+  /** Calls of the run that came while a loop waited and wait behind it, by approval (LOOP-5): the answer decides them too. */
+  readonly behind: ReadonlyMap<string, readonly BehindCall[]>;
 }
 
-export const NO_FLAGS: RunFlags = Object.freeze({ stopped: null, finishOnly: null, approved: new Set<string>(), denied: new Set<string>(), holds: new Map<string, Deadline>(), escalated: new Set<string>() });
+/** A call that waits behind a loop waiting for a person: what its decision and failed result name. */
+export interface BehindCall {
+  /** The call's event ID: a runtime awaits the call's result by it. */
+  readonly event_id: string;
+  readonly call_id: string;
+  readonly plugin: string;
+  readonly tool: string;
+  readonly function: string;
+}
+
+export const NO_FLAGS: RunFlags = Object.freeze({
+  stopped: null,
+  finishOnly: null,
+  approved: new Set<string>(),
+  denied: new Set<string>(),
+  holds: new Map<string, Deadline>(),
+  escalated: new Set<string>(),
+  behind: new Map<string, readonly BehindCall[]>(),
+});
+
+/** `behind:<approval>:<call event ID>`: approval IDs hold no colon (`a-` and hex), so the first one after the prefix ends it. */
+export function behindField(approval: string, eventId: string): FlagField {
+  return `behind:${approval}:${eventId}`;
+}
+
+/** Adds one call behind its approval, once: the same field read again changes nothing. */
+export function withBehind(behind: ReadonlyMap<string, readonly BehindCall[]>, field: string, value: string): ReadonlyMap<string, readonly BehindCall[]> {
+  const rest = field.slice("behind:".length);
+  const approval = rest.slice(0, rest.indexOf(":"));
+  const call = JSON.parse(value) as BehindCall;
+  const calls = behind.get(approval) ?? [];
+  if (calls.some((c) => c.event_id === call.event_id)) return behind;
+  return new Map([...behind, [approval, [...calls, call]]]);
+}
 
 /**
  * A flag to raise: `stopped`, `finish_only`, `approved:<approval>`, `denied:<approval>`,
- * `hold:<approval>` (the Deadline as JSON) or `escalated:<approval>:<step>`.
+ * `hold:<approval>` (the Deadline as JSON), `escalated:<approval>:<step>` or
+ * `behind:<approval>:<call event ID>` (a BehindCall as JSON).
  */
-export type FlagField = "stopped" | "finish_only" | `approved:${string}` | `denied:${string}` | `hold:${string}` | `escalated:${string}`;
+export type FlagField = "stopped" | "finish_only" | `approved:${string}` | `denied:${string}` | `hold:${string}` | `escalated:${string}` | `behind:${string}`;
 
 export function flagsFromHash(hash: Record<string, string>): RunFlags {
   const approved = new Set<string>();
   const denied = new Set<string>();
   const holds = new Map<string, Deadline>();
   const escalated = new Set<string>();
+  let behind: ReadonlyMap<string, readonly BehindCall[]> = new Map();
   for (const [field, value] of Object.entries(hash)) {
+    if (field.startsWith("behind:")) behind = withBehind(behind, field, value);
     if (field.startsWith("escalated:")) escalated.add(field.slice("escalated:".length));
     if (field.startsWith("approved:")) approved.add(field.slice("approved:".length));
     if (field.startsWith("denied:")) denied.add(field.slice("denied:".length));
     if (field.startsWith("hold:")) holds.set(field.slice("hold:".length), JSON.parse(value) as Deadline);
   }
-  return { stopped: hash.stopped ?? null, finishOnly: hash.finish_only ?? null, approved, denied, holds, escalated };
+  return { stopped: hash.stopped ?? null, finishOnly: hash.finish_only ?? null, approved, denied, holds, escalated, behind };
 }
 
 export interface LaneRead {

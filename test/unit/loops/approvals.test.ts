@@ -1,5 +1,5 @@
 import { beforeEach, describe, expect, it } from "vitest";
-import type { Decision, ToolCall } from "../../../schemas/types.ts";
+import type { Decision, ResultDelivered, ToolCall } from "../../../schemas/types.ts";
 import { loopApprovalsProcessor } from "../../../processors/loops/approvals-processor.ts";
 import { loopCallsProcessor, type LoopEnv } from "../../../processors/loops/calls-processor.ts";
 import { LOOP_DEADLINES, sweepDeadlines } from "../../../processors/loops/deadlines.ts";
@@ -63,6 +63,42 @@ describe("LOOP-5 a loop waits as an approval of kind loop", () => {
     expect(stopped?.message).toMatch(/denied the loop .*it spins on the same page/);
     const later = await decide(read("other.md"));
     expect(later[0]).toMatchObject({ verdict: "stop", message: stopped?.message });
+  });
+
+  it("LOOP-5 calls that came while the loop waited are decided with it: stopped with their failed results on a deny, made on an approval", async () => {
+    for (const verdict of ["stop", "allow"] as const) {
+      run = uid("run");
+      const { approval } = await waitingLoop();
+      const behind = [read("b.md"), read("c.md")];
+      expect((await decide(...behind)).map((d) => d.verdict)).toEqual(["wait", "wait"]);
+      const { emits } = await answers.pipe(answer(approval, verdict), { key: run });
+      const ds = emits.filter((e) => e.to === "oz0.call-decisions").map((e) => e.value as Decision);
+      const results = emits.filter((e) => e.to === "oz0.results-delivered").map((e) => e.value as ResultDelivered);
+      expect(ds.map((d) => [d.subject, d.verdict])).toEqual([
+        [expect.any(String), verdict],
+        [behind[0]?.call_id, verdict],
+        [behind[1]?.call_id, verdict],
+      ]);
+      expect(new Set(ds.map((d) => d.id)).size).toBe(3);
+      if (verdict === "stop") {
+        // The held call's result and each call behind it, awaited by its event ID, with the same words.
+        expect(results.map((r) => r.input_id).slice(1)).toEqual(behind.map((c) => c.id));
+        expect(results.every((r) => r.is_error && (JSON.parse(r.content) as { content: Array<{ text: string }> }).content[0]?.text === ds[0]?.message)).toBe(true);
+      } else {
+        expect(results).toEqual([]);
+        expect(ds[1]?.message).toMatch(/approved the loop this call waited behind/);
+      }
+    }
+  });
+
+  it("LOOP-5 a call behind the loop that is handed in again (a replay) is kept once", async () => {
+    const { approval } = await waitingLoop();
+    const late = read("b.md");
+    await decide(late);
+    await decide(late);
+    expect(store.flags.get(`acme/${run}`)?.get(`behind:${approval}:${late.id}`)).toContain(late.call_id);
+    const ds = await answerWith(answer(approval, "stop"));
+    expect(ds.filter((d) => d.subject === late.call_id)).toHaveLength(1);
   });
 
   it("LOOP-5 nobody deciding by the tenant's deadline stops the job, by the timer, with no other event of the run", async () => {
