@@ -59,7 +59,8 @@ if (!(await audit.client.bucketExists(audit.bucket))) {
   process.stderr.write(`bucket ${audit.bucket} does not exist: the audit sink has not run here (npm start runs it)\n`);
   process.exit(1);
 }
-const log = await audit.read();
+// The day index spares the objects of earlier days; --loops-weekly reads the last 7 UTC days and the day before.
+const log = await audit.read({ since: weekly ? Date.now() - (WEEK.days + 1) * 86_400_000 : filter.since });
 for (const why of log.unreadable) process.stderr.write(`warning: ${why}\n`);
 for (const name of log.altered) process.stderr.write(`warning: ${name} gained a later version or a delete marker; the entries shown are its first version, as written\n`);
 const entries = selectEntries(log.entries, filter);

@@ -17,6 +17,7 @@ import { redisClient } from "../store/redis/client.ts";
 import { Keys } from "../store/redis/keys.ts";
 import { Exit, parse as parseWith, person, usage } from "./cli.ts";
 import { quotaSet, tenantOffload, tenantSpend, tenantToolPolicy } from "./oz0-tenant.ts";
+import { tenantErase } from "./oz0-erase.ts";
 import { servicesForCommand } from "./services.ts";
 
 
@@ -25,13 +26,14 @@ const TOP = `oz0: the guard rails' command for the people who run them
   oz0 approval list [--tenant T] [--kind loop] [--json]     what waits for a person
   oz0 approval approve <job> <approval> [--comment C]       the held call goes ahead
   oz0 approval deny <job> <approval> [--comment C]          the job stops with LoopDetected
-  oz0 job trace <job> [--json] [--scan]                     a job's trace
+  oz0 job trace <job> [--tenant T] [--json] [--scan]        a job's trace
   oz0 doctor [--hours 1] [--json]                           the pipeline's health at a glance
   oz0 plugin lint <oz0-plugin.yaml>                         a plugin manifest's lint (FIT-17)
   oz0 tenant offload <tenant> [--default N] [--ceiling N] --reason R
   oz0 tenant spend <tenant> [--tree-fan-out N ...] --reason R
   oz0 tenant tool-policy <tenant>                           the tenant's settings as the pipeline holds them
-  oz0 quota set <person|team> <id> <usd> --tenant T --reason R
+  oz0 tenant erase <tenant> --reason R --yes                its files and traces erased (OFF-10, FILE-6)
+  oz0 quota set <person|team> <id> <usd> --tenant T --reason R [--month YYYY-MM]
   oz0 audit [--tenant T] [--kind K] [--since ISO] [--json] [--loops | --loops-weekly]   the audit log
   oz0 config validate|lint|publish|kill-switch ...          as npm run config
   oz0 loops report [--json]                                 tools looping in 3+ tenants this week
@@ -118,9 +120,10 @@ counts in Redis, each with its risk class and its kill switch.
 Example:
   oz0 loops report --days 14
 `,
-  "job trace": `oz0 job trace <job> [--json] [--scan]
+  "job trace": `oz0 job trace <job> [--tenant T] [--json] [--scan]
 
-A job's trace as the trace sink keeps it; --scan reads the topics instead.
+A job's trace as the trace sink keeps it: with --tenant, that tenant's job of the ID only, else
+every tenant's job of that ID. --scan reads the topics instead.
 
 Example:
   oz0 job trace job-7f3a
@@ -284,6 +287,7 @@ async function run(argv: string[]): Promise<string> {
   if (key === "tenant offload") return tenantOffload(args);
   if (key === "tenant spend") return tenantSpend(args);
   if (key === "tenant tool-policy") return tenantToolPolicy(args);
+  if (key === "tenant erase") return tenantErase(args);
   if (key === "quota set") return quotaSet(args);
   // The project's scripts under the one command, with their own arguments; the help is here.
   const delegated: Record<string, [string, string, string[]]> = {

@@ -1,6 +1,7 @@
 /**
- * `npm run trace -- <job-id> [--json] [--scan]`: a job's trace as the trace sink keeps it
- * (MinIO, `OZ0_TRACE_BUCKET`), read without scanning a topic. `--scan` reads the topics
+ * `npm run trace -- <job-id> [--tenant T] [--json] [--scan]`: a job's trace as the trace sink
+ * keeps it (MinIO, `OZ0_TRACE_BUCKET`), read without scanning a topic; `--tenant` reads that
+ * tenant's job of the ID only (without it, every tenant's of that ID). `--scan` reads the topics
  * instead (oz0.trace, oz0.call-decisions, oz0.admissions, oz0.jobs), for a pipeline that runs
  * without the sink.
  */
@@ -16,11 +17,11 @@ import { servicesForCommand } from "./services.ts";
 
 const { positionals, values } = parseArgs({
   allowPositionals: true,
-  options: { json: { type: "boolean", default: false }, scan: { type: "boolean", default: false } },
+  options: { json: { type: "boolean", default: false }, scan: { type: "boolean", default: false }, tenant: { type: "string" } },
 });
 const jobId = positionals[0];
 if (!jobId || positionals.length > 1) {
-  process.stderr.write("usage: npm run trace -- <job-id> [--json] [--scan]\n");
+  process.stderr.write("usage: npm run trace -- <job-id> [--tenant T] [--json] [--scan]\n");
   process.exit(2);
 }
 
@@ -35,7 +36,7 @@ if (values.scan) {
     process.stderr.write(`bucket ${traces.bucket} does not exist: the trace sink has not run here (npm start runs it); --scan reads the topics instead\n`);
     process.exit(1);
   }
-  trace = await traces.read(jobId);
+  trace = await traces.read(jobId, values.tenant);
 }
 process.stdout.write(values.json ? `${JSON.stringify(trace, null, 2)}\n` : formatTrace(trace));
 process.exit(0);

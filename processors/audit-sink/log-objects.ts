@@ -28,6 +28,30 @@ export function objectName(r: ObjectRange): string {
   return `${partitionPrefix(r.topic, r.partition)}${pad(r.first)}-${pad(r.last)}.jsonl`;
 }
 
+/**
+ * The day index: one empty object per log object and UTC day of its entries
+ * (`days/<YYYY-MM-DD>/<topic>/<partition>/<first>-<last>`), so a reader of the log since a day
+ * reads only the objects that hold entries of that day or later.
+ */
+export const DAY_ROOT = "days";
+
+export function utcDayOf(ts: number): string {
+  return new Date(ts).toISOString().slice(0, 10);
+}
+
+/** The index markers of a log object, one per day of its entries. */
+export function dayMarkers(r: ObjectRange, entries: readonly Pick<AuditEvent, "ts">[]): string[] {
+  const days = [...new Set(entries.map((e) => utcDayOf(e.ts)))].sort();
+  const tail = objectName(r).slice(LOG_ROOT.length + 1, -".jsonl".length);
+  return days.map((day) => `${DAY_ROOT}/${day}/${tail}`);
+}
+
+/** The day and the log object a marker names, or null when the name is not a marker. */
+export function parseDayMarker(name: string): { day: string; object: string } | null {
+  const m = /^days\/(\d{4}-\d{2}-\d{2})\/([A-Za-z0-9._-]+\/\d+\/\d{20}-\d{20})$/.exec(name);
+  return m ? { day: m[1] as string, object: `${LOG_ROOT}/${m[2] as string}.jsonl` } : null;
+}
+
 /** A listing that starts after this key yields the partition's objects that start at `first` or later, in offset order. */
 export function listAfter(topic: string, partition: number, first: bigint): string {
   return `${partitionPrefix(topic, partition)}${pad(first)}`;

@@ -16,7 +16,7 @@
 import type { Client, ObjectLockInfo } from "minio";
 import type { AuditEvent } from "../../schemas/types.ts";
 import { TransientError } from "../runner/errors.ts";
-import { decodeLines, encodeLines, listAfter, LOG_ROOT, objectName, parseObjectName, partitionPrefix, uncoveredRuns, type ObjectRange } from "./log-objects.ts";
+import { DAY_ROOT, dayMarkers, decodeLines, encodeLines, listAfter, LOG_ROOT, objectName, parseDayMarker, parseObjectName, partitionPrefix, uncoveredRuns, utcDayOf, type ObjectRange } from "./log-objects.ts";
 
 export type LockMode = "COMPLIANCE" | "GOVERNANCE";
 
@@ -43,6 +43,8 @@ export interface AuditRead {
   /** Every entry of every object's first version (duplicates of a rare double write included; see `selectEntries`). */
   readonly entries: AuditEvent[];
   readonly objects: number;
+  /** Objects not read: the day index says they hold only entries of days before `since`. */
+  readonly skipped: number;
   /** Names that gained a later version or a delete marker after they were written: someone tried to change the log. */
   readonly altered: string[];
   /** Objects under the log's names whose first version is not JSON lines of entries, with why: shown, never skipped silently. */
@@ -176,8 +178,11 @@ export class AuditLog {
       const entries = run.map((r) => r.entry).filter((e): e is AuditEvent => e !== null);
       const [from, to] = [run[0], run[run.length - 1]];
       if (!from || !to || entries.length === 0) continue;
-      const name = objectName({ topic, partition, first: BigInt(from.offset), last: BigInt(to.offset) });
+      const range = { topic, partition, first: BigInt(from.offset), last: BigInt(to.offset) };
+      const name = objectName(range);
       const body = encodeLines(entries);
+      // The day index first: an object is there only with all its markers, so a reader since a day never skips it wrongly.
+      await this.markDays(range, entries);
       try {
         await this.client.putObject(this.bucket, name, body, body.length, { "Content-Type": "application/x-ndjson", "If-None-Match": "*" });
       } catch (err) {
@@ -187,6 +192,29 @@ export class AuditLog {
       names.push(name);
     }
     return names;
+  }
+
+  /** Writes the object's day markers (empty, locked as the log is); one written before is left as it is. */
+  private async markDays(range: ObjectRange, entries: readonly AuditEvent[]): Promise<void> {
+    for (const marker of dayMarkers(range, entries)) {
+      try {
+        await this.client.putObject(this.bucket, marker, Buffer.alloc(0), 0, { "If-None-Match": "*" });
+      } catch (err) {
+        if (codeOf(err) !== "PreconditionFailed") throw new TransientError(`the audit log could not write ${marker}: ${(err as Error).message ?? String(err)}`, { cause: err });
+      }
+    }
+  }
+
+  /** The days each log object holds entries of, from the day index. */
+  private async indexedDays(): Promise<Map<string, string[]>> {
+    const days = new Map<string, string[]>();
+    await transient("list its day index", async () => {
+      for await (const item of this.client.listObjectsV2(this.bucket, `${DAY_ROOT}/`, true)) {
+        const m = parseDayMarker((item as { name?: string }).name ?? "");
+        if (m) days.set(m.object, [...(days.get(m.object) ?? []), m.day]);
+      }
+    });
+    return days;
   }
 
   private async versions(): Promise<Map<string, ListedVersion[]>> {
@@ -204,16 +232,30 @@ export class AuditLog {
     return byName;
   }
 
-  /** Every entry, as first written: the first version of each object, whatever was put or deleted over it since. */
-  async read(): Promise<AuditRead> {
+  /**
+   * Every entry, as first written: the first version of each object, whatever was put or
+   * deleted over it since. With `since` (epoch ms), the objects the day index says hold only
+   * entries of earlier days are not read (an object the index does not name is read all the
+   * same); the entries of a day that is read are all returned, so filter them by time.
+   */
+  async read(options: { readonly since?: number } = {}): Promise<AuditRead> {
     const originals: ListedVersion[] = [];
     const altered: string[] = [];
+    const fromDay = options.since === undefined ? null : utcDayOf(options.since);
+    const days = fromDay === null ? null : await this.indexedDays();
+    let skipped = 0;
     for (const [name, versions] of await this.versions()) {
       // A listing gives each name's versions newest first: the original is the last that is not a delete marker.
       const kept = versions.filter((v) => !v.deleteMarker);
       const original = kept[kept.length - 1];
       if (versions.length > 1) altered.push(name);
-      if (original && parseObjectName(name)) originals.push(original);
+      if (!original || !parseObjectName(name)) continue;
+      const indexed = days?.get(name);
+      if (fromDay !== null && indexed && indexed.every((d) => d < fromDay)) {
+        skipped++;
+        continue;
+      }
+      originals.push(original);
     }
     const entries: AuditEvent[] = [];
     const unreadable: string[] = [];
@@ -230,6 +272,6 @@ export class AuditLog {
       }
     };
     await Promise.all(Array.from({ length: Math.min(READ_CONCURRENCY, queue.length) }, worker));
-    return { entries, objects: originals.length, altered: altered.sort(), unreadable: unreadable.sort() };
+    return { entries, objects: originals.length, skipped, altered: altered.sort(), unreadable: unreadable.sort() };
   }
 }

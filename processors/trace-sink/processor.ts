@@ -28,13 +28,17 @@ export function rangeOf(records: ReadonlyArray<InputRecord<unknown>>): BatchRang
   return { topic: first.topic, partition: first.partition, first: first.offset, last: last.offset };
 }
 
-function traceSink<T extends { readonly job_id: string }>(name: string, input: TopicName, item: (value: T) => TraceItem | null): Processor<T, TraceSinkEnv> {
+function traceSink<T extends { readonly job_id: string; readonly tenant: string }>(name: string, input: TopicName, item: (value: T) => TraceItem | null): Processor<T, TraceSinkEnv> {
   return defineProcessor<T, TraceSinkEnv>({
     name,
     input,
     outputs: [],
     validate(value) {
-      return item(value) !== null && !value.job_id ? ["job_id is empty: a trace is kept per job, so every record of one names its job"] : [];
+      if (item(value) === null) return [];
+      const reasons: string[] = [];
+      if (!value.job_id) reasons.push("job_id is empty: a trace is kept per job, so every record of one names its job");
+      if (!value.tenant) reasons.push("tenant is empty: a trace is kept per tenant, so every record of one names its tenant");
+      return reasons;
     },
     async process(records, env): Promise<Outcome[]> {
       const items = records.map((r) => item(r.value)).filter((i): i is TraceItem => i !== null);

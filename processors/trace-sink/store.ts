@@ -1,13 +1,14 @@
 /**
  * Where the trace sink keeps each job's trace: objects in a MinIO bucket of its own, one per
- * job per batch (`jobs/<job>/<topic>/<partition>/<first>-<last>.json`, names in
- * `trace-parts.ts`). The bucket has no object lock: a replay writes a part again under the same
- * name, and a lifecycle rule removes parts after the trace topics' retention.
+ * tenant and job per batch (`tenants/<tenant>/jobs/<job>/<topic>/<partition>/<first>-<last>.json`,
+ * names in `trace-parts.ts`). The bucket has no object lock: a replay writes a part again under
+ * the same name, a lifecycle rule removes parts after the trace topics' retention, and a
+ * tenant's traces are erased as one prefix.
  */
 import type { Client } from "minio";
 import type { JobTrace } from "../../client/trace-format.ts";
 import { TransientError } from "../runner/errors.ts";
-import { jobPrefix, mergeParts, parsePart, partName, type BatchRange, type TracePart } from "./trace-parts.ts";
+import { jobPart, jobPrefix, legacyJobPrefix, mergeParts, parsePart, partName, TENANT_ROOT, tenantPrefix, TRACE_ROOT, type BatchRange, type TracePart } from "./trace-parts.ts";
 
 /** Parts are kept as long as the trace topics keep their records. */
 export const TRACE_RETENTION_DAYS = 30;
@@ -69,26 +70,53 @@ export class TraceStore {
     const worker = async (): Promise<void> => {
       for (let part = queue.shift(); part; part = queue.shift()) {
         const body = Buffer.from(JSON.stringify(part), "utf8");
-        const name = partName(part.job_id, range);
+        const name = partName(part.tenant, part.job_id, range);
         await transient(`write ${name}`, () => this.client.putObject(this.bucket, name, body, body.length, { "Content-Type": "application/json" }));
       }
     };
     await Promise.all(Array.from({ length: Math.min(PUT_CONCURRENCY, queue.length) }, worker));
   }
 
-  /** A job's trace: every part under its name, each record once, in time order. */
-  async read(jobId: string): Promise<JobTrace> {
-    const prefix = jobPrefix(jobId);
+  private async list(prefix: string, recursive = true): Promise<string[]> {
     const names: string[] = [];
     await transient(`list ${prefix}`, async () => {
-      for await (const item of this.client.listObjectsV2(this.bucket, prefix, true)) {
-        const name = (item as { name?: string }).name;
+      for await (const item of this.client.listObjectsV2(this.bucket, prefix, recursive)) {
+        const o = item as { name?: string; prefix?: string };
+        const name = o.name ?? o.prefix;
         if (name) names.push(name);
       }
     });
+    return names;
+  }
+
+  /**
+   * A job's trace: every part under its name, each record once, in time order. With `tenant`,
+   * that tenant's job only; without, the job of that ID in every tenant (as `oz0 job trace`
+   * reads it when not told the tenant). Parts written before traces were kept by tenant are read too.
+   */
+  async read(jobId: string, tenant?: string): Promise<JobTrace> {
+    const prefixes = tenant === undefined ? (await this.list(`${TENANT_ROOT}/`, false)).map((t) => `${t}jobs/${jobPart(jobId)}/`) : [jobPrefix(tenant, jobId)];
+    const names = (await Promise.all([...prefixes, legacyJobPrefix(jobId)].map((p) => this.list(p)))).flat();
     const parts = await Promise.all(
       names.sort().map(async (name) => parsePart(await transient(`read ${name}`, async () => readAll(await this.client.getObject(this.bucket, name))), name)),
     );
-    return mergeParts(jobId, parts);
+    return mergeParts(jobId, tenant === undefined ? parts : parts.filter((p) => p.v === 1 || p.tenant === tenant));
+  }
+
+  /**
+   * Erasure: every part of the tenant's traces, removed. Parts written before traces were kept
+   * by tenant name no tenant and are left to their expiry; how many there are is said.
+   */
+  async eraseTenant(tenant: string): Promise<{ erased: number; legacy: number }> {
+    const names = await this.list(tenantPrefix(tenant));
+    for (let i = 0; i < names.length; i += 1000) {
+      const chunk = names.slice(i, i + 1000);
+      const answers = await transient(`erase ${chunk.length} parts of tenant ${tenant}`, () => this.client.removeObjects(this.bucket, chunk));
+      // A bulk delete answers per object: one it could not remove fails the erasure, which may be run again.
+      const failed = answers.filter((a) => a?.Error?.Code && a.Error.Code !== "NoSuchKey");
+      if (failed.length > 0) throw new TransientError(`the trace store could not erase ${failed.length} parts of tenant ${tenant}, such as ${failed[0]?.Error?.Key ?? "?"}: ${failed[0]?.Error?.Code ?? ""} ${failed[0]?.Error?.Message ?? ""}`);
+    }
+    const legacy = (await this.list(`${TRACE_ROOT}/`)).length;
+    return { erased: names.length, legacy };
   }
 }

@@ -1,7 +1,10 @@
 /**
  * How the trace sink files what it reads: each batch of one input partition becomes one part
- * per job it touches, named by the job and the batch's topic, partition and offset range, so a
- * replay of the same batch writes the same part again. A job's trace is the union of its parts,
+ * per tenant and job it touches, named by the tenant, the job and the batch's topic, partition
+ * and offset range (`tenants/<tenant>/jobs/<job>/<topic>/<partition>/<first>-<last>.json`, the
+ * IDs base64url), so a replay of the same batch writes the same part again, two tenants' jobs
+ * of one ID never share a part, and a tenant's traces are one prefix to erase. Parts written
+ * before traces were kept by tenant (`jobs/<job>/...`, format 1) are read too, until they expire. A job's trace is the union of its parts,
  * each record once (every record carries an ID derived from its input).
  */
 import type { JobTrace } from "../../client/trace-format.ts";
@@ -9,7 +12,10 @@ import type { Decision, JobEvent, TraceEntry } from "../../schemas/types.ts";
 
 /** One job's records from one batch: what one stored object holds. */
 export interface TracePart {
-  readonly v: 1;
+  /** 2: kept by tenant; 1: written before, under `jobs/` with no tenant. */
+  readonly v: 1 | 2;
+  /** The tenant the records are of; "" in a part of format 1. */
+  readonly tenant: string;
   readonly job_id: string;
   readonly entries: TraceEntry[];
   readonly decisions: Decision[];
@@ -30,7 +36,9 @@ export type TraceItem = { readonly entry: TraceEntry } | { readonly decision: De
 /** Job lifecycle events a trace shows: when the job started and how it ended. */
 export const TRACED_JOB_KINDS: ReadonlySet<JobEvent["kind"]> = new Set(["started", "ended"]);
 
+/** Where parts of format 1 were written, before traces were kept by tenant. */
 export const TRACE_ROOT = "jobs";
+export const TENANT_ROOT = "tenants";
 
 /** Offsets padded so that names sort in offset order (a Kafka offset has at most 19 digits). */
 export function padOffset(offset: string): string {
@@ -38,38 +46,58 @@ export function padOffset(offset: string): string {
   return offset.padStart(20, "0");
 }
 
-/** The job ID as one safe name part, whatever characters it holds. */
-export function jobPart(jobId: string): string {
-  if (jobId === "") throw new Error("a job ID is empty: a trace is kept per job");
-  return Buffer.from(jobId, "utf8").toString("base64url");
+/** An ID as one safe name part, whatever characters it holds. */
+function idPart(id: string, what: string): string {
+  if (id === "") throw new Error(`a ${what} ID is empty: a trace is kept per tenant and job`);
+  return Buffer.from(id, "utf8").toString("base64url");
 }
 
-export function jobPrefix(jobId: string): string {
+export function jobPart(jobId: string): string {
+  return idPart(jobId, "job");
+}
+
+/** Where a job's parts of format 1 are (written before traces were kept by tenant). */
+export function legacyJobPrefix(jobId: string): string {
   return `${TRACE_ROOT}/${jobPart(jobId)}/`;
 }
 
-export function partName(jobId: string, range: BatchRange): string {
-  return `${jobPrefix(jobId)}${range.topic}/${range.partition}/${padOffset(range.first)}-${padOffset(range.last)}.json`;
+/** Everything of one tenant's traces. */
+export function tenantPrefix(tenant: string): string {
+  return `${TENANT_ROOT}/${idPart(tenant, "tenant")}/`;
 }
 
-function jobOf(item: TraceItem): string {
-  if ("entry" in item) return item.entry.job_id;
-  if ("decision" in item) return item.decision.job_id;
-  return item.job.job_id;
+export function jobPrefix(tenant: string, jobId: string): string {
+  return `${tenantPrefix(tenant)}jobs/${jobPart(jobId)}/`;
 }
 
-/** A batch's items grouped into one part per job, in input order. */
+export function partName(tenant: string, jobId: string, range: BatchRange): string {
+  return `${jobPrefix(tenant, jobId)}${range.topic}/${range.partition}/${padOffset(range.first)}-${padOffset(range.last)}.json`;
+}
+
+function whose(item: TraceItem): { tenant: string; job: string } {
+  if ("entry" in item) return { tenant: item.entry.tenant, job: item.entry.job_id };
+  if ("decision" in item) return { tenant: item.decision.tenant, job: item.decision.job_id };
+  return { tenant: item.job.tenant, job: item.job.job_id };
+}
+
+/** A batch's items grouped into one part per tenant and job, in input order; keyed by `partKey`. */
 export function partsByJob(items: readonly TraceItem[]): Map<string, TracePart> {
   const parts = new Map<string, TracePart>();
   for (const item of items) {
-    const job = jobOf(item);
-    let part = parts.get(job);
-    if (!part) parts.set(job, (part = { v: 1, job_id: job, entries: [], decisions: [], jobs: [] }));
+    const { tenant, job } = whose(item);
+    const key = partKey(tenant, job);
+    let part = parts.get(key);
+    if (!part) parts.set(key, (part = { v: 2, tenant, job_id: job, entries: [], decisions: [], jobs: [] }));
     if ("entry" in item) part.entries.push(item.entry);
     else if ("decision" in item) part.decisions.push(item.decision);
     else part.jobs.push(item.job);
   }
   return parts;
+}
+
+/** The key of a tenant's job among a batch's parts. */
+export function partKey(tenant: string, jobId: string): string {
+  return `${tenant}\u0000${jobId}`;
 }
 
 function unique<T extends { readonly id: string; readonly ts: number }>(lists: ReadonlyArray<readonly T[]>): T[] {
@@ -101,8 +129,8 @@ export function parsePart(text: string, name: string): TracePart {
     throw new Error(`trace part ${name} is not JSON: ${(err as Error).message}`, { cause: err });
   }
   const p = value as Partial<TracePart> | null;
-  if (!p || p.v !== 1 || typeof p.job_id !== "string" || !Array.isArray(p.entries) || !Array.isArray(p.decisions) || !Array.isArray(p.jobs)) {
-    throw new Error(`trace part ${name} is not a trace part of format 1`);
+  if (!p || (p.v !== 1 && p.v !== 2) || (p.v === 2 && typeof p.tenant !== "string") || typeof p.job_id !== "string" || !Array.isArray(p.entries) || !Array.isArray(p.decisions) || !Array.isArray(p.jobs)) {
+    throw new Error(`trace part ${name} is not a trace part of format 1 or 2`);
   }
-  return p as TracePart;
+  return { ...p, tenant: p.v === 1 ? "" : p.tenant } as TracePart;
 }

@@ -7,15 +7,21 @@ import { describe, expect, it } from "vitest";
 import { fromConfig } from "../../processors/audit-sink/derive.ts";
 import { CONFIG_TOPIC } from "../../processors/runner/config-table.ts";
 import { endpointsEnv } from "../../processors/runner/endpoints.ts";
-import type { ConfigRecord } from "../../schemas/types.ts";
-import { uid } from "../support/events.ts";
+import { TraceStore } from "../../processors/trace-sink/store.ts";
+import { partsByJob } from "../../processors/trace-sink/trace-parts.ts";
+import type { AuditEvent, ConfigRecord } from "../../schemas/types.ts";
+import { FileNotFound } from "../../store/file-errors.ts";
+import { FileStore } from "../../store/files.ts";
+import { minioClient } from "../../store/objects.ts";
+import { PayloadKeys } from "../../store/payload-keys.ts";
+import { jobEvent, uid } from "../support/events.ts";
 import { collect, endpoints, serde } from "../support/kafka.ts";
 
 const run = promisify(execFile);
 
 /** `oz0 ...` run as a person runs it: a process of its own. */
-function oz0(args: string[]) {
-  const env = { ...process.env, ...endpointsEnv(endpoints()), OZ0_LOG_LEVEL: "error" };
+function oz0(args: string[], extra: Record<string, string> = {}) {
+  const env = { ...process.env, ...endpointsEnv(endpoints()), OZ0_LOG_LEVEL: "error", ...extra };
   return run("npx", ["oz0", ...args], { env, timeout: 120_000 }).then(
     (r) => ({ code: 0, out: r.stdout, err: r.stderr }),
     (e: { code?: number; stdout?: string; stderr?: string }) => ({ code: e.code ?? 1, out: e.stdout ?? "", err: e.stderr ?? "" }),
@@ -75,6 +81,36 @@ describe("oz0 tenant and oz0 quota set: a tenant's settings changed from the com
     expect(help.out).toMatch(/^oz0 audit /);
     const unknown = await oz0(["nothing", "here"]);
     expect(unknown.code).toBe(2);
+  });
+
+  it("OFF-10 FILE-6 tenant erase removes the tenant's files and traces, keeps another tenant's, refuses without --yes, and is audited with who and why", async () => {
+    const [bucket, traceBucket] = ["oz0-erase-files-test", "oz0-erase-traces-test"];
+    const client = minioClient(endpoints());
+    const files = new FileStore({ client, bucket, keys: PayloadKeys.fromEnv() });
+    await files.ensureBucket();
+    const traces = new TraceStore({ client, bucket: traceBucket, retentionDays: 1 });
+    await traces.ensureBucket();
+    const [gone, kept] = [uid("tenant"), uid("tenant")];
+    const tree = uid("tree");
+    const mine = await files.store({ tenant: gone, tree }, Buffer.from(`data of ${gone}`));
+    const theirs = await files.store({ tenant: kept, tree }, Buffer.from(`data of ${kept}`));
+    await traces.write({ topic: "oz0.jobs", partition: 0, first: "0", last: "1" }, partsByJob([{ job: jobEvent(tree, "started", { tenant: gone }) }, { job: jobEvent(tree, "started", { tenant: kept }) }]));
+    const env = { OZ0_BUCKET: bucket, OZ0_TRACE_BUCKET: traceBucket };
+
+    const unsure = await oz0(["tenant", "erase", gone, "--reason", "contract ended"], env);
+    expect([unsure.code, unsure.err]).toEqual([2, expect.stringMatching(/give --yes/)]);
+    await expect(files.read({ tenant: gone, tree }, mine.ref)).resolves.toBeDefined();
+
+    const erased = await oz0(["tenant", "erase", gone, "--reason", "contract ended", "--yes", "--as", "dana", "--json"], env);
+    expect(erased.code, erased.err).toBe(0);
+    expect(JSON.parse(erased.out)).toMatchObject({ tenant: gone, by: "dana", files: { erased: 1, held: [] }, traces: { erased: 1 } });
+    await expect(files.read({ tenant: gone, tree }, mine.ref)).rejects.toThrow(FileNotFound);
+    expect((await files.read({ tenant: kept, tree }, theirs.ref)).bytes.toString()).toBe(`data of ${kept}`);
+    expect((await traces.read(tree)).jobs?.map((j) => j.tenant)).toEqual([kept]);
+
+    const s = await serde();
+    const [entry] = await collect<AuditEvent>("oz0.audit", "AuditEvent", s, (e) => e.kind === "tenant.erased" && e.tenant === gone, 1, 60_000);
+    expect(entry).toMatchObject({ actor: "dana", reason: "contract ended", numbers: { files_erased: 1, files_held: 0, trace_parts_erased: 1 } });
   });
 
   it("OFF-13 a change without a reason, or one a tenant file could not hold, is refused and publishes nothing", async () => {

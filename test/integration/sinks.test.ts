@@ -13,7 +13,7 @@ import { startProcessor, type RunningProcessor } from "../../processors/runner/r
 import { KafkaTransport } from "../../processors/runner/transport.ts";
 import { traceSinkAdmissions, traceSinkCallDecisions, traceSinkEntries, traceSinkJobs } from "../../processors/trace-sink/processor.ts";
 import { TraceStore } from "../../processors/trace-sink/store.ts";
-import { jobPrefix } from "../../processors/trace-sink/trace-parts.ts";
+import { jobPrefix, tenantPrefix } from "../../processors/trace-sink/trace-parts.ts";
 import type { Serde } from "../../schemas/serde.ts";
 import type { AuditEvent, ConfigRecord, Decision, ToolResult, TraceEntry } from "../../schemas/types.ts";
 import { minioClient } from "../../store/objects.ts";
@@ -244,7 +244,7 @@ describe("the trace and audit sinks on the real broker and MinIO", () => {
   });
 
   it("SYS-5 a replay of the same input from the same offsets leaves one copy of each record in the trace and of each entry in the audit log", async () => {
-    const traceObjects = await names(client, TRACE_BUCKET, jobPrefix(job));
+    const traceObjects = await names(client, TRACE_BUCKET, jobPrefix(tenant, job));
     const auditBefore = await audit.read();
     const replays: Array<{ running: RunningProcessor; group: string; topic: string }> = [];
     try {
@@ -264,7 +264,7 @@ describe("the trace and audit sinks on the real broker and MinIO", () => {
     const trace = await traces.read(job);
     expect([trace.entries.length, trace.decisions.length, trace.jobs?.length]).toEqual([3, 3, 2]);
     // Replayed batches may end at other offsets than the first run's: their parts hold the same records, shown once.
-    expect((await names(client, TRACE_BUCKET, jobPrefix(job))).length).toBeGreaterThanOrEqual(traceObjects.length);
+    expect((await names(client, TRACE_BUCKET, jobPrefix(tenant, job))).length).toBeGreaterThanOrEqual(traceObjects.length);
     // Counted before removing duplicates: a second copy of any entry would show here. (Other
     // tests may publish to the same topics meanwhile, so only this test's tenant is counted.)
     const copies = (log: { entries: AuditEvent[] }) => log.entries.filter((e) => e.tenant === tenant).length;
@@ -286,9 +286,9 @@ describe("the trace and audit sinks on the real broker and MinIO", () => {
     const partition = records[0]?.partition ?? 0;
     const batch = records.map((r) => ({ ...r, partition }));
     await traceSinkAdmissions.process(batch, traces);
-    const first = await names(client, TRACE_BUCKET, jobPrefix(replayJob));
+    const first = await names(client, TRACE_BUCKET, jobPrefix(tenant, replayJob));
     await traceSinkAdmissions.process(batch, traces);
-    expect(await names(client, TRACE_BUCKET, jobPrefix(replayJob))).toEqual(first);
+    expect(await names(client, TRACE_BUCKET, jobPrefix(tenant, replayJob))).toEqual(first);
     expect((await traces.read(replayJob)).decisions).toHaveLength(3);
 
     await auditSinkAdmissions.process(batch.slice(0, 2), audit);
@@ -339,6 +339,46 @@ describe("the trace and audit sinks on the real broker and MinIO", () => {
     expect(log.altered).toContain(name);
     expect(log.entries.filter((e) => e.id === entry.id)).toEqual([entry]);
     expect(await client.getObjectRetention(AUDIT_BUCKET, name, { versionId })).toMatchObject({ mode: "COMPLIANCE" });
+  });
+
+  it("OFF-10 SYS-5 a tenant's traces are erased as one prefix; another tenant's job of the same ID is kept and read apart", async () => {
+    const [mine, theirs] = [uid("erased"), uid("kept")];
+    const job = uid("shared-job");
+    const records = [mine, theirs].map((t, i) => ({ topic: "oz0.admissions", partition: 2_000_000 + Math.floor(Math.random() * 1_000_000), offset: String(i), key: null, value: decision({ tenant: t, tree_id: job, job_id: job }), timestamp: "0" }));
+    for (const r of records) await traceSinkAdmissions.process([r], traces);
+    expect((await traces.read(job)).decisions.map((d) => d.tenant).sort()).toEqual([mine, theirs].sort());
+    expect((await traces.read(job, mine)).decisions.map((d) => d.tenant)).toEqual([mine]);
+    expect(await traces.eraseTenant(mine)).toMatchObject({ erased: 1 });
+    expect(await names(client, TRACE_BUCKET, tenantPrefix(mine))).toEqual([]);
+    expect((await traces.read(job)).decisions.map((d) => d.tenant)).toEqual([theirs]);
+    expect(await traces.eraseTenant(mine)).toMatchObject({ erased: 0 });
+  });
+
+  it("SYS-5 a read since a day skips the objects the day index says hold only earlier days, and reads every object the index does not name", async () => {
+    const topic = uid("audit-days").replace(/[^A-Za-z0-9._-]/g, "-");
+    const day = 86_400_000;
+    const today = Date.now();
+    const old = auditEvent({ tenant: topic, ts: today - 10 * day });
+    const spanning = [auditEvent({ tenant: topic, ts: today - 3 * day }), auditEvent({ tenant: topic, ts: today })];
+    const fresh = auditEvent({ tenant: topic, ts: today });
+    await audit.append(topic, 0, [{ offset: "0", entry: old }]);
+    await audit.append(topic, 0, spanning.map((entry, i) => ({ offset: String(1 + i), entry })));
+    await audit.append(topic, 0, [{ offset: "3", entry: fresh }]);
+    // An object written before the index (no markers): read whatever the day.
+    const unindexed = auditEvent({ tenant: topic, ts: today - 20 * day });
+    const body = Buffer.from(`${JSON.stringify(unindexed)}\n`);
+    await client.putObject(AUDIT_BUCKET, `log/${topic}/1/${"0".padStart(20, "0")}-${"0".padStart(20, "0")}.jsonl`, body, body.length);
+
+    const markers = (await names(client, AUDIT_BUCKET, "days/")).filter((n) => n.includes(`/${topic}/`));
+    expect(markers).toHaveLength(4);
+    const all = await audit.read();
+    const since = await audit.read({ since: today - day });
+    expect(since.skipped).toBeGreaterThanOrEqual(1);
+    expect(since.objects).toBe(all.objects - since.skipped);
+    const ids = (r: typeof all) => new Set(r.entries.filter((e) => e.tenant === topic).map((e) => e.id));
+    expect([...ids(all)].sort()).toEqual([old, ...spanning, fresh, unindexed].map((e) => e.id).sort());
+    // The object of the old entry alone is not read; the one that spans into the last days is, and the unindexed one.
+    expect([...ids(since)].sort()).toEqual([...spanning, fresh, unindexed].map((e) => e.id).sort());
   });
 });
 

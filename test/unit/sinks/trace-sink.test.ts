@@ -80,11 +80,11 @@ function jobEvent(job: string, kind: JobEvent["kind"], over: Partial<JobEvent> =
 class MemoryTraces implements TraceSinkEnv {
   readonly objects = new Map<string, string>();
   write(range: BatchRange, parts: ReadonlyMap<string, TracePart>): Promise<void> {
-    for (const part of parts.values()) this.objects.set(partName(part.job_id, range), JSON.stringify(part));
+    for (const part of parts.values()) this.objects.set(partName(part.tenant, part.job_id, range), JSON.stringify(part));
     return Promise.resolve();
   }
-  read(job: string) {
-    const parts = [...this.objects].filter(([name]) => name.startsWith(jobPrefix(job))).map(([name, text]) => parsePart(text, name));
+  read(job: string, tenant = "acme") {
+    const parts = [...this.objects].filter(([name]) => name.startsWith(jobPrefix(tenant, job))).map(([name, text]) => parsePart(text, name));
     return mergeParts(job, parts);
   }
 }
@@ -166,18 +166,32 @@ describe("the trace sink's core", () => {
 describe("trace parts", () => {
   const range: BatchRange = { topic: "oz0.trace", partition: 3, first: "41", last: "1200" };
 
-  it("names a part by job, topic, partition and offsets padded to sort in offset order", () => {
-    expect(partName("job/1", range)).toBe(`jobs/${Buffer.from("job/1").toString("base64url")}/oz0.trace/3/00000000000000000041-00000000000000001200.json`);
+  it("SYS-5 names a part by tenant, job, topic, partition and offsets padded to sort in offset order", () => {
+    const b64 = (x: string) => Buffer.from(x).toString("base64url");
+    expect(partName("acme/eu", "job/1", range)).toBe(`tenants/${b64("acme/eu")}/jobs/${b64("job/1")}/oz0.trace/3/00000000000000000041-00000000000000001200.json`);
     expect(padOffset("9") < padOffset("10")).toBe(true);
     expect(() => padOffset("-1")).toThrow(/not a Kafka offset/);
-    expect(() => partName("", range)).toThrow(/job ID is empty/);
+    expect(() => partName("acme", "", range)).toThrow(/job ID is empty/);
+    expect(() => partName("", "job-1", range)).toThrow(/tenant ID is empty/);
+  });
+
+  it("SYS-5 two tenants' jobs of one ID are two parts, each holding only its tenant's records; a part of format 1 still reads", () => {
+    const [a, b] = [decision("job-1", { id: "a", tenant: "acme" }), decision("job-1", { id: "b", tenant: "globex" })];
+    const parts = partsByJob([{ decision: a }, { decision: b }]);
+    expect([...parts.values()].map((p) => [p.tenant, p.decisions.map((d) => d.id)])).toEqual([
+      ["acme", ["a"]],
+      ["globex", ["b"]],
+    ]);
+    const old = parsePart(JSON.stringify({ v: 1, job_id: "job-1", entries: [], decisions: [a], jobs: [] }), "jobs/x");
+    expect(old).toMatchObject({ v: 1, tenant: "" });
+    expect(() => parsePart(JSON.stringify({ v: 2, job_id: "job-1", entries: [], decisions: [], jobs: [] }), "y")).toThrow(/format 1 or 2/);
   });
 
   it("merges overlapping parts of a replay whose batch ended elsewhere, each record once in time order", () => {
     const job = "job-1";
     const [d1, d2, d3] = [decision(job, { id: "d1", ts: 3 }), decision(job, { id: "d2", ts: 1 }), decision(job, { id: "d3", ts: 2 })];
-    const p1 = partsByJob([{ decision: d1 }, { decision: d2 }]).get(job) as TracePart;
-    const p2 = partsByJob([{ decision: d1 }, { decision: d2 }, { decision: d3 }]).get(job) as TracePart;
+    const p1 = [...partsByJob([{ decision: d1 }, { decision: d2 }]).values()][0] as TracePart;
+    const p2 = [...partsByJob([{ decision: d1 }, { decision: d2 }, { decision: d3 }]).values()][0] as TracePart;
     expect(mergeParts(job, [p1, p2]).decisions.map((d) => d.id)).toEqual(["d2", "d3", "d1"]);
   });
 
