@@ -14,6 +14,8 @@ import { jobPart, jobPrefix, legacyJobPrefix, mergeParts, parsePart, partName, T
 export const TRACE_RETENTION_DAYS = 30;
 /** Parts written at once per batch. */
 const PUT_CONCURRENCY = 8;
+/** Prefixes listed at once when a job's tenant is not given. */
+const LIST_CONCURRENCY = 16;
 
 export interface TraceStoreOptions {
   readonly client: Client;
@@ -95,8 +97,14 @@ export class TraceStore {
    * reads it when not told the tenant). Parts written before traces were kept by tenant are read too.
    */
   async read(jobId: string, tenant?: string): Promise<JobTrace> {
+    // Without a tenant, one listing per tenant: with many tenants, give the tenant.
     const prefixes = tenant === undefined ? (await this.list(`${TENANT_ROOT}/`, false)).map((t) => `${t}jobs/${jobPart(jobId)}/`) : [jobPrefix(tenant, jobId)];
-    const names = (await Promise.all([...prefixes, legacyJobPrefix(jobId)].map((p) => this.list(p)))).flat();
+    const queue = [...prefixes, legacyJobPrefix(jobId)];
+    const names: string[] = [];
+    const lister = async (): Promise<void> => {
+      for (let p = queue.shift(); p !== undefined; p = queue.shift()) names.push(...(await this.list(p)));
+    };
+    await Promise.all(Array.from({ length: Math.min(LIST_CONCURRENCY, queue.length) }, lister));
     const parts = await Promise.all(
       names.sort().map(async (name) => parsePart(await transient(`read ${name}`, async () => readAll(await this.client.getObject(this.bucket, name))), name)),
     );

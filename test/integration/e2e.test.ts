@@ -165,7 +165,7 @@ describe("end to end through the runtime client, on the whole pipeline in this p
     }
   }, 120_000);
 
-  const trace = (jobId: string, done: (t: JobTrace) => boolean): Promise<JobTrace> => eventually(`the trace of ${jobId} as expected`, () => stores.traces.read(jobId), done);
+  const trace = (job: { job_id: string; tenant: string }, done: (t: JobTrace) => boolean): Promise<JobTrace> => eventually(`the trace of ${job.job_id} as expected`, () => stores.traces.read(job.job_id, job.tenant), done);
 
   const audit = (tenant: string, done: (entries: AuditEvent[]) => boolean): Promise<AuditEvent[]> =>
     eventually(`the audit log of ${tenant} as expected`, async () => selectEntries((await stores.audit.read()).entries, { tenant }), done);
@@ -272,7 +272,7 @@ describe("end to end through the runtime client, on the whole pipeline in this p
     await client.publishJobEvents([jobEvent(job, "ended", { outcome: "succeeded" })]);
 
     // The trace: the fitted step's view and numbers, the offload's size and digest, the reads, how it ended.
-    const t = await trace(job.job_id, (x) => x.entries.some((e) => e.section === FIT_SECTION) && x.entries.some((e) => e.section === OFFLOAD_SECTION) && x.entries.filter((e) => e.section === READ_SECTION).length === 2 && ended(x, "succeeded"));
+    const t = await trace(job, (x) => x.entries.some((e) => e.section === FIT_SECTION) && x.entries.some((e) => e.section === OFFLOAD_SECTION) && x.entries.filter((e) => e.section === READ_SECTION).length === 2 && ended(x, "succeeded"));
     const fitEntry = t.entries.find((e) => e.section === FIT_SECTION);
     expect(fitEntry).toMatchObject({ subject: pageCall.call_id, facts: { view: note?.view }, numbers: { budget: 300, size: note?.size, tokens: note?.tokens } });
     const offloadEntry = t.entries.find((e) => e.section === OFFLOAD_SECTION);
@@ -328,11 +328,11 @@ describe("end to end through the runtime client, on the whole pipeline in this p
     await client.publishJobEvents([jobEvent(reported, "ended", { outcome: "succeeded" })]);
 
     const finding = (t: JobTrace, name: string) => t.entries.find((e) => e.section === LOOP_SECTION && e.facts.finding === name);
-    const st = await trace(stopped.job_id, (t) => finding(t, "loop_stopped") !== undefined && t.decisions.filter((d) => d.verdict === "stop").length === 2 && ended(t, "failed"));
+    const st = await trace(stopped, (t) => finding(t, "loop_stopped") !== undefined && t.decisions.filter((d) => d.verdict === "stop").length === 2 && ended(t, "failed"));
     expect(finding(st, "loop_stopped")).toMatchObject({ subject: third.call_id, facts: { detector: "repeats", on_loop: "stop" }, numbers: { count: 3, threshold: 3 } });
     expect(st.decisions.filter((d) => d.verdict === "stop").map((d) => d.subject).sort()).toEqual([third.call_id, later.call_id].sort());
     expect(formatTrace(st)).toContain(`loop-calls stop ${later.call_id} (LoopDetected)`);
-    const rt = await trace(reported.job_id, (t) => finding(t, "possible_loop") !== undefined);
+    const rt = await trace(reported, (t) => finding(t, "possible_loop") !== undefined);
     expect(finding(rt, "possible_loop")).toMatchObject({ subject: report[2]?.call.call_id, facts: { detector: "repeats", on_loop: "report" } });
 
     const entries = await audit(tenant, (es) => es.filter((e) => e.kind === "loop.acted").length === 2 && es.filter((e) => e.kind === "call.stopped").length === 2);
@@ -382,7 +382,7 @@ describe("end to end through the runtime client, on the whole pipeline in this p
     // The admitted child runs and ends; the refused one is never started.
     await client.publishJobEvents([jobEvent(first, "started"), jobEvent(first, "ended", { outcome: "succeeded" }), jobEvent(root, "ended", { outcome: "succeeded" })]);
 
-    const t = await trace(root.job_id, (x) => x.decisions.some((d) => d.verdict === "refuse") && ended(x, "succeeded"));
+    const t = await trace(root, (x) => x.decisions.some((d) => d.verdict === "refuse") && ended(x, "succeeded"));
     expect(t.decisions.find((d) => d.verdict === "refuse")).toMatchObject({ subject: second.job_id, reason_code: "TreeLimitExceeded", limit: "limits.tree.children", message: refused.message });
     expect(formatTrace(t)).toContain(`limits-jobs refuse ${second.job_id} (TreeLimitExceeded limits.tree.children): ${refused.message}`);
 

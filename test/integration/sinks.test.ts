@@ -201,7 +201,7 @@ describe("the trace and audit sinks on the real broker and MinIO", () => {
     await send("oz0.admissions", job, "Decision", decision({ tree_id: job, job_id: job, subject: "child-1", verdict: "refuse", reason_code: "TreeLimitExceeded", limit: "limits.tree.fan_out", message: "raise limits.tree.fan_out" }));
     await send("oz0.jobs", job, "JobEvent", jobEvent(job, "ended", { outcome: "completed" }));
 
-    const trace = await eventually("the sink kept the job's 3 entries, 3 decisions and 2 job events", () => traces.read(job), (t) => t.entries.length === 3 && t.decisions.length === 3 && (t.jobs?.length ?? 0) === 2);
+    const trace = await eventually("the sink kept the job's 3 entries, 3 decisions and 2 job events", () => traces.read(job, "acme"), (t) => t.entries.length === 3 && t.decisions.length === 3 && (t.jobs?.length ?? 0) === 2);
     const text = formatTrace(trace);
     expect(text).toContain(`${FIT_SECTION} (1)`);
     expect(text).toContain(`budget 400, function acme_docs.get_page, reason ${fitEntry.facts.reason}, size ${fitEntry.numbers.size}, tokens ${fitEntry.numbers.tokens}, view ${fitEntry.facts.view}`);
@@ -244,7 +244,7 @@ describe("the trace and audit sinks on the real broker and MinIO", () => {
   });
 
   it("SYS-5 a replay of the same input from the same offsets leaves one copy of each record in the trace and of each entry in the audit log", async () => {
-    const traceObjects = await names(client, TRACE_BUCKET, jobPrefix(tenant, job));
+    const traceObjects = await names(client, TRACE_BUCKET, jobPrefix("acme", job));
     const auditBefore = await audit.read();
     const replays: Array<{ running: RunningProcessor; group: string; topic: string }> = [];
     try {
@@ -261,10 +261,10 @@ describe("the trace and audit sinks on the real broker and MinIO", () => {
     } finally {
       for (const r of replays) await r.running.stop();
     }
-    const trace = await traces.read(job);
+    const trace = await traces.read(job, "acme");
     expect([trace.entries.length, trace.decisions.length, trace.jobs?.length]).toEqual([3, 3, 2]);
     // Replayed batches may end at other offsets than the first run's: their parts hold the same records, shown once.
-    expect((await names(client, TRACE_BUCKET, jobPrefix(tenant, job))).length).toBeGreaterThanOrEqual(traceObjects.length);
+    expect((await names(client, TRACE_BUCKET, jobPrefix("acme", job))).length).toBeGreaterThanOrEqual(traceObjects.length);
     // Counted before removing duplicates: a second copy of any entry would show here. (Other
     // tests may publish to the same topics meanwhile, so only this test's tenant is counted.)
     const copies = (log: { entries: AuditEvent[] }) => log.entries.filter((e) => e.tenant === tenant).length;
@@ -289,7 +289,7 @@ describe("the trace and audit sinks on the real broker and MinIO", () => {
     const first = await names(client, TRACE_BUCKET, jobPrefix(tenant, replayJob));
     await traceSinkAdmissions.process(batch, traces);
     expect(await names(client, TRACE_BUCKET, jobPrefix(tenant, replayJob))).toEqual(first);
-    expect((await traces.read(replayJob)).decisions).toHaveLength(3);
+    expect((await traces.read(replayJob, tenant)).decisions).toHaveLength(3);
 
     await auditSinkAdmissions.process(batch.slice(0, 2), audit);
     await auditSinkAdmissions.process(batch.slice(0, 2), audit);
