@@ -18,6 +18,8 @@ import { Keys } from "../store/redis/keys.ts";
 import { Exit, parse as parseWith, person, usage } from "./cli.ts";
 import { quotaSet, tenantOffload, tenantSpend, tenantToolPolicy } from "./oz0-tenant.ts";
 import { tenantErase } from "./oz0-erase.ts";
+import { answerBudgetRequest, budgetRequestsWaiting } from "./oz0-budget.ts";
+import { formatBudgetRequests, isBudgetApproval } from "../processors/limits/budget-requests.ts";
 import { servicesForCommand } from "./services.ts";
 
 
@@ -42,34 +44,44 @@ Each subcommand takes --help. Exit status: 0 done, 1 what was asked is not so, 2
 `;
 
 const HELP: Record<string, string> = {
-  "approval list": `oz0 approval list [--tenant T] [--kind loop] [--json]
+  "approval list": `oz0 approval list [--tenant T] [--kind loop|budget] [--json]
 
-What waits for a person (LOOP-5): each approval with its job, kind, evidence (the detector, the
-calls, the repeated call's arguments), when it was asked, its deadline and the escalation step
-it is on. Read from the state the pipeline keeps in Redis, soonest deadline first.
+What waits for a person. Loops (LOOP-5): each approval with its job, evidence (the detector,
+the calls, the repeated call's arguments), when it was asked, its deadline and the escalation
+step it is on, soonest deadline first. Budget requests (LIM-7, LIM-8, LIM-10): a model call or
+a child that waits on the tree's budget (on_budget: wait), the forecast's request before the
+wall, or a spent monthly quota, with the limit, the numbers and how to answer, oldest first.
+Read from the state the pipeline keeps in Redis.
 
   --tenant T   only this tenant's
-  --kind K     only this kind (loop)
+  --kind K     only this kind (loop or budget)
   --json       one JSON array, for scripts
 
 Example:
   oz0 approval list --tenant acme
 `,
-  "approval approve": `oz0 approval approve <job> <approval> [--comment C] [--as NAME] [--wait S] [--json]
+  "approval approve": `oz0 approval approve <job> <approval> [--comment C] [--budget USD] [--as NAME] [--wait S] [--json]
 
 Approves a loop that waits for a person: the held call goes ahead and the run's loop counters
 start again. The answer goes to the pipeline on oz0.loop-approvals and is audited with who
 answered (--as, else OZ0_OPERATOR, else the login name). Waits up to --wait seconds (default 30)
 for the pipeline to take it.
 
-Example:
+A budget request (an approval b-...) is approved with the tree's new budget (--budget, above
+its budget; optional for the forecast's request, not taken for a quota, which oz0 quota set
+raises): the job may ask again. Answered in the tree's state at once, and audited.
+
+Examples:
   oz0 approval approve job-7f3a a-91c2 --comment "the retries are expected"
+  oz0 approval approve job-7f3a b-4c1d9e0a2f6b --budget 5 --comment "the migration needs it"
 `,
   "approval deny": `oz0 approval deny <job> <approval> [--comment C] [--as NAME] [--wait S] [--json]
 
 Denies a loop that waits for a person: the job stops with LoopDetected and the model reads the
 comment as the held call's failed result. Audited with who answered (--as, else OZ0_OPERATOR,
 else the login name). Waits up to --wait seconds (default 30) for the pipeline to take it.
+
+A budget request (b-...) denied: the job fails with BudgetExceeded.
 
 Example:
   oz0 approval deny job-7f3a a-91c2 --comment "it keeps fetching the same page"
@@ -132,6 +144,7 @@ Example:
 
 const ANSWER_OPTIONS = {
   comment: { type: "string" },
+  budget: { type: "string" },
   as: { type: "string" },
   wait: { type: "string", default: "30" },
   json: { type: "boolean", default: false },
@@ -169,11 +182,14 @@ async function approvalList(args: string[]): Promise<string> {
   const { values, positionals } = parse("approval list", args, { tenant: { type: "string" }, kind: { type: "string" }, json: { type: "boolean", default: false }, help: { type: "boolean", default: false } });
   if (values.help) return HELP["approval list"] ?? "";
   if (positionals.length > 0) throw usage(`approval list takes no arguments, got ${positionals.join(" ")}\n\n${HELP["approval list"]}`);
-  if (values.kind !== undefined && values.kind !== "loop") throw usage(`--kind ${values.kind}: the kinds that wait for a person here are: loop\n`);
+  if (values.kind !== undefined && values.kind !== "loop" && values.kind !== "budget") throw usage(`--kind ${values.kind}: the kinds that wait for a person here are: loop, budget\n`);
+  const budgets = values.kind === "loop" ? [] : await budgetRequestsWaiting({ tenant: values.tenant });
+  if (values.kind === "budget") return values.json ? `${JSON.stringify(budgets, null, 2)}\n` : budgets.length === 0 ? "no budget request waits for a person\n" : formatBudgetRequests(budgets, Date.now());
   const s = await loopState();
   try {
     const shown = listed(await waiting(s.store), { tenant: values.tenant, kind: values.kind });
-    return values.json ? `${JSON.stringify(shown, null, 2)}\n` : formatWaiting(shown, Date.now());
+    if (values.json) return `${JSON.stringify([...shown, ...budgets], null, 2)}\n`;
+    return budgets.length === 0 ? formatWaiting(shown, Date.now()) : `${shown.length === 0 ? "" : formatWaiting(shown, Date.now())}${formatBudgetRequests(budgets, Date.now())}`;
   } finally {
     await s.close();
   }
@@ -188,6 +204,8 @@ async function approvalAnswer(verb: "approve" | "deny", args: string[]): Promise
   const waitS = Number(values.wait);
   if (!Number.isFinite(waitS) || waitS < 0) throw usage(`--wait ${values.wait}: give seconds, 0 or more\n`);
   const name = person(values.as);
+  if (isBudgetApproval(approval)) return answerBudgetRequest({ verb, job, approval, person: name, comment: values.comment, budget: values.budget, json: values.json });
+  if (values.budget !== undefined) throw usage(`--budget answers a budget request (b-...); ${approval} is a loop's\n`);
   const s = await loopState();
   try {
     const run = (await s.store.approvalRun(approval)) ?? (await timerRun(s.store, approval));

@@ -11,6 +11,7 @@ import type { Decision, JobEvent } from "../../schemas/types.ts";
 import { deriveId } from "../runner/ids.ts";
 import { defineProcessor, type Emit } from "../runner/processor.ts";
 import type { ChildAnswer } from "./admission.ts";
+import { keepBudgetRequests } from "./budget-request-calls.ts";
 import { byTree, treeKey } from "./by-tree.ts";
 import { childJudgement, waitJudgement, type Judgement } from "./decisions.ts";
 import { agentOf, settingsFor, treeSettings, type LimitsEnv } from "./env.ts";
@@ -118,7 +119,7 @@ export const limitsJobsProcessor = defineProcessor<JobEvent, LimitsEnv>({
     return reasons;
   },
   // The trees of a batch at once, each tree's events in order (by-tree.ts).
-  process: (records, env) => byTree(records, (e) => treeKey(e.tenant, e.tree_id), () => null, async (e) => ({ emits: await decide(e, env) })),
+  process: async (records, env) => keepBudgetRequests(env, await byTree(records, (e) => treeKey(e.tenant, e.tree_id), () => null, async (e) => ({ emits: await decide(e, env) }))),
 });
 
 async function decide(e: JobEvent, env: LimitsEnv): Promise<Emit[]> {

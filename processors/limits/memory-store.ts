@@ -4,6 +4,8 @@ import { newForecastState, recordTree, statsOf, type ForecastState } from "./for
 import { newQuotaMonth, quotaAsk, quotaCheck, quotaRelease, quotaSettle, type QuotaMonth } from "./quota.ts";
 import type { LimitsStore, QuotaHolder, TreeStepAnswer } from "./store.ts";
 import { newTenantMonth, tenantAsk, tenantRelease, tenantSettle, type TenantMonth } from "./tenant-budget.ts";
+import type { BudgetAnswer, BudgetRequest } from "./budget-requests.ts";
+import { NO_LIMIT } from "./tree-settings.ts";
 
 /** Held worst cases and kept answers of the tenant's month, as in Redis by default. */
 export const MEMORY_TENANT_TIMES = { holdMs: 3600_000, keepMs: 24 * 3600_000 } as const;
@@ -51,6 +53,7 @@ export function memoryLimitsStore(options: { forecastWindow?: number } = {}): Me
     who.team ? getOr(quotas, `${who.tenant}/team:${who.team}/${m}`, newQuotaMonth) : null,
   ];
   const forecast = (tenant: string, agent: string) => getOr(forecasts, `${tenant}/${agent}`, () => newForecastState(options.forecastWindow));
+  const requests = new Map<string, { request: BudgetRequest; answered: BudgetAnswer | null }>();
   return {
     trees,
     months,
@@ -112,6 +115,32 @@ export function memoryLimitsStore(options: { forecastWindow?: number } = {}): Me
     },
     recordFinished: (tenant, agent, treeId, bucket) => Promise.resolve(recordTree(forecast(tenant, agent), treeId, bucket)),
     forecastStats: (tenant, agent) => Promise.resolve(statsOf(forecast(tenant, agent))),
+    putBudgetRequest: (r) => {
+      if (!requests.has(r.approval)) requests.set(r.approval, { request: r, answered: null });
+      return Promise.resolve();
+    },
+    budgetRequests: () =>
+      Promise.resolve(
+        [...requests.values()]
+          .filter((x) => x.answered === null)
+          .map((x) => x.request)
+          .sort((a, b) => a.asked_at - b.asked_at),
+      ),
+    budgetRequest: (approval) => {
+      const x = requests.get(approval);
+      if (!x) return Promise.resolve(null);
+      const t = trees.get(limitsTreeKey(x.request.tenant, x.request.tree_id));
+      return Promise.resolve({ ...x, treeBudget: t?.settings.budget ?? NO_LIMIT });
+    },
+    answerBudgetRequest: (r, a) => {
+      const x = requests.get(r.approval);
+      if (!x) return Promise.reject(new Error(`no budget request ${r.approval} is kept`));
+      if (x.answered) return Promise.resolve(x.answered);
+      const t = trees.get(limitsTreeKey(r.tenant, r.tree_id));
+      if (t && a.budget >= 0 && (t.settings.budget === NO_LIMIT ? false : a.budget > t.settings.budget)) t.settings = { ...t.settings, budget: a.budget };
+      x.answered = a;
+      return Promise.resolve(a);
+    },
     forecastOnce: (tenant, treeId, requestId, claim) => {
       const key = limitsTreeKey(tenant, treeId);
       const t = trees.get(key);

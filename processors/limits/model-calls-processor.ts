@@ -15,6 +15,7 @@ import type { Decision, ModelCall } from "../../schemas/types.ts";
 import { deriveId } from "../runner/ids.ts";
 import { defineProcessor, type Emit, type Outcome } from "../runner/processor.ts";
 import type { CallAnswer, CallAsk, CallUsage, SettleAnswer } from "./admission.ts";
+import { keepBudgetRequests } from "./budget-request-calls.ts";
 import { allSettledOrThrow, byTreeGroups, treeKey } from "./by-tree.ts";
 import { callJudgement, forecastJudgement, quotaJudgement, tenantBudgetJudgement, type Judgement } from "./decisions.ts";
 import { agentOf, treeSettings, type LimitsEnv } from "./env.ts";
@@ -152,7 +153,7 @@ export const limitsModelCallsProcessor = defineProcessor<ModelCall, LimitsEnv>({
     const months = new MonthSpends();
     const outcomes = await byTreeGroups(records, (call) => treeKey(call.tenant, call.tree_id), (calls) => decideTree(calls, env, months));
     await months.flush(env);
-    return outcomes;
+    return keepBudgetRequests(env, outcomes);
   },
 });
 

@@ -11,6 +11,7 @@ import { TransientError, messageOf } from "../runner/errors.ts";
 import type { CallAnswer, ChildAnswer, SettleAnswer, WaitAnswer } from "./admission.ts";
 import { callCode, childCode } from "./codes.ts";
 import { redisBudgetStore, type RedisBudgetOptions } from "./redis-budget-store.ts";
+import type { BudgetAnswer, BudgetRequest } from "./budget-requests.ts";
 import type { LimitsStore, TreeStepAnswer } from "./store.ts";
 import type { TreeSettings } from "./tree-settings.ts";
 
@@ -77,6 +78,8 @@ function numbers(reply: unknown, script: string, treeId: string): number[] {
 }
 
 const at = (list: number[], i: number): number => list[i] ?? 0;
+
+const indexMember = (r: Pick<BudgetRequest, "tenant" | "tree_id" | "approval">): string => `${r.tenant}\n${r.tree_id}\n${r.approval}`;
 
 export function redisLimitsStore(redis: Redis, keys: Keys, options: RedisLimitsOptions = {}): LimitsStore {
   const ttl = options.ttlSeconds ?? 7 * 24 * 3600;
@@ -164,6 +167,44 @@ export function redisLimitsStore(redis: Redis, keys: Keys, options: RedisLimitsO
       const r = await call("limitsJobEvent", tenant, treeId, [kind === "started" ? "wait_started" : "wait_ended", eventId, jobId, ts, ttl]);
       return { waited: at(r, 0), over: at(r, 1) === 1 };
     },
+
+    putBudgetRequest: (r) =>
+      guarded(`keeping budget request ${r.approval} of tree ${r.tree_id}`, async () => {
+        await redis.hsetnx(keys.limits(r.tenant, r.tree_id), `breq:${r.approval}`, JSON.stringify(r));
+        await redis.set(keys.budgetRequest(r.approval), `${r.tenant}\n${r.tree_id}`, "EX", ttl, "NX");
+        await redis.zadd(keys.budgetRequests(), "NX", r.asked_at, indexMember(r));
+      }),
+
+    budgetRequests: () =>
+      guarded("reading the budget requests", async () => {
+        const out: BudgetRequest[] = [];
+        for (const member of await redis.zrange(keys.budgetRequests(), 0, -1)) {
+          const [tenant = "", tree = "", approval = ""] = member.split("\n");
+          const [request, answer] = await redis.hmget(keys.limits(tenant, tree), `breq:${approval}`, `bans:${approval}`);
+          // Answered, or expired with its tree: it waits no more.
+          if (request == null || answer != null) await redis.zrem(keys.budgetRequests(), member);
+          else out.push(JSON.parse(request) as BudgetRequest);
+        }
+        return out;
+      }),
+
+    budgetRequest: (approval) =>
+      guarded(`reading budget request ${approval}`, async () => {
+        const where = await redis.get(keys.budgetRequest(approval));
+        if (where === null) return null;
+        const [tenant = "", tree = ""] = where.split("\n");
+        const [request, answer, budget] = await redis.hmget(keys.limits(tenant, tree), `breq:${approval}`, `bans:${approval}`, "s:budget");
+        if (request == null) return null;
+        return { request: JSON.parse(request) as BudgetRequest, answered: answer == null ? null : (JSON.parse(answer) as BudgetAnswer), treeBudget: budget == null ? -1 : Number(budget) };
+      }),
+
+    answerBudgetRequest: (r, a) =>
+      guarded(`answering budget request ${r.approval}`, async () => {
+        const held = await runScript(redis, "limitsBudgetAnswer", [keys.limits(r.tenant, r.tree_id)], [r.approval, JSON.stringify(a), a.budget, ttl]);
+        if (typeof held !== "string" || held === "") throw new Error(`tree ${r.tree_id} keeps no budget request ${r.approval}: it expired with the tree's state`);
+        await redis.zrem(keys.budgetRequests(), indexMember(r));
+        return JSON.parse(held) as BudgetAnswer;
+      }),
 
     spent: (tenant, treeId) =>
       guarded(`reading the spend of tree ${treeId}`, async () => {

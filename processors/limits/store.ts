@@ -10,6 +10,7 @@
 import type { CallAnswer, CallAsk, CallUsage, ChildAnswer, ChildAsk, SettleAnswer, WaitAnswer } from "./admission.ts";
 import type { TreeSettings } from "./tree-settings.ts";
 import type { ForecastStats } from "./forecast.ts";
+import type { BudgetAnswer, BudgetRequest } from "./budget-requests.ts";
 import type { QuotaAnswer } from "./quota.ts";
 import type { TenantAnswer } from "./tenant-budget.ts";
 
@@ -116,6 +117,18 @@ export interface LimitsStore {
   quotaRelease(who: QuotaHolder, month: string, requestId: string): Promise<void>;
   /** LIM-10: a usage or re-warm spent in the principal's and the team's month, once. */
   quotaSettle(who: QuotaHolder, month: string, spend: { kind: "usage" | "rewarm"; requestId: string; cost: number; now: number }): Promise<QuotaAnswer>;
+
+  /** LIM-7, LIM-8, LIM-10: keeps a budget request with its tree's state (once) and in the index of those waiting. */
+  putBudgetRequest(r: BudgetRequest): Promise<void>;
+  /** The budget requests nobody answered yet, soonest first (answered and expired ones leave the index). */
+  budgetRequests(): Promise<BudgetRequest[]>;
+  /** One budget request, how it was answered (null while it waits), and its tree's budget now (micro-dollars, -1 none); null when unknown. */
+  budgetRequest(approval: string): Promise<{ request: BudgetRequest; answered: BudgetAnswer | null; treeBudget: number } | null>;
+  /**
+   * Answers a budget request once, in one step with the tree's state: approving with a budget
+   * raises the tree's to it (never lowers it). Returns the answer that holds: this one, or the first.
+   */
+  answerBudgetRequest(r: BudgetRequest, a: BudgetAnswer): Promise<BudgetAnswer>;
 
   /** LIM-8: what a tree ended with, for its agent's forecast; null without state. */
   treeOutcome(tenant: string, treeId: string): Promise<{ spent: number; budget: number; hit: boolean } | null>;

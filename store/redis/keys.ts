@@ -107,6 +107,16 @@ export class Keys {
     return `${this.prefix}:{loops}:approval:${approval.replace(/[{}]/g, "_")}`;
   }
 
+  /** LIM-7, LIM-8, LIM-10: budget requests waiting for a person, of every tree (a sorted set by time of `<tenant>\n<tree>\n<approval>`). */
+  budgetRequests(): string {
+    return `${this.prefix}:{budgets}:waiting`;
+  }
+
+  /** The tenant and tree a budget request belongs to (a string, `<tenant>\n<tree>`), so an answer finds it after it left the waiting index. */
+  budgetRequest(approval: string): string {
+    return `${this.prefix}:{budgets}:approval:${approval.replace(/[{}]/g, "_")}`;
+  }
+
   /** LOOP-9: loops acted on in one UTC day (`YYYY-MM-DD`): counts per tenant, plugin and tool, and the loops already counted. */
   loopStats(day: string, part: "counts" | "counted"): string {
     if (!/^\d{4}-\d{2}-\d{2}$/.test(day)) throw new Error(`loop stats are kept per UTC day as YYYY-MM-DD; got ${JSON.stringify(day)}`);
