@@ -18,6 +18,7 @@ import { startOps, type Ops } from "../processors/runner/ops.ts";
 import { opsAddressFromEnv, type OpsAddress } from "../processors/runner/ops-server.ts";
 import { inputsOf, startApplication, wiringOf, type RunningProcessor } from "../processors/runner/runner.ts";
 import { kafkaTransports } from "../processors/runner/kafka-thread.ts";
+import { retrySettingsFromEnv } from "../processors/runner/retry.ts";
 import { wholeFromEnv, type Env } from "../processors/runner/settings.ts";
 import { consumersFromEnv } from "../processors/runner/transport.ts";
 import { Serde } from "../schemas/serde.ts";
@@ -125,6 +126,8 @@ export function isSink(e: PipelineEntry): boolean {
 }
 
 export async function startPipeline(endpoints: Endpoints, log: Logger, options: PipelineOptions = {}): Promise<Pipeline> {
+  // Read before anything starts, so a wrong setting stops the pipeline at once, naming it.
+  const retry = retrySettingsFromEnv(process.env);
   const kafka = new Kafka(kafkaConfig("oz0-pipeline", endpoints, process.env, log));
   const admin = kafka.admin();
   await admin.connect();
@@ -165,7 +168,7 @@ export async function startPipeline(endpoints: Endpoints, log: Logger, options: 
       }
       for (const e of entries) ops.starting(e.processor.name, groupId);
       const members = await Promise.all(entries.map(async (e) => ({ processor: e.processor, env: await e.env({ endpoints, redis, config, files }) })));
-      const app = await startApplication(members, { transport: transports.transport({ groupId, topics, ...consume }), serde, log });
+      const app = await startApplication(members, { transport: transports.transport({ groupId, topics, ...consume }), serde, log, retry });
       for (const p of app.processors) ops.started(p, groupId);
       return app;
     }),

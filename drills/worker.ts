@@ -13,6 +13,7 @@ import { redisClient } from "../store/redis/client.ts";
 import kafkajs from "kafkajs";
 import { endpointsFromEnv, kafkaConfig } from "../processors/runner/endpoints.ts";
 import { createLogger } from "../processors/runner/log.ts";
+import { retrySettingsFromEnv } from "../processors/runner/retry.ts";
 import { startProcessor } from "../processors/runner/runner.ts";
 import { kafkaTransports } from "../processors/runner/kafka-thread.ts";
 import { Serde } from "../schemas/serde.ts";
@@ -44,7 +45,7 @@ const files = async (): Promise<FileStore> => {
   await store.ensureBucket();
   return store;
 };
-const running = await startProcessor(subject.processor, await subject.env(redis, names.keys, files), { transport, serde, log });
+const running = await startProcessor(subject.processor, await subject.env(redis, names.keys, files), { transport, serde, log, retry: retrySettingsFromEnv(process.env) });
 
 const say = (v: unknown): void => void process.stdout.write(`${JSON.stringify(v)}\n`);
 say({ ready: true });

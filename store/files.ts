@@ -20,7 +20,7 @@
  */
 import type { Readable } from "node:stream";
 import type { Client } from "minio";
-import { TransientError } from "../processors/runner/errors.ts";
+import { codeOf, minioFailure } from "./minio-errors.ts";
 import { FileNotFound, FileTooLarge } from "./file-errors.ts";
 import { MAX_FILE_BYTES, parseRef, REF_PREFIX, refOf, tenantPath } from "./objects.ts";
 import type { PayloadKeys } from "./payload-keys.ts";
@@ -146,22 +146,9 @@ export const fileNames = {
   },
 };
 
-function codeOf(err: unknown): string | undefined {
-  return err && typeof err === "object" && "code" in err && typeof err.code === "string" ? err.code : undefined;
-}
-
 function isMissing(err: unknown): boolean {
   const code = codeOf(err);
   return code === "NoSuchKey" || code === "NotFound" || code === "NoSuchVersion";
-}
-
-const TRANSIENT_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "ETIMEDOUT", "EPIPE", "EAI_AGAIN", "SlowDown", "ServiceUnavailable", "InternalError", "XMinioServerNotInitialized"]);
-
-/** MinIO unreachable or busy becomes a TransientError (the runner retries the batch); anything else is thrown as it is. */
-function failure(err: unknown, what: string): unknown {
-  const code = codeOf(err);
-  if (code !== undefined && TRANSIENT_CODES.has(code)) return new TransientError(`MinIO failed to ${what} (${code}); the batch is tried again`, { cause: err });
-  return err;
 }
 
 async function readAll(stream: Readable): Promise<Buffer> {
@@ -245,7 +232,7 @@ export class FileStore {
         await this.client.putObject(this.bucket, dataName, sealed, sealed.length, { "Content-Type": "application/octet-stream" });
       }
     } catch (err) {
-      throw failure(err, `store a file of tenant ${owner.tenant}`);
+      throw minioFailure(err, `store a file of tenant ${owner.tenant}`, `bucket ${this.bucket}`);
     }
     return { ref, size: bytes.length, labels: grant.labels, lastStored: grant.last_stored, expiresAt: grant.last_stored + RETENTION_MS };
   }
@@ -265,7 +252,7 @@ export class FileStore {
     } catch (err) {
       // A grant whose data is not there yet (a store in progress) or no more: not a file to read.
       if (isMissing(err)) throw new FileNotFound(ref);
-      throw failure(err, `read a file of tenant ${reader.tenant}`);
+      throw minioFailure(err, `read a file of tenant ${reader.tenant}`, `bucket ${this.bucket}`);
     }
     const bytes = this.#keys.open(reader.tenant, hex, sealed);
     return { ref, bytes, size: bytes.length, labels: grant.labels, lastStored: grant.last_stored, expiresAt: grant.last_stored + RETENTION_MS };
@@ -301,7 +288,7 @@ export class FileStore {
         if (g !== null && g.last_stored + RETENTION_MS > now) live.push(g);
       }
     } catch (err) {
-      throw failure(err, `list the grants of a file of tenant ${tenant}`);
+      throw minioFailure(err, `list the grants of a file of tenant ${tenant}`, `bucket ${this.bucket}`);
     }
     const source = live[0];
     if (source === undefined || !(await this.dataExists(tenant, hex))) throw new FileNotFound(ref);
@@ -322,7 +309,7 @@ export class FileStore {
       await this.client.putObject(this.bucket, grantName, body, body.length, { "Content-Type": "application/json" });
       if (previous !== null) await this.removeOlderVersions(grantName);
     } catch (err) {
-      throw failure(err, `hand a file of tenant ${tenant} to a tree`);
+      throw minioFailure(err, `hand a file of tenant ${tenant} to a tree`, `bucket ${this.bucket}`);
     }
     return { ref, size: grant.size, labels: grant.labels, lastStored: grant.last_stored, expiresAt: grant.last_stored + RETENTION_MS };
   }
@@ -336,7 +323,7 @@ export class FileStore {
     try {
       markers = await this.names(fileNames.tree(tenant, tree));
     } catch (err) {
-      throw failure(err, `list the files of a tree of tenant ${tenant}`);
+      throw minioFailure(err, `list the files of a tree of tenant ${tenant}`, `bucket ${this.bucket}`);
     }
     for (const name of markers) {
       const p = fileNames.parse(name);
@@ -486,7 +473,7 @@ export class FileStore {
     try {
       return await this.exists(fileNames.data(tenant, hex));
     } catch (err) {
-      throw failure(err, `find a file of tenant ${tenant}`);
+      throw minioFailure(err, `find a file of tenant ${tenant}`, `bucket ${this.bucket}`);
     }
   }
 
@@ -495,7 +482,7 @@ export class FileStore {
       return parseGrant((await readAll(await this.client.getObject(this.bucket, name))).toString("utf8"), name);
     } catch (err) {
       if (isMissing(err)) return null;
-      throw failure(err, "read a file grant");
+      throw minioFailure(err, "read a file grant", `bucket ${this.bucket}`);
     }
   }
 
@@ -516,7 +503,7 @@ export class FileStore {
       const answer: unknown = await this.client.getObjectLegalHold(this.bucket, name, v.versionId ? { versionId: v.versionId } : undefined).catch((err: unknown) => {
         // A version that never had a hold may be answered with this code.
         if (codeOf(err) === "NoSuchObjectLockConfiguration") return "OFF";
-        throw failure(err, "read a legal hold");
+        throw minioFailure(err, "read a legal hold", `bucket ${this.bucket}`);
       });
       const status = answer !== null && typeof answer === "object" && "Status" in answer ? answer.Status : answer;
       if (status === "ON") return true;
@@ -550,7 +537,7 @@ export class FileStore {
       await this.client.removeObject(this.bucket, v.name, v.versionId ? { versionId: v.versionId } : {});
     } catch (err) {
       if (isMissing(err)) return;
-      throw failure(err, "remove a stored file");
+      throw minioFailure(err, "remove a stored file", `bucket ${this.bucket}`);
     }
   }
 
@@ -563,7 +550,7 @@ export class FileStore {
         if (o.name) out.push(o.name);
       }
     } catch (err) {
-      throw failure(err, "list stored files");
+      throw minioFailure(err, "list stored files", `bucket ${this.bucket}`);
     }
     return out;
   }
@@ -587,7 +574,7 @@ export class FileStore {
         out.push({ name: o.name, versionId: o.versionId && o.versionId !== "null" ? o.versionId : null, deleteMarker: o.isDeleteMarker === true, latest: o.isLatest === true || o.isLatest === "true" });
       }
     } catch (err) {
-      throw failure(err, "list stored files");
+      throw minioFailure(err, "list stored files", `bucket ${this.bucket}`);
     }
     return out;
   }

@@ -15,6 +15,7 @@
  */
 import type { Client, ObjectLockInfo } from "minio";
 import type { AuditEvent } from "../../schemas/types.ts";
+import { minioFailure } from "../../store/minio-errors.ts";
 import { TransientError } from "../runner/errors.ts";
 import { DAY_ROOT, dayMarkers, decodeLines, encodeLines, listAfter, LOG_ROOT, objectName, parseDayMarker, parseObjectName, partitionPrefix, uncoveredRuns, utcDayOf, type ObjectRange } from "./log-objects.ts";
 
@@ -78,7 +79,10 @@ async function transient<T>(what: string, run: () => Promise<T>): Promise<T> {
   try {
     return await run();
   } catch (err) {
-    throw new TransientError(`the audit log could not ${what}: ${(err as Error).message ?? String(err)}`, { cause: err });
+    // What MinIO answered is classified (a refusal is the input's dead letter); no answer at all is tried again.
+    const failure = minioFailure(err, what);
+    if (failure !== err) throw failure;
+    throw new TransientError(`the audit log could not ${what}: ${(err as Error).message ?? String(err)}`, { cause: err, dependency: "minio" });
   }
 }
 
@@ -187,7 +191,10 @@ export class AuditLog {
         await this.client.putObject(this.bucket, name, body, body.length, { "Content-Type": "application/x-ndjson", "If-None-Match": "*" });
       } catch (err) {
         // Another attempt at the same batch wrote it first: the log already holds these entries.
-        if (codeOf(err) !== "PreconditionFailed") throw new TransientError(`the audit log could not write ${name}: ${(err as Error).message ?? String(err)}`, { cause: err });
+        if (codeOf(err) !== "PreconditionFailed") {
+          const failure = minioFailure(err, `write ${name}`);
+          throw failure !== err ? failure : new TransientError(`the audit log could not write ${name}: ${(err as Error).message ?? String(err)}`, { cause: err, dependency: "minio" });
+        }
       }
       names.push(name);
     }

@@ -11,8 +11,8 @@ import type { Redis } from "ioredis";
 import type { OffloadThreshold } from "../../config/resolve.ts";
 import type { FileReader } from "../../store/files.ts";
 import { Keys } from "../../store/redis/keys.ts";
+import { redisFailure } from "../../store/redis/errors.ts";
 import { runScript } from "../../store/redis/scripts.ts";
-import { messageOf, TransientError } from "../runner/errors.ts";
 import { earlierTurns } from "./lineage.ts";
 
 /** Trees and conversations are kept past the 90 days their files may live. */
@@ -57,12 +57,17 @@ export function parseThreshold(text: string): OffloadThreshold {
   return n;
 }
 
-/** Redis unreachable or failing is a TransientError: the runner tries the batch again rather than dead-lettering it. */
-async function redisStep<T>(what: string, step: () => Promise<T>): Promise<T> {
+/**
+ * Redis unreachable or failing for now is a TransientError: the runner tries the batch again
+ * rather than dead-lettering it. A refusal that trying again cannot change (the key holds
+ * another kind of value, a script's own error) is a StoreRefused naming the key
+ * (`store/redis/errors.ts`): the input is dead-lettered.
+ */
+async function redisStep<T>(what: string, key: string, step: () => Promise<T>): Promise<T> {
   try {
     return await step();
   } catch (err) {
-    throw new TransientError(`Redis failed to ${what}: ${messageOf(err)}; the batch is tried again`, { cause: err });
+    throw redisFailure(err, `to ${what}`, key);
   }
 }
 
@@ -76,32 +81,32 @@ export class RedisFilesState implements FilesState {
   }
 
   async tree(tenant: string, treeId: string): Promise<TreeRecord | null> {
-    const h = await redisStep("read a tree's start", () => this.#redis.hgetall(this.#keys.filesTree(tenant, treeId)));
+    const h = await redisStep("read a tree's start", this.#keys.filesTree(tenant, treeId), () => this.#redis.hgetall(this.#keys.filesTree(tenant, treeId)));
     if (!h.root_job) return null;
     return { rootJob: h.root_job, startEvent: h.start_event ?? "", status: h.status === "ended" ? "ended" : "running", conversation: h.conversation ?? null };
   }
 
   async start(tenant: string, treeId: string, s: { event: string; job: string; conversation: string | null }, at: InputPosition): Promise<void> {
-    await redisStep("record a tree's start", () => runScript(this.#redis, "filesTree", [this.#keys.filesTree(tenant, treeId)], ["start", s.event, s.job, s.conversation ?? "", at.source, at.offset, LINEAGE_TTL_S]));
+    await redisStep("record a tree's start", this.#keys.filesTree(tenant, treeId), () => runScript(this.#redis, "filesTree", [this.#keys.filesTree(tenant, treeId)], ["start", s.event, s.job, s.conversation ?? "", at.source, at.offset, LINEAGE_TTL_S]));
   }
 
   async end(tenant: string, treeId: string, job: string, at: InputPosition): Promise<void> {
-    await redisStep("record a tree's end", () => runScript(this.#redis, "filesTree", [this.#keys.filesTree(tenant, treeId)], ["end", "", job, "", at.source, at.offset, LINEAGE_TTL_S]));
+    await redisStep("record a tree's end", this.#keys.filesTree(tenant, treeId), () => runScript(this.#redis, "filesTree", [this.#keys.filesTree(tenant, treeId)], ["end", "", job, "", at.source, at.offset, LINEAGE_TTL_S]));
   }
 
   async turn(tenant: string, conversation: string, tree: string, previous: string | null): Promise<void> {
-    await redisStep("record a conversation's turn", () => runScript(this.#redis, "conversationTurn", [this.#keys.conversation(tenant, conversation)], [tree, previous ?? "", LINEAGE_TTL_S]));
+    await redisStep("record a conversation's turn", this.#keys.conversation(tenant, conversation), () => runScript(this.#redis, "conversationTurn", [this.#keys.conversation(tenant, conversation)], [tree, previous ?? "", LINEAGE_TTL_S]));
   }
 
   async reader(tenant: string, tree: string): Promise<FileReader> {
-    const conversation = await redisStep("read a tree's conversation", () => this.#redis.hget(this.#keys.filesTree(tenant, tree), "conversation"));
+    const conversation = await redisStep("read a tree's conversation", this.#keys.filesTree(tenant, tree), () => this.#redis.hget(this.#keys.filesTree(tenant, tree), "conversation"));
     if (!conversation) return { tenant, tree };
-    const turns = await redisStep("read a conversation's turns", () => this.#redis.hgetall(this.#keys.conversation(tenant, conversation)));
+    const turns = await redisStep("read a conversation's turns", this.#keys.conversation(tenant, conversation), () => this.#redis.hgetall(this.#keys.conversation(tenant, conversation)));
     return { tenant, tree, earlierTurns: earlierTurns(turns, tree) };
   }
 
   async threshold(tenant: string, treeId: string, jobId: string, resolved: OffloadThreshold): Promise<OffloadThreshold> {
-    const kept = await redisStep("keep a job's offload threshold", () => runScript(this.#redis, "offloadThreshold", [this.#keys.jobOffload(tenant, treeId, jobId)], [thresholdText(resolved), THRESHOLD_TTL_S]));
+    const kept = await redisStep("keep a job's offload threshold", this.#keys.jobOffload(tenant, treeId, jobId), () => runScript(this.#redis, "offloadThreshold", [this.#keys.jobOffload(tenant, treeId, jobId)], [thresholdText(resolved), THRESHOLD_TTL_S]));
     return parseThreshold(String(kept));
   }
 }

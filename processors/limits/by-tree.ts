@@ -4,6 +4,7 @@
  * month, a principal's or team's month, an agent's forecast) are changed only by atomic,
  * idempotent scripts. The round trips of many trees then share the Redis connection.
  */
+import { oneByOne } from "../runner/isolate.ts";
 import type { InputRecord, Outcome } from "../runner/processor.ts";
 
 /**
@@ -27,7 +28,11 @@ export function byTree<In, Tree>(
 
 /**
  * As `byTree`, with each tree's inputs handed to `decideTree` at once (in their order), which
- * answers one outcome for each: for steps of a tree that can go to the store together.
+ * answers one outcome for each: for steps of a tree that can go to the store together. When a
+ * tree fails for good (a store refused its key, a script refused a step), its inputs are
+ * decided again one by one, and those that still fail are dead-lettered with the store's words
+ * (`oneByOne`); the other trees are not touched. `decideTree` may then be called more than once
+ * for a tree, with some of its inputs: it must keep nothing of a failed call.
  */
 export async function byTreeGroups<In>(
   records: ReadonlyArray<InputRecord<In>>,
@@ -44,7 +49,11 @@ export async function byTreeGroups<In>(
   const out = new Array<Outcome>(records.length);
   const settled = await Promise.allSettled(
     [...groups.values()].map(async (indexes) => {
-      const outcomes = await decideTree(indexes.map((i) => (records[i] as InputRecord<In>).value));
+      // A tree the store refuses for good dead-letters its inputs that fail alone, and only those.
+      const outcomes = await oneByOne(
+        indexes.map((i) => (records[i] as InputRecord<In>).value),
+        decideTree,
+      );
       if (outcomes.length !== indexes.length) throw new Error(`a tree's ${indexes.length} inputs were answered with ${outcomes.length} outcomes`);
       indexes.forEach((i, j) => (out[i] = outcomes[j] as Outcome));
     }),

@@ -151,7 +151,13 @@ export const limitsModelCallsProcessor = defineProcessor<ModelCall, LimitsEnv>({
   },
   async process(records, env) {
     const months = new MonthSpends();
-    const outcomes = await byTreeGroups(records, (call) => treeKey(call.tenant, call.tree_id), (calls) => decideTree(calls, env, months));
+    const outcomes = await byTreeGroups(records, (call) => treeKey(call.tenant, call.tree_id), async (calls) => {
+      // A tree that fails is decided again input by input: only what a call that succeeded spends is kept.
+      const mine = new MonthSpends();
+      const out = await decideTree(calls, env, mine);
+      months.take(mine);
+      return out;
+    });
     await months.flush(env);
     return keepBudgetRequests(env, outcomes);
   },
@@ -238,6 +244,16 @@ class MonthSpends {
     if (!t) this.#tenants.set(key, (t = { tenant: call.tenant, month, spends: [] }));
     t.spends.push({ kind: call.kind === "usage" ? "usage" : "rewarm", requestId: call.request_id, cost, now: call.ts });
     this.#quotas.push({ call, settings, cost });
+  }
+
+  /** Adds another's spends (a tree's, once it is decided). */
+  take(other: MonthSpends): void {
+    for (const [key, t] of other.#tenants) {
+      const mine = this.#tenants.get(key);
+      if (mine) mine.spends.push(...t.spends);
+      else this.#tenants.set(key, { ...t, spends: [...t.spends] });
+    }
+    this.#quotas.push(...other.#quotas);
   }
 
   async flush(env: LimitsEnv): Promise<void> {

@@ -2,12 +2,13 @@
  * The Redis half of the tenant's monthly budget and the quotas per person and team (LIM-10),
  * and the spend forecast (LIM-8): the scripts limitsTenant, limitsQuota, limitsForecastRecord
  * and limitsForecastOnce, each one atomic step on keys of one slot, idempotent by its input.
- * A Redis failure is a TransientError.
+ * A Redis failure is classified by what the server said (`store/redis/errors.ts`): a
+ * TransientError, or a StoreRefused naming the key.
  */
 import type { Redis } from "ioredis";
 import type { Keys } from "../../store/redis/keys.ts";
 import { runScript } from "../../store/redis/scripts.ts";
-import { TransientError, messageOf } from "../runner/errors.ts";
+import { redisFailure } from "../../store/redis/errors.ts";
 import { FORECAST_BUCKETS, FORECAST_WINDOW, type ForecastStats } from "./forecast.ts";
 import { QUOTA_CODES, type QuotaAnswer } from "./quota.ts";
 import type { LimitsStore, QuotaHolder } from "./store.ts";
@@ -52,19 +53,19 @@ export function redisBudgetStore(redis: Redis, keys: Keys, options: RedisBudgetO
   const forecastTtl = options.forecastTtlSeconds ?? 90 * 24 * 3600;
   const window = options.forecastWindow ?? FORECAST_WINDOW;
 
-  async function guarded<T>(what: string, f: () => Promise<T>): Promise<T> {
+  async function guarded<T>(what: string, key: string, f: () => Promise<T>): Promise<T> {
     try {
       return await f();
     } catch (err) {
-      throw new TransientError(`Redis failed ${what}: ${messageOf(err)}`, { cause: err });
+      throw redisFailure(err, what, key);
     }
   }
 
   const tenant = (t: string, month: string, args: Array<string | number>) =>
-    guarded(`keeping the monthly spend of tenant ${t}`, async () => ints(await runScript(redis, "limitsTenant", [keys.tenantMonth(t, month), keys.tenantMonthTimers(t, month)], [...args, hold, keep, tenantTtl]), "limitsTenant"));
+    guarded(`keeping the monthly spend of tenant ${t}`, keys.tenantMonth(t, month), async () => ints(await runScript(redis, "limitsTenant", [keys.tenantMonth(t, month), keys.tenantMonthTimers(t, month)], [...args, hold, keep, tenantTtl]), "limitsTenant"));
 
   const quota = (who: QuotaHolder, month: string, op: string, requestId: string, amount: number, quotas: readonly [number, number], now: number) =>
-    guarded(`keeping the monthly spend of ${who.principal}${who.team ? ` and team ${who.team}` : ""} (tenant ${who.tenant})`, async () => {
+    guarded(`keeping the monthly spend of ${who.principal}${who.team ? ` and team ${who.team}` : ""} (tenant ${who.tenant})`, keys.quotaMonth(who.tenant, "person", who.principal, month), async () => {
       const person = [keys.quotaMonth(who.tenant, "person", who.principal, month), keys.quotaMonthTimers(who.tenant, "person", who.principal, month)];
       const team = who.team ? [keys.quotaMonth(who.tenant, "team", who.team, month), keys.quotaMonthTimers(who.tenant, "team", who.team, month)] : person;
       const args = [op, requestId, amount, ...quotas, who.team ? 1 : 0, now, hold, keep, tenantTtl];
@@ -76,7 +77,7 @@ export function redisBudgetStore(redis: Redis, keys: Keys, options: RedisBudgetO
     tenantRelease: async (t, month, requestId) => void (await tenant(t, month, ["release", requestId, 0, 0, 0])),
     tenantSettle: async (t, month, s) => tenantAnswer(await tenant(t, month, [s.kind, s.requestId, s.cost, 0, s.now])),
     tenantSpends: (t, month, spends) =>
-      guarded(`keeping the monthly spend of tenant ${t}`, async () => {
+      guarded(`keeping the monthly spend of tenant ${t}`, keys.tenantMonth(t, month), async () => {
         if (spends.length === 0) return [];
         const args: Array<string | number> = [hold, keep, tenantTtl, spends.length];
         for (const s of spends) args.push(s.kind, s.requestId, s.cost, s.now);
@@ -91,26 +92,26 @@ export function redisBudgetStore(redis: Redis, keys: Keys, options: RedisBudgetO
     quotaSettle: (who, month, s) => quota(who, month, s.kind, s.requestId, s.cost, [-1, -1], s.now),
 
     treeOutcome: (tenant, treeId) =>
-      guarded(`reading how tree ${treeId} ended`, async () => {
+      guarded(`reading how tree ${treeId} ended`, keys.limits(tenant, treeId), async () => {
         const [auth, spent, budget, hit] = await redis.hmget(keys.limits(tenant, treeId), "s:auth", "spent", "s:budget", "budget_hit");
         return auth === null ? null : { spent: Number(spent ?? 0), budget: Number(budget ?? -1), hit: hit === "1" };
       }),
 
     recordFinished: (t, agent, treeId, bucket) =>
-      guarded(`recording tree ${treeId} for the forecast of ${agent}`, async () => {
+      guarded(`recording tree ${treeId} for the forecast of ${agent}`, keys.forecast(t, agent), async () => {
         const r = ints(await runScript(redis, "limitsForecastRecord", [keys.forecast(t, agent)], [treeId, bucket, window, forecastTtl]), "limitsForecastRecord");
         return r[0] === 1;
       }),
 
     forecastStats: (t, agent) =>
-      guarded(`reading the forecast of ${agent}`, async (): Promise<ForecastStats> => {
+      guarded(`reading the forecast of ${agent}`, keys.forecast(t, agent), async (): Promise<ForecastStats> => {
         const fields = ["finished", "hits", ...Array.from({ length: FORECAST_BUCKETS }, (_, i) => `b:${i}`)];
         const values = (await redis.hmget(keys.forecast(t, agent), ...fields)).map((v) => Number(v ?? 0));
         return { finished: values[0] ?? 0, hits: values[1] ?? 0, buckets: values.slice(2) };
       }),
 
     forecastOnce: (tenant, treeId, requestId, claim) =>
-      guarded(`giving tree ${treeId} its forecast`, async () => {
+      guarded(`giving tree ${treeId} its forecast`, keys.limits(tenant, treeId), async () => {
         const args = [requestId, claim ? 1 : 0, claim ? Math.round(claim.chance * 1_000_000) : 0];
         const r = ints(await runScript(redis, "limitsForecastOnce", [keys.limits(tenant, treeId)], args), "limitsForecastOnce");
         return { given: r[0] === 1, taken: r[1] === 1, chance: (r[2] ?? 0) / 1_000_000, spent: r[3] ?? -1 };

@@ -1,13 +1,16 @@
 /**
  * The limits state in Redis: one hash per tree (Keys.limits), changed only by the Lua scripts
  * `limits*` in store/redis/lua/, each one atomic step that is idempotent by its input. A
- * Redis failure is a TransientError, so the runner tries the batch again.
+ * Redis failure is classified by what the server said (`store/redis/errors.ts`): a
+ * TransientError (the runner tries the batch again) or a StoreRefused naming the tree's key
+ * (its inputs are dead-lettered; other trees go on).
  */
 import type { Redis } from "ioredis";
 import type { Reserve, OnBudget } from "../../config/agent.ts";
 import type { Keys } from "../../store/redis/keys.ts";
 import { runScript } from "../../store/redis/scripts.ts";
-import { TransientError, messageOf } from "../runner/errors.ts";
+import { redisFailure } from "../../store/redis/errors.ts";
+import { TransientError } from "../runner/errors.ts";
 import type { CallAnswer, ChildAnswer, SettleAnswer, WaitAnswer } from "./admission.ts";
 import { callCode, childCode } from "./codes.ts";
 import { redisBudgetStore, type RedisBudgetOptions } from "./redis-budget-store.ts";
@@ -73,7 +76,7 @@ function numbers(reply: unknown, script: string, treeId: string): number[] {
   if (!Array.isArray(reply) || reply.some((v) => typeof v !== "number")) throw new Error(`script ${script} answered ${JSON.stringify(reply)} for tree ${treeId}, not a list of integers`);
   const list = reply as number[];
   // The tree's state expired between the read and the script: the batch is tried again and re-initialises it.
-  if (list[0] === -1 && list.length === 1) throw new TransientError(`tree ${treeId} lost its limits state before ${script} ran; trying again sets it anew`);
+  if (list[0] === -1 && list.length === 1) throw new TransientError(`tree ${treeId} lost its limits state before ${script} ran; trying again sets it anew`, { dependency: "redis" });
   return list;
 }
 
@@ -90,24 +93,23 @@ export function redisLimitsStore(redis: Redis, keys: Keys, options: RedisLimitsO
     try {
       reply = await runScript(redis, script, [keys.limits(tenant, treeId)], args);
     } catch (err) {
-      throw new TransientError(`Redis failed running ${script} for tree ${treeId}: ${messageOf(err)}`, { cause: err });
+      throw redisFailure(err, `running ${script} for tree ${treeId}`, keys.limits(tenant, treeId));
     }
     return numbers(reply, script, treeId);
   }
 
-  async function guarded<T>(what: string, f: () => Promise<T>): Promise<T> {
+  async function guarded<T>(what: string, key: string, f: () => Promise<T>): Promise<T> {
     try {
       return await f();
     } catch (err) {
-      if (err instanceof TransientError) throw err;
-      throw new TransientError(`Redis failed ${what}: ${messageOf(err)}`, { cause: err });
+      throw redisFailure(err, what, key);
     }
   }
 
   return {
     ...redisBudgetStore(redis, keys, options),
     read: (tenant, treeId, jobId) =>
-      guarded(`reading tree ${treeId}`, async () => {
+      guarded(`reading tree ${treeId}`, keys.limits(tenant, treeId), async () => {
         const values = await redis.hmget(keys.limits(tenant, treeId), ...SETTING_FIELDS, `job:${jobId}:agent`, `job:${jobId}:at`, `job:${jobId}:tmo`, `job:${jobId}:sess`);
         const [agent, at, timeout, session] = values.slice(SETTING_FIELDS.length);
         const orNone = (v: string | null | undefined) => (v === null || v === undefined ? -1 : Number(v));
@@ -115,10 +117,10 @@ export function redisLimitsStore(redis: Redis, keys: Keys, options: RedisLimitsO
       }),
 
     async init(tenant, treeId, settings, authoritative, root) {
-      await guarded(`setting the limits of tree ${treeId}`, () =>
+      await guarded(`setting the limits of tree ${treeId}`, keys.limits(tenant, treeId), () =>
         runScript(redis, "limitsInit", [keys.limits(tenant, treeId)], [authoritative ? 1 : 0, ttl, root?.jobId ?? "", root?.agent ?? "", root?.runId ?? "", root?.at ?? -1, root?.timeout ?? -1, root?.session ? 1 : 0, ...settingPairs(settings)]),
       );
-      const now = await guarded(`reading tree ${treeId}`, () => redis.hmget(keys.limits(tenant, treeId), ...SETTING_FIELDS));
+      const now = await guarded(`reading tree ${treeId}`, keys.limits(tenant, treeId), () => redis.hmget(keys.limits(tenant, treeId), ...SETTING_FIELDS));
       return settingsFrom(now) ?? settings;
     },
 
@@ -207,7 +209,7 @@ export function redisLimitsStore(redis: Redis, keys: Keys, options: RedisLimitsO
       }),
 
     spent: (tenant, treeId) =>
-      guarded(`reading the spend of tree ${treeId}`, async () => {
+      guarded(`reading the spend of tree ${treeId}`, keys.limits(tenant, treeId), async () => {
         const [auth, spent] = await redis.hmget(keys.limits(tenant, treeId), "s:auth", "spent");
         return auth === null ? null : Number(spent ?? 0);
       }),

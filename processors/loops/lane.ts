@@ -6,6 +6,7 @@
  * and a few words alone (a call refused because the job stopped) are remembered as those words
  * (`recall`) and built again from them (`LaneSpec.replay`), not kept whole.
  */
+import { byGroups } from "../runner/isolate.ts";
 import type { Emit, InputRecord, Outcome } from "../runner/processor.ts";
 import { withBehind, type Deadline, type FlagField, type Lane, type LaneWrite, type LoopCount, type LoopStore, type RunFlags } from "./store.ts";
 
@@ -62,7 +63,17 @@ function sourceOf(r: InputRecord<unknown>): string {
   return `${r.topic}:${r.partition}`;
 }
 
-export async function runLane<In, S, R = never>(spec: LaneSpec<In, S, R>, store: LoopStore, records: ReadonlyArray<InputRecord<In>>): Promise<Outcome[]> {
+/**
+ * The lane's outcome for each input. A run whose state the store refuses for good (a key
+ * holding another kind of value) dead-letters that run's inputs, with the store's words and the
+ * key, and only those: the batch is tried again run by run, and a failing run input by input
+ * (`byGroups`); every other run is decided as it would have been.
+ */
+export function runLane<In, S, R = never>(spec: LaneSpec<In, S, R>, store: LoopStore, records: ReadonlyArray<InputRecord<In>>): Promise<Outcome[]> {
+  return byGroups(records, (r) => `${spec.tenantOf(r.value)}\u0000${spec.runOf(r.value)}`, (some) => runLaneOnce(spec, store, some));
+}
+
+async function runLaneOnce<In, S, R = never>(spec: LaneSpec<In, S, R>, store: LoopStore, records: ReadonlyArray<InputRecord<In>>): Promise<Outcome[]> {
   const groups = new Map<string, number[]>();
   records.forEach((r, i) => {
     const key = `${spec.tenantOf(r.value)}\u0000${spec.runOf(r.value)}\u0000${sourceOf(r)}`;

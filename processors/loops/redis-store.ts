@@ -1,12 +1,15 @@
 /**
  * The loop state in Redis: one pipeline to read a batch's runs, one to write them, each
- * write through the idempotent `loopCommit` script. A Redis failure is a TransientError, so
- * the runner tries the batch again and nothing is committed meanwhile.
+ * write through the idempotent `loopCommit` script. A Redis failure is classified by what the
+ * server said (`store/redis/errors.ts`): a TransientError, so the runner tries the batch again
+ * and nothing is committed meanwhile, or a StoreRefused naming the key (a run's lane holding
+ * another kind of value), so the inputs of that run are dead-lettered and the others go on.
  */
 import type { Redis } from "ioredis";
 import type { Keys } from "../../store/redis/keys.ts";
 import { defineScripts, scripts } from "../../store/redis/scripts.ts";
-import { TransientError, messageOf } from "../runner/errors.ts";
+import { redisFailure } from "../../store/redis/errors.ts";
+import { TransientError } from "../runner/errors.ts";
 import { flagsFromHash, timerEntries, timerMember, type Lane, type LaneRead, type LaneSnapshot, type LaneWrite, type LoopCount, type LoopStore, type RunFlags, type TimerEntry } from "./store.ts";
 
 export interface RedisLoopStoreOptions {
@@ -21,10 +24,11 @@ type Reply = [Error | null, unknown];
 /** Loops counted per script call. */
 const COUNTS_PER_SCRIPT = 500;
 
-function replies(result: Reply[] | null, what: string): unknown[] {
-  if (!result) throw new TransientError(`Redis returned nothing for ${what}; the batch is tried again`);
-  return result.map(([err, value]) => {
-    if (err) throw new TransientError(`Redis failed ${what}: ${err.message}; the batch is tried again`, { cause: err });
+/** Each command's reply; the first that failed, as the error its reply means, naming the command's key. */
+function replies(result: Reply[] | null, what: string, keys: readonly string[]): unknown[] {
+  if (!result) throw new TransientError(`Redis returned nothing for ${what}; the batch is tried again`, { dependency: "redis" });
+  return result.map(([err, value], i) => {
+    if (err) throw redisFailure(err, what, keys[i]);
     return value;
   });
 }
@@ -46,15 +50,20 @@ export class RedisLoopStore implements LoopStore {
   async read(lane: Lane, reads: readonly LaneRead[]): Promise<LaneSnapshot[]> {
     if (reads.length === 0) return [];
     const pipe = this.redis.pipeline();
+    const keyed: string[] = [];
     for (const r of reads) {
-      pipe.hmget(this.keys.loopLane(r.tenant, r.run, lane), "state", `at:${r.source}`, ...r.offsets.map((o) => `memo:${r.source}:${o}`));
-      pipe.hgetall(this.keys.loopFlags(r.tenant, r.run));
+      const laneKey = this.keys.loopLane(r.tenant, r.run, lane);
+      const flagsKey = this.keys.loopFlags(r.tenant, r.run);
+      pipe.hmget(laneKey, "state", `at:${r.source}`, ...r.offsets.map((o) => `memo:${r.source}:${o}`));
+      pipe.hgetall(flagsKey);
+      keyed.push(laneKey, flagsKey);
     }
+    const what = `reading the ${lane} loop state of ${reads.length} runs`;
     let values: unknown[];
     try {
-      values = replies(await pipe.exec(), `reading the ${lane} loop state of ${reads.length} runs`);
+      values = replies(await pipe.exec(), what, keyed);
     } catch (err) {
-      throw err instanceof TransientError ? err : new TransientError(`Redis failed reading loop state: ${messageOf(err)}`, { cause: err });
+      throw redisFailure(err, what);
     }
     return reads.map((r, i) => {
       const [state, at, ...memoValues] = values[2 * i] as Array<string | null>;
@@ -73,6 +82,8 @@ export class RedisLoopStore implements LoopStore {
     const count = scripts().get("countLoops")?.command;
     if (!commit || !count) throw new Error("the loopCommit and countLoops scripts are missing from store/redis/lua");
     const pipe = this.redis.pipeline();
+    // Each command's key, in order, so a failed reply names the key it failed on.
+    const keyed: string[] = [];
     // ioredis adds a method per defined script to a pipeline; its type does not know them.
     const scripted = pipe as unknown as Record<string, (...args: Array<string | number>) => unknown>;
     // Deadlines and counts live under other hash tags than the runs, so they cannot join a
@@ -89,28 +100,41 @@ export class RedisLoopStore implements LoopStore {
         const args: Array<string | number> = [this.statsTtl, Math.min(COUNTS_PER_SCRIPT, counts.length - i)];
         for (const c of counts.slice(i, i + COUNTS_PER_SCRIPT)) args.push(c.id, c.tenant, c.plugin, c.tool);
         scripted[count]?.(this.keys.loopStats(day, "counts"), this.keys.loopStats(day, "counted"), ...args);
+        keyed.push(this.keys.loopStats(day, "counts"));
       }
     }
     for (const w of writes) {
-      for (const e of w.deadlines.flatMap(timerEntries)) pipe.zadd(this.keys.loopDeadlines(), "NX", e.at, timerMember(e));
+      for (const e of w.deadlines.flatMap(timerEntries)) {
+        pipe.zadd(this.keys.loopDeadlines(), "NX", e.at, timerMember(e));
+        keyed.push(this.keys.loopDeadlines());
+      }
     }
     for (const w of writes) {
       const waitsUntil = Math.max(0, ...w.deadlines.map((d) => d.at));
       const ttl = Math.max(this.runTtl, Math.ceil((waitsUntil - Date.now()) / 1000) + this.runTtl);
       // Where an answer finds the approval's run, kept as long as the run's flags.
-      for (const d of w.deadlines) pipe.set(this.keys.loopApproval(d.approval), `${w.tenant}\n${w.run}`, "EX", ttl);
+      for (const d of w.deadlines) {
+        pipe.set(this.keys.loopApproval(d.approval), `${w.tenant}\n${w.run}`, "EX", ttl);
+        keyed.push(this.keys.loopApproval(d.approval));
+      }
       const args: Array<string | number> = [w.source, w.at, w.state, ttl, w.from, w.memos.length];
       for (const [offset, outcome] of w.memos) args.push(offset, outcome);
       for (const [field, value] of w.flags) args.push(field, value);
       scripted[commit]?.(this.keys.loopLane(w.tenant, w.run, lane), this.keys.loopFlags(w.tenant, w.run), ...args);
+      // The script keeps the lane and the run's flags; which of the two failed, the server's words say.
+      keyed.push(`${this.keys.loopLane(w.tenant, w.run, lane)} (or ${this.keys.loopFlags(w.tenant, w.run)})`);
     }
     for (const w of writes) {
-      for (const e of w.settled.flatMap(timerEntries)) pipe.zrem(this.keys.loopDeadlines(), timerMember(e));
+      for (const e of w.settled.flatMap(timerEntries)) {
+        pipe.zrem(this.keys.loopDeadlines(), timerMember(e));
+        keyed.push(this.keys.loopDeadlines());
+      }
     }
+    const what = `writing the ${lane} loop state of ${writes.length} runs`;
     try {
-      replies(await pipe.exec(), `writing the ${lane} loop state of ${writes.length} runs`);
+      replies(await pipe.exec(), what, keyed);
     } catch (err) {
-      throw err instanceof TransientError ? err : new TransientError(`Redis failed writing loop state: ${messageOf(err)}`, { cause: err });
+      throw redisFailure(err, what);
     }
   }
 
@@ -119,7 +143,7 @@ export class RedisLoopStore implements LoopStore {
       const members = await this.redis.zrangebyscore(this.keys.loopDeadlines(), "-inf", now, "LIMIT", 0, limit);
       return members.map((m) => JSON.parse(m) as TimerEntry);
     } catch (err) {
-      throw new TransientError(`Redis failed reading loop deadlines: ${messageOf(err)}`, { cause: err });
+      throw redisFailure(err, "reading loop deadlines", this.keys.loopDeadlines());
     }
   }
 
@@ -129,7 +153,7 @@ export class RedisLoopStore implements LoopStore {
       const members = await this.redis.zrange(this.keys.loopDeadlines(), 0, -1);
       return members.map((m) => JSON.parse(m) as TimerEntry);
     } catch (err) {
-      throw new TransientError(`Redis failed reading loop deadlines: ${messageOf(err)}`, { cause: err });
+      throw redisFailure(err, "reading loop deadlines", this.keys.loopDeadlines());
     }
   }
 
@@ -139,7 +163,7 @@ export class RedisLoopStore implements LoopStore {
     try {
       value = await this.redis.get(this.keys.loopApproval(approval));
     } catch (err) {
-      throw new TransientError(`Redis failed reading approval ${approval}: ${messageOf(err)}`, { cause: err });
+      throw redisFailure(err, `reading approval ${approval}`, this.keys.loopApproval(approval));
     }
     const at = value?.indexOf("\n") ?? -1;
     return value && at > 0 ? { tenant: value.slice(0, at), run: value.slice(at + 1) } : null;
@@ -150,7 +174,7 @@ export class RedisLoopStore implements LoopStore {
     try {
       return flagsFromHash(await this.redis.hgetall(this.keys.loopFlags(tenant, run)));
     } catch (err) {
-      throw new TransientError(`Redis failed reading the loop flags of run ${run}: ${messageOf(err)}`, { cause: err });
+      throw redisFailure(err, `reading the loop flags of run ${run}`, this.keys.loopFlags(tenant, run));
     }
   }
 
@@ -160,7 +184,7 @@ export class RedisLoopStore implements LoopStore {
     try {
       [approved, denied] = await this.redis.hmget(this.keys.loopFlags(tenant, run), `approved:${approval}`, `denied:${approval}`);
     } catch (err) {
-      throw new TransientError(`Redis failed reading the answer to approval ${approval}: ${messageOf(err)}`, { cause: err });
+      throw redisFailure(err, `reading the answer to approval ${approval}`, this.keys.loopFlags(tenant, run));
     }
     if (approved) return { answer: "approved", id: approved };
     return denied ? { answer: "denied", id: denied } : null;
@@ -171,7 +195,7 @@ export class RedisLoopStore implements LoopStore {
     try {
       await this.redis.zrem(this.keys.loopDeadlines(), ...entries.map(timerMember));
     } catch (err) {
-      throw new TransientError(`Redis failed dropping loop deadlines: ${messageOf(err)}`, { cause: err });
+      throw redisFailure(err, "dropping loop deadlines", this.keys.loopDeadlines());
     }
   }
 }

@@ -6,9 +6,9 @@ import type { Redis } from "ioredis";
 import { FileNotFound } from "../../store/file-errors.ts";
 import type { FileReader, FileStore } from "../../store/files.ts";
 import { Keys } from "../../store/redis/keys.ts";
+import { redisFailure } from "../../store/redis/errors.ts";
 import { runScript } from "../../store/redis/scripts.ts";
 import type { ConfigView } from "../runner/config-table.ts";
-import { messageOf, TransientError } from "../runner/errors.ts";
 import type { ReadResultEnv } from "./processor.ts";
 
 export { parseRange, readArguments, type ReadArguments } from "./arguments.ts";
@@ -19,7 +19,7 @@ export { builtinManifest, isBuiltinTool, isReadResult, OZ_MANIFEST, READ_RESULT,
 /** A job's joined labels are kept this long after its last read (the files they came from are kept 90 days). */
 export const JOB_LABELS_TTL_SECONDS = 90 * 24 * 60 * 60;
 
-/** OFF-9: joins labels into the job's set in Redis; returns how many the job holds. A Redis failure is a TransientError (the batch is tried again). */
+/** OFF-9: joins labels into the job's set in Redis; returns how many the job holds. A Redis failure is classified by what the server said (`store/redis/errors.ts`). */
 export async function joinJobLabels(redis: Redis, keys: Keys, job: { readonly tenant: string; readonly tree: string; readonly job: string }, labels: readonly string[]): Promise<number> {
   const key = keys.jobLabels(job.tenant, job.tree, job.job);
   try {
@@ -27,7 +27,7 @@ export async function joinJobLabels(redis: Redis, keys: Keys, job: { readonly te
     const [, total] = (await runScript(redis, "joinJobLabels", [key], [JOB_LABELS_TTL_SECONDS, ...labels])) as [number, number];
     return total;
   } catch (err) {
-    throw new TransientError(`Redis failed joining labels into job ${job.job} of tree ${job.tree}: ${messageOf(err)}; the batch is tried again`, { cause: err });
+    throw redisFailure(err, `joining labels into job ${job.job} of tree ${job.tree}`, key);
   }
 }
 

@@ -125,7 +125,7 @@ export async function runBatch<In, Env>(p: Processor<In, Env>, records: InputRec
   outcomes.forEach((o, i) => {
     const r = valid[i] as InputRecord<In>;
     if ("failed" in o) rejected.push(reject(r, "failed", o.failed));
-    else if ("invalid" in o) rejected.push(reject(r, "invalid", o.invalid));
+    else if ("invalid" in o) rejected.push(reject(r, o.error ?? "invalid", o.invalid));
     else {
       const wrong = checkEmits(p, o.emits) ?? (opts.checkEmit ? firstDefined(o.emits, opts.checkEmit) : undefined);
       if (wrong) rejected.push(reject(r, "failed", wrong));

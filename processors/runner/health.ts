@@ -4,9 +4,13 @@
  * sees it). Pure: the clock is given.
  *
  * Ready means: the pipeline finished starting, every processor it runs started, the broker
- * shows each processor's group stable with a member, seen recently, and nothing fatal
- * happened. Live means the process answers; only a fatal error ends it.
+ * shows each processor's group stable with a member, seen recently, no processor has a batch
+ * failing on a dependency past the retry bound (`retry.ts`), and nothing fatal happened. Live
+ * means the process answers; only a fatal error ends it (a failing dependency does not: the
+ * processor keeps retrying, and is ready again once the batch goes through).
  */
+import type { Failing } from "./retry.ts";
+
 
 export type Phase = "starting" | "running" | "stopping" | "failed";
 
@@ -20,6 +24,8 @@ export interface ProcessorHealth {
   readonly started: boolean;
   readonly group: string;
   readonly seen?: GroupSeen & { readonly at: number };
+  /** A batch failing on a dependency past the retry bound, or null. */
+  readonly failing?: () => Failing | null;
 }
 
 export interface Readiness {
@@ -27,7 +33,7 @@ export interface Readiness {
   readonly phase: Phase;
   /** Why it is not ready, one line each; empty when ready. */
   readonly reasons: string[];
-  readonly processors: Record<string, { started: boolean; group: string; state: string; members: number }>;
+  readonly processors: Record<string, { started: boolean; group: string; state: string; members: number; failing?: { dependency: string; forS: number; attempts: number; error: string; check: string } }>;
 }
 
 export interface HealthOptions {
@@ -55,10 +61,11 @@ export class Health {
     this.processors.set(name, { started: false, group });
   }
 
-  started(name: string): void {
+  /** It started; `failing` tells, when asked, whether a batch of it fails past the retry bound. */
+  started(name: string, failing?: () => Failing | null): void {
     const p = this.processors.get(name);
     if (!p) throw new Error(`health: processor ${name} started without being announced by starting()`);
-    this.processors.set(name, { ...p, started: true });
+    this.processors.set(name, { ...p, started: true, ...(failing ? { failing } : {}) });
   }
 
   /** Every processor of the pipeline started; ready once their groups show. */
@@ -105,6 +112,12 @@ export class Health {
       if (!p.started) {
         reasons.push(`${name} has not started`);
         continue;
+      }
+      const failing = p.failing?.();
+      if (failing) {
+        const forS = Math.round((now - failing.sinceMs) / 1000);
+        (processors[name] as { failing?: unknown }).failing = { dependency: failing.dependency, forS, attempts: failing.attempts, error: failing.error, check: failing.check };
+        reasons.push(`${name}: ${failing.dependency} failing for ${forS} s (${failing.attempts} attempts), still retrying: ${failing.error}; ${failing.check}`);
       }
       if (!p.seen) reasons.push(`${name}: group ${p.group} not seen yet`);
       else if (now - p.seen.at > this.staleAfterMs) reasons.push(`${name}: group ${p.group} last seen ${Math.round((now - p.seen.at) / 1000)} s ago`);

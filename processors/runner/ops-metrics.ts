@@ -4,6 +4,7 @@
  */
 import type { DeadLetterError } from "../../schemas/types.ts";
 import type { Readiness } from "./health.ts";
+import type { Failing } from "./retry.ts";
 import type { Histogram, MetricFamily, Sample } from "./metrics.ts";
 import { OUTCOME_KINDS } from "./outcomes.ts";
 import type { RunnerStats } from "./runner.ts";
@@ -13,6 +14,10 @@ export interface Measured {
   readonly name: string;
   readonly stats: Readonly<RunnerStats>;
   readonly latency: Histogram;
+  /** A batch failing on a dependency past the retry bound (`retry.ts`), or null. */
+  failing?(): Failing | null;
+  /** Seconds the batch failing longest has been retrying; 0 when none is. */
+  retryingSeconds?(): number;
 }
 
 const DEAD_LETTER_ERRORS: readonly DeadLetterError[] = ["undecodable", "unknown_schema", "wrong_schema", "invalid", "failed"];
@@ -59,6 +64,21 @@ export function pipelineFamilies({ processors: list, lag, readiness, startTimeS 
       type: "counter",
       // Only the kinds a processor produced: a results processor never says "stop".
       samples: list.flatMap((p) => byKindOrder(Object.keys(p.stats.outcomes)).map((kind) => ({ labels: { processor: p.name, kind }, value: p.stats.outcomes[kind] ?? 0 }))),
+    },
+    {
+      name: "oz0_processor_dependency_failing",
+      help: "1 while a batch of the processor has failed on a dependency for longer than the retry bound (it is not ready, and keeps retrying), else 0; the dependency is named while 1.",
+      type: "gauge",
+      samples: list.map((p) => {
+        const f = p.failing?.() ?? null;
+        return { labels: { processor: p.name, ...(f ? { dependency: f.dependency } : {}) }, value: f ? 1 : 0 };
+      }),
+    },
+    {
+      name: "oz0_processor_retrying_seconds",
+      help: "Seconds the batch of the processor failing longest on a dependency has been retrying; 0 when none is.",
+      type: "gauge",
+      samples: list.map((p) => ({ labels: { processor: p.name }, value: p.retryingSeconds?.() ?? 0 })),
     },
     {
       name: "oz0_processor_consumer_lag",

@@ -53,7 +53,7 @@ export async function startOps({ address, log, admin, periodMs }: OpsOptions): P
     started: (p, group) => {
       measured.push(p);
       monitor.watch({ name: p.name, group, input: p.consumes });
-      health.started(p.name);
+      health.started(p.name, () => p.failing());
     },
     running: () => {
       health.running();

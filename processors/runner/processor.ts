@@ -30,8 +30,12 @@ export interface Emit {
   readonly value: unknown;
 }
 
-/** What became of one input: its outputs (possibly none), or why it is invalid. */
-export type Outcome = { readonly emits: readonly Emit[] } | { readonly invalid: string };
+/**
+ * What became of one input: its outputs (possibly none), or why it is dead-lettered: invalid
+ * (the input is wrong), or, with `error: "failed"`, a step of it that a dependency refused for
+ * good (`isolate.ts`: the store's words and the key).
+ */
+export type Outcome = { readonly emits: readonly Emit[] } | { readonly invalid: string; readonly error?: "failed" };
 
 export interface Processor<In, Env = void> {
   /** Also the consumer group's name and the `processor` field of its outputs. */

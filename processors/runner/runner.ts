@@ -10,6 +10,7 @@ import { topic, type TopicName } from "../../topology/topics.ts";
 import type { SchemaName } from "../../schemas/catalog.ts";
 import { runBatch, type BatchResult, type Rejected } from "./batch.ts";
 import { isRetriable, messageOf } from "./errors.ts";
+import { backoffMs, DEFAULT_RETRY, RetryWatch, type Episode, type Failing, type RetrySettings } from "./retry.ts";
 import { deriveId } from "./ids.ts";
 import type { Logger } from "./log.ts";
 import { Histogram } from "./metrics.ts";
@@ -43,6 +44,10 @@ export interface RunningProcessor {
   readonly stats: Readonly<RunnerStats>;
   /** Seconds from each input record's timestamp to the commit of its outputs. */
   readonly latency: Histogram;
+  /** A batch failing past the retry bound (the processor is not ready while one is), or null. */
+  failing(): Failing | null;
+  /** Seconds the batch failing longest has been retrying; 0 when none is. */
+  retryingSeconds(): number;
   stop(): Promise<void>;
 }
 
@@ -50,9 +55,14 @@ export interface RunnerDeps {
   transport: Transport;
   serde: Serde;
   log: Logger;
-  /** Longest pause between retries of a failing dependency. */
+  /** Longest pause between retries of a failing dependency (overrides `retry.maxBackoffMs`). */
   maxBackoffMs?: number;
+  /** How failing batches are retried, and when the processor reports itself not ready. @default DEFAULT_RETRY */
+  retry?: RetrySettings;
 }
+
+/** Pauses before another attempt at a batch; throws to give up (the processor is stopping). */
+type Backoff = (ctx: BatchContext, err: unknown, attempt: number, episode: Episode, log: Logger) => Promise<void>;
 
 class Stopping extends Error {
   readonly retriable = true;
@@ -84,6 +94,7 @@ type Decoded<In> = { readonly record: InputRecord<In> } | { readonly tombstone: 
 /** One processor's share of a batch: its stats, its latency, and how it decides the batch's records. */
 interface Stage {
   readonly running: Omit<RunningProcessor, "stop">;
+  readonly watch: RetryWatch;
   decide(raws: RawRecord[], decoded: ReadonlyArray<Decoded<unknown>>, ctx: BatchContext): Promise<Decided>;
 }
 
@@ -133,7 +144,7 @@ async function decodeBatch<In>(raws: RawRecord[], schema: SchemaName, serde: Ser
   return out;
 }
 
-function makeStage<In, Env>(p: Processor<In, Env>, env: Env, deps: RunnerDeps, backoff: (ctx: BatchContext, err: unknown, attempt: number) => Promise<void>): Stage {
+function makeStage<In, Env>(p: Processor<In, Env>, env: Env, deps: RunnerDeps, backoff: Backoff, watch: RetryWatch): Stage {
   const stats: RunnerStats = { in: 0, out: 0, deadLetters: 0, batches: 0, retries: 0, outcomes: {}, deadLetterErrors: {} };
   const latency = new Histogram();
   const log = deps.log.child({ processor: p.name });
@@ -156,7 +167,13 @@ function makeStage<In, Env>(p: Processor<In, Env>, env: Env, deps: RunnerDeps, b
       return outputTooLarge(e, value);
     };
     await ctx.heartbeat();
-    const result = await runBatch(p, records, env, { onRetry: (err, attempt) => backoff(ctx, err, attempt).finally(() => stats.retries++), checkEmit });
+    const episode = watch.begin();
+    let result: BatchResult;
+    try {
+      result = await runBatch(p, records, env, { onRetry: (err, attempt) => backoff(ctx, err, attempt, episode, log).finally(() => stats.retries++), checkEmit });
+    } finally {
+      recovered(episode, log);
+    }
     await ctx.heartbeat();
     const out: OutMessage[] = result.emits.map((e) => {
       let value = encoded.get(e);
@@ -188,7 +205,13 @@ function makeStage<In, Env>(p: Processor<In, Env>, env: Env, deps: RunnerDeps, b
     else decided();
     return { out, answered: result.answered, encoded };
   };
-  return { running: { name: p.name, input: p.input, consumes: p.input, stats, latency }, decide };
+  return { running: { name: p.name, input: p.input, consumes: p.input, stats, latency, failing: () => watch.failing(), retryingSeconds: () => watch.retryingSeconds() }, decide, watch };
+}
+
+/** Ends a batch's retries; one that had failed past the bound says the dependency answers again. */
+function recovered(episode: Episode, log: Logger): void {
+  const was = episode.end();
+  if (was) log.info("dependency answering again; the batch went through", { dependency: was.dependency, attempts: was.attempts, failedForS: Math.round((Date.now() - was.sinceMs) / 1000) });
 }
 
 /** A processor and the environment its core is given. */
@@ -277,12 +300,17 @@ export function inputsOf(members: ReadonlyArray<{ readonly processor: { readonly
  */
 export async function startApplication(members: readonly Member[], deps: RunnerDeps & { readonly anyTopic?: boolean }): Promise<RunningApplication> {
   const log = deps.log;
-  const maxBackoff = deps.maxBackoffMs ?? 10_000;
+  const retry: RetrySettings = { ...(deps.retry ?? DEFAULT_RETRY), ...(deps.maxBackoffMs !== undefined ? { maxBackoffMs: deps.maxBackoffMs } : {}) };
   let stopping = false;
-  const backoff = async (ctx: BatchContext, err: unknown, attempt: number): Promise<void> => {
+  // Retried for as long as it takes, so an outage loses nothing; past the bound the processor reports itself not ready.
+  const backoff: Backoff = async (ctx, err, attempt, episode, plog) => {
     if (stopping || !ctx.isRunning()) throw new Stopping();
-    const wait = Math.min(maxBackoff, 100 * 2 ** Math.min(attempt, 10));
-    log.warn("dependency failed; retrying the batch", { attempt, waitMs: wait, error: messageOf(err) });
+    const { crossed, state } = episode.failed(err, attempt);
+    const wait = backoffMs(attempt, retry);
+    if (crossed) {
+      plog.error("dependency failing past the retry bound: the processor reports not ready and keeps retrying", { dependency: state.dependency, attempts: attempt, failingForS: Math.round((Date.now() - state.sinceMs) / 1000), error: messageOf(err), check: state.check });
+    }
+    plog.warn("dependency failed; retrying the batch", { dependency: state.dependency, attempt, waitMs: wait, error: messageOf(err) });
     await sleep(wait);
     await ctx.heartbeat();
   };
@@ -290,7 +318,7 @@ export async function startApplication(members: readonly Member[], deps: RunnerD
   if (deps.anyTopic && !only) throw new Error("anyTopic runs exactly one processor");
   const wiring: Wiring = only ? { topics: [only.processor.input], chained: new Map(), consumes: [only.processor.input] } : wiringOf(members);
   const stages = members.map((m, i) => {
-    const s = makeStage(m.processor, m.env, deps, backoff);
+    const s = makeStage(m.processor, m.env, deps, backoff, new RetryWatch(retry));
     return { ...s, running: { ...s.running, consumes: wiring.consumes[i] as string } };
   });
   const byTopic = new Map<string, number[]>();
@@ -332,10 +360,18 @@ export async function startApplication(members: readonly Member[], deps: RunnerD
     const name = only ? only.processor.input : first.topic;
     const readers = only ? [0] : byTopic.get(name);
     if (!readers) throw new Error(`the application was handed a batch of ${first.topic}, which none of its processors reads`);
-    const decoded = await decodeBatch(raws, topic(name as TopicName).schema, deps.serde, ctx, (c, err, attempt) => {
-      for (const r of readers) ((stages[r] as Stage).running.stats as RunnerStats).retries++;
-      return backoff(c, err, attempt);
-    });
+    // The registry failing holds every processor of the topic: each counts and reports it.
+    const episodes = readers.map((r) => (stages[r] as Stage).watch.begin());
+    let decoded: Decoded<unknown>[];
+    try {
+      decoded = await decodeBatch(raws, topic(name as TopicName).schema, deps.serde, ctx, async (c, err, attempt) => {
+        for (const r of readers) ((stages[r] as Stage).running.stats as RunnerStats).retries++;
+        for (const e of episodes.slice(1)) e.failed(err, attempt);
+        await backoff(c, err, attempt, episodes[0] as Episode, log);
+      });
+    } finally {
+      for (const e of episodes) recovered(e, log);
+    }
     if (readers.length === 1) return decideChain(readers[0] as number, raws, decoded, ctx);
     const outs = await Promise.all(readers.map((r) => decideChain(r, raws, decoded, ctx)));
     return outs.flat();

@@ -7,6 +7,7 @@
  */
 import type { Client } from "minio";
 import type { JobTrace } from "../../client/trace-format.ts";
+import { minioFailure } from "../../store/minio-errors.ts";
 import { TransientError } from "../runner/errors.ts";
 import { jobPart, jobPrefix, legacyJobPrefix, mergeParts, parsePart, partName, TENANT_ROOT, tenantPrefix, TRACE_ROOT, type BatchRange, type TracePart } from "./trace-parts.ts";
 
@@ -29,7 +30,10 @@ async function transient<T>(what: string, run: () => Promise<T>): Promise<T> {
   try {
     return await run();
   } catch (err) {
-    throw new TransientError(`the trace store could not ${what}: ${(err as Error).message ?? String(err)}`, { cause: err });
+    // What MinIO answered is classified (a refusal is the input's dead letter); no answer at all is tried again.
+    const failure = minioFailure(err, what);
+    if (failure !== err) throw failure;
+    throw new TransientError(`the trace store could not ${what}: ${(err as Error).message ?? String(err)}`, { cause: err, dependency: "minio" });
   }
 }
 

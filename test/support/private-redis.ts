@@ -1,7 +1,8 @@
 /**
  * A Redis server of a test's own, started from the `redis-server` on PATH on a free loopback
  * port with a password (Redis AUTH), and stopped by the test. For what the shared Redis cannot
- * show: AUTH, and secrets that must not leak.
+ * show: AUTH, secrets that must not leak, and a server to break (out of memory, busy, loading)
+ * without disturbing anyone else's.
  */
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
@@ -14,7 +15,20 @@ import { redisClient } from "../../store/redis/client.ts";
 export interface PrivateRedis {
   readonly port: number;
   readonly password: string;
+  /** Where it keeps its files (`--dir`). */
+  readonly dir: string;
   stop(): Promise<void>;
+}
+
+export interface PrivateRedisOptions {
+  /** More `redis-server` arguments, such as `["--maxmemory", "1mb"]`. */
+  readonly args?: readonly string[];
+  /** The port, to start again where a stopped one listened. @default a free one */
+  readonly port?: number;
+  /** Its directory, kept on stop (a snapshot to load again). @default a new one, removed on stop */
+  readonly dir?: string;
+  /** Return as soon as the process runs, without waiting for PING (to see it loading). */
+  readonly noWait?: boolean;
 }
 
 async function freePort(): Promise<number> {
@@ -30,24 +44,25 @@ async function freePort(): Promise<number> {
 }
 
 /** Starts `redis-server --requirepass <password>` and waits until it answers PING with that password. */
-export async function startPrivateRedis(password: string): Promise<PrivateRedis> {
-  const port = await freePort();
-  const dir = mkdtempSync(join(tmpdir(), "oz0-redis-"));
-  const child: ChildProcess = spawn("redis-server", ["--port", String(port), "--bind", "127.0.0.1", "--requirepass", password, "--save", "", "--appendonly", "no", "--dir", dir], { stdio: "ignore" });
+export async function startPrivateRedis(password: string, options: PrivateRedisOptions = {}): Promise<PrivateRedis> {
+  const port = options.port ?? (await freePort());
+  const dir = options.dir ?? mkdtempSync(join(tmpdir(), "oz0-redis-"));
+  const child: ChildProcess = spawn("redis-server", ["--port", String(port), "--bind", "127.0.0.1", "--requirepass", password, "--save", "", "--appendonly", "no", "--dir", dir, ...(options.args ?? [])], { stdio: "ignore" });
   const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
   child.once("error", () => undefined);
   const stop = async (): Promise<void> => {
     if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM");
     await Promise.race([exited, sleep(5_000)]);
-    rmSync(dir, { recursive: true, force: true });
+    if (options.dir === undefined) rmSync(dir, { recursive: true, force: true });
   };
+  if (options.noWait) return { port, password, dir, stop };
   for (let waited = 0; waited < 10_000; waited += 100) {
     if (child.exitCode !== null) break;
     const probe = redisClient({ redisUrl: `redis://127.0.0.1:${port}`, redisPassword: password }, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
     probe.on("error", () => undefined);
     try {
       await probe.connect();
-      if ((await probe.ping()) === "PONG") return { port, password, stop };
+      if ((await probe.ping()) === "PONG") return { port, password, dir, stop };
     } catch {
       // not up yet
     } finally {

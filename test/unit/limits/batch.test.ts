@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { limitsTreeKey, memoryLimitsStore } from "../../../processors/limits/memory-store.ts";
 import type { LimitsStore } from "../../../processors/limits/store.ts";
+import { StoreRefused, TransientError } from "../../../processors/runner/errors.ts";
 import type { InputRecord } from "../../../processors/runner/processor.ts";
 import type { Decision, ModelCall } from "../../../schemas/types.ts";
 import { uid } from "../../support/events.ts";
@@ -49,7 +50,7 @@ describe("limits-model-calls decides a batch tree by tree", () => {
       peak = Math.max(peak, inFlight);
       await new Promise((r) => setTimeout(r, treeId === trees[1] ? 1 : 20));
       inFlight--;
-      if (fail && treeId === trees[1]) throw new Error("Redis went away");
+      if (fail && treeId === trees[1]) throw new TransientError("Redis went away");
       return then();
     };
     // A tree checked against nothing but itself sends its steps at once (treeSteps), others one by one (admitCall).
@@ -69,5 +70,31 @@ describe("limits-model-calls decides a batch tree by tree", () => {
     const again = await driver.processor.process(records, env);
     expect(again).toHaveLength(records.length);
     expect(memory.trees.get(limitsTreeKey("acme", trees[0] ?? ""))?.modelCalls).toBe(2);
+  });
+
+  it("LIM-7 a tree the store refuses for good dead-letters that tree's inputs with the store's words and key, and every other tree answers as in a batch without it", async () => {
+    const trees = Array.from({ length: 4 }, () => uid("tree"));
+    const poisoned = trees[2] ?? "";
+    const calls = interleaved(trees, 3);
+    const decide = async (refuse: boolean) => {
+      const memory = memoryLimitsStore();
+      const refusal = (treeId: string) => new StoreRefused(`Redis refused running limitsTreeSteps for tree ${treeId} on key oz0:{tree:acme/${treeId}}:limits: "WRONGTYPE Operation against a key holding the wrong kind of value"`, { dependency: "redis", key: `oz0:{tree:acme/${treeId}}:limits`, server: "WRONGTYPE Operation against a key holding the wrong kind of value" });
+      const store: LimitsStore = {
+        ...memory,
+        read: (tenant, treeId, job) => (refuse && treeId === poisoned ? Promise.reject(refusal(treeId)) : memory.read(tenant, treeId, job)),
+      };
+      const { calls: driver, jobs } = setup([boss], tenantSettings(), memory);
+      await jobs.pipe(trees.map((t) => jobEvent(t)));
+      const env = { ...driver.env, store };
+      const records: Array<InputRecord<ModelCall>> = calls.map((value, offset) => ({ value, key: value.tree_id, topic: "oz0.model-calls", partition: 0, offset: String(offset), timestamp: String(value.ts) }));
+      return driver.processor.process(records, env);
+    };
+    const clean = await decide(false);
+    const refused = await decide(true);
+    calls.forEach((c, i) => {
+      if (c.tree_id === poisoned) {
+        expect(refused[i]).toEqual({ invalid: expect.stringContaining(`on key oz0:{tree:acme/${poisoned}}:limits: "WRONGTYPE`) as string, error: "failed" });
+      } else expect(refused[i]).toEqual(clean[i]);
+    });
   });
 });

@@ -1,0 +1,88 @@
+/**
+ * What a MinIO (S3) failure means, from what the server said: the one place such an error
+ * becomes a TransientError (try the batch again) or a StoreRefused (this step will never
+ * succeed: dead-letter the inputs it belongs to).
+ *
+ * - Transient: no answer (connection refused or reset, a timeout, a name that does not resolve
+ *   for now), a server error (`InternalError`, `ServiceUnavailable`, quorum lost, not
+ *   initialised, its disks full) and throttling (`SlowDown`, which is also what the client makes
+ *   of any 503), and the credentials themselves (`InvalidAccessKeyId`, `SignatureDoesNotMatch`:
+ *   the same for every input).
+ * - Permanent: every other code the server answers, such as `AccessDenied` (a policy denies the
+ *   bucket or object) and `NoSuchBucket`.
+ *
+ * An error with no code at all is not MinIO's answer but the caller's own and is left as it is.
+ */
+import { StoreRefused, TransientError } from "../processors/runner/errors.ts";
+import type { FailureKind } from "./redis/errors.ts";
+
+const TRANSIENT_CODES = new Set([
+  // no answer
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "ECONNABORTED",
+  "ETIMEDOUT",
+  "EPIPE",
+  "EAI_AGAIN",
+  "ENOTFOUND",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  // the server cannot serve for now
+  "InternalError",
+  "ServiceUnavailable",
+  "XMinioServerNotInitialized",
+  "XMinioReadQuorum",
+  "XMinioWriteQuorum",
+  "XMinioStorageFull",
+  "XMinioBackendDown",
+  "RequestTimeout",
+  "OperationTimedOut",
+  // throttling
+  "SlowDown",
+  "TooManyRequests",
+  "Throttling",
+  "RequestLimitExceeded",
+  // the credentials, not the input
+  "InvalidAccessKeyId",
+  "SignatureDoesNotMatch",
+  "ExpiredToken",
+]);
+
+export function codeOf(err: unknown): string | undefined {
+  return err && typeof err === "object" && "code" in err && typeof err.code === "string" && err.code !== "" ? err.code : undefined;
+}
+
+/** Transient or permanent; undefined for an error MinIO did not give (no code). */
+export function minioFailureKind(err: unknown): FailureKind | undefined {
+  if (err instanceof TransientError) return "transient";
+  if (err instanceof StoreRefused) return "permanent";
+  const code = codeOf(err);
+  if (code === undefined) return undefined;
+  return TRANSIENT_CODES.has(code) ? "transient" : "permanent";
+}
+
+function hint(code: string): string {
+  switch (code) {
+    case "AccessDenied":
+      return "the credentials (OZ0_MINIO_ACCESS_KEY) may not use this bucket or object: check the bucket's policy and the user's, then publish this dead letter's input again";
+    case "NoSuchBucket":
+      return "the bucket does not exist (OZ0_MINIO_BUCKET names it; the pipeline creates it at start): create it, then publish this dead letter's input again";
+    default:
+      return "MinIO refused this step and will refuse it again; publish this dead letter's input again once the cause is fixed";
+  }
+}
+
+/**
+ * The error to throw for a MinIO failure while doing `what` ("store a file") on `object` (a
+ * bucket/name): a TransientError, a StoreRefused with the server's words and the object, or,
+ * for an error MinIO did not give, the error itself.
+ */
+export function minioFailure(err: unknown, what: string, object?: string): unknown {
+  const kind = minioFailureKind(err);
+  if (kind === undefined || err instanceof TransientError || err instanceof StoreRefused) return err;
+  const code = codeOf(err) as string;
+  const words = err instanceof Error && err.message ? `${code}: ${err.message}` : code;
+  const on = object === undefined ? "" : ` on ${object}`;
+  if (kind === "transient") return new TransientError(`MinIO failed to ${what}${on} (${words}); the batch is tried again`, { cause: err, dependency: "minio" });
+  return new StoreRefused(`MinIO refused to ${what}${on} (${words}): ${hint(code)}`, { cause: err, dependency: "minio", key: object, server: words });
+}

@@ -1,0 +1,193 @@
+/**
+ * Each kind of failure a store can meet, produced by a real server, and what it becomes at the
+ * store's seam: a TransientError (the batch is tried again) or a StoreRefused naming the key
+ * with the server's words (its inputs are dead-lettered). The shared Redis and MinIO serve what
+ * breaks nothing of anyone else's (a key of the test's own, a bucket of its own); a private
+ * redis-server is broken for the rest (out of memory, busy, paused, gone).
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { setTimeout as sleep } from "node:timers/promises";
+import { Client } from "minio";
+import type { Redis } from "ioredis";
+import { redisLimitsStore } from "../../processors/limits/redis-store.ts";
+import { RedisLoopStore } from "../../processors/loops/redis-store.ts";
+import { StoreRefused, TransientError } from "../../processors/runner/errors.ts";
+import { FileStore } from "../../store/files.ts";
+import { minioClient } from "../../store/objects.ts";
+import { PayloadKeys } from "../../store/payload-keys.ts";
+import { redisClient } from "../../store/redis/client.ts";
+import { redisFailure } from "../../store/redis/errors.ts";
+import { Keys } from "../../store/redis/keys.ts";
+import { runScript } from "../../store/redis/scripts.ts";
+import { uid } from "../support/events.ts";
+import { endpoints } from "../support/kafka.ts";
+import { startPrivateRedis, type PrivateRedis } from "../support/private-redis.ts";
+
+async function rejectionOf(p: Promise<unknown>): Promise<unknown> {
+  try {
+    await p;
+  } catch (err) {
+    return err;
+  }
+  throw new Error("expected the promise to reject");
+}
+
+const ask = (requestId: string) => ({ kind: "ask" as const, ask: { requestId, runId: "r1", inputTokens: 10, worst: 1, maxSteps: -1, maxTokens: -1, deadline: -1, now: Date.now() } });
+
+describe("Redis failures from the shared server", () => {
+  let redis: Redis;
+  const keys = new Keys(uid("fk").replace(/-/g, "_"));
+  beforeAll(() => {
+    redis = redisClient(endpoints());
+  });
+  afterAll(() => redis?.disconnect());
+
+  it("SYS-3 WRONGTYPE on a tree's key is refused for good, naming the key, in the server's words", async () => {
+    const key = keys.limits("acme", "poison-tree");
+    await redis.set(key, "planted by hand");
+    const store = redisLimitsStore(redis, keys);
+    const err = await rejectionOf(store.treeSteps("acme", "poison-tree", [ask("q1")]));
+    expect(err).toBeInstanceOf(StoreRefused);
+    const refused = err as StoreRefused;
+    expect(refused.key).toBe(key);
+    expect(refused.server).toMatch(/^WRONGTYPE Operation against a key holding the wrong kind of value/);
+    expect(refused.message).toContain(`on key ${key}`);
+    expect(refused.message).toContain(`TYPE ${key}`);
+    // A plain read of the same key is refused the same way.
+    expect(await rejectionOf(store.read("acme", "poison-tree", "job-1"))).toBeInstanceOf(StoreRefused);
+    await redis.del(key);
+  });
+
+  it("SYS-3 WRONGTYPE under a run's loop lane is refused naming the lane's key", async () => {
+    const lane = keys.loopLane("acme", "poison-run", "calls");
+    await redis.set(lane, "planted by hand");
+    const store = new RedisLoopStore(redis, keys);
+    const err = (await rejectionOf(store.read("calls", [{ tenant: "acme", run: "poison-run", source: "t:0", offsets: ["1"] }]))) as StoreRefused;
+    expect(err).toBeInstanceOf(StoreRefused);
+    expect(err.key).toBe(lane);
+    expect(err.server).toMatch(/^WRONGTYPE/);
+    await redis.del(lane);
+  });
+
+  it("SYS-3 a script's own error and an ERR about arguments are refused for good", async () => {
+    const key = keys.filesTree("acme", uid("tree"));
+    const own = await rejectionOf(runScript(redis, "filesTree", [key], ["nope", "", "job", "", "t:0", "1", 60]));
+    const f = redisFailure(own, "running filesTree", key);
+    expect(f).toBeInstanceOf(StoreRefused);
+    expect((f as StoreRefused).server).toContain("filesTree: ARGV[1] is start or end, got nope");
+    const args = await rejectionOf(redis.call("hset", key));
+    expect(redisFailure(args, "setting", key)).toBeInstanceOf(StoreRefused);
+    expect((redisFailure(args, "setting", key) as StoreRefused).server).toMatch(/^ERR wrong number of arguments/);
+    const lua = await rejectionOf(redis.eval("error('the script broke')", 0));
+    expect(redisFailure(lua, "running a script")).toBeInstanceOf(StoreRefused);
+  });
+});
+
+describe("Redis failures from a private server, broken on purpose", () => {
+  let server: PrivateRedis;
+  let redis: Redis;
+  const keys = new Keys("fk");
+  beforeAll(async () => {
+    server = await startPrivateRedis("pw");
+    redis = redisClient({ redisUrl: `redis://127.0.0.1:${server.port}`, redisPassword: server.password });
+  });
+  afterAll(async () => {
+    redis?.disconnect();
+    await server?.stop();
+  });
+
+  it("SYS-3 OOM (over maxmemory) is transient, and the same step succeeds once memory is back", async () => {
+    const store = new RedisLoopStore(redis, keys);
+    const write = { tenant: "acme", run: "oom-run", source: "t:0", at: "1", from: "-1", state: "{}", memos: [], flags: [], deadlines: [], settled: [], counts: [] };
+    await redis.config("SET", "maxmemory", "1");
+    try {
+      const err = (await rejectionOf(store.write("calls", [write]))) as TransientError;
+      expect(err).toBeInstanceOf(TransientError);
+      expect(err.dependency).toBe("redis");
+      expect(err.message).toContain("OOM command not allowed");
+    } finally {
+      await redis.config("SET", "maxmemory", "0");
+    }
+    await store.write("calls", [write]);
+    const [snap] = await store.read("calls", [{ tenant: "acme", run: "oom-run", source: "t:0", offsets: ["1"] }]);
+    expect(snap?.at).toBe("1");
+  });
+
+  it("SYS-3 BUSY (a script running past the busy threshold) is transient", async () => {
+    await redis.config("SET", "busy-reply-threshold", "50");
+    const other = redisClient({ redisUrl: `redis://127.0.0.1:${server.port}`, redisPassword: server.password });
+    const spinning = other.eval("while true do end", 0).catch((e: unknown) => e);
+    try {
+      await sleep(200);
+      const store = new RedisLoopStore(redis, keys);
+      const err = (await rejectionOf(store.read("calls", [{ tenant: "acme", run: "busy-run", source: "t:0", offsets: ["1"] }]))) as TransientError;
+      expect(err).toBeInstanceOf(TransientError);
+      expect(err.message).toContain("BUSY");
+    } finally {
+      await redis.script("KILL").catch(() => undefined);
+      await spinning;
+      other.disconnect();
+    }
+  });
+
+  it("SYS-3 a command timing out (the server paused) is transient", async () => {
+    const patient = redisClient({ redisUrl: `redis://127.0.0.1:${server.port}`, redisPassword: server.password }, { commandTimeout: 100 });
+    try {
+      await patient.ping();
+      await redis.call("CLIENT", "PAUSE", "1000", "ALL");
+      const err = (await rejectionOf(redisLimitsStore(patient, keys).read("acme", "t-paused", "job-1"))) as TransientError;
+      expect(err).toBeInstanceOf(TransientError);
+      expect(err.message).toContain("Command timed out");
+    } finally {
+      patient.disconnect();
+    }
+    await sleep(1_000);
+  });
+
+  it("SYS-3 a lost connection (the server gone) is transient", async () => {
+    await server.stop();
+    const gone = redisClient({ redisUrl: `redis://127.0.0.1:${server.port}`, redisPassword: server.password }, { maxRetriesPerRequest: 0, retryStrategy: () => null });
+    try {
+      const err = (await rejectionOf(new RedisLoopStore(gone, keys).read("calls", [{ tenant: "acme", run: "r", source: "t:0", offsets: ["1"] }]))) as TransientError;
+      expect(err).toBeInstanceOf(TransientError);
+      expect(err.dependency).toBe("redis");
+    } finally {
+      gone.disconnect();
+    }
+  });
+});
+
+describe("MinIO failures from the shared server", () => {
+  const bucket = uid("oz0-fk").toLowerCase();
+  const keys = PayloadKeys.fromMaster(Buffer.alloc(32, 7));
+  beforeAll(async () => {
+    await new FileStore({ client: minioClient(endpoints()), bucket, keys }).ensureBucket();
+  });
+  afterAll(async () => {
+    await minioClient(endpoints()).removeBucket(bucket).catch(() => undefined);
+  });
+
+  it("SYS-2 AccessDenied (no credentials on a private bucket) is refused for good, naming the bucket", async () => {
+    const url = new URL(endpoints().minioUrl);
+    const anonymous = new Client({ endPoint: url.hostname, port: Number(url.port), useSSL: false, accessKey: "", secretKey: "" });
+    const err = (await rejectionOf(new FileStore({ client: anonymous, bucket, keys }).store({ tenant: "acme", tree: "t" }, Buffer.from("x")))) as StoreRefused;
+    expect(err).toBeInstanceOf(StoreRefused);
+    expect(err.server).toMatch(/^AccessDenied/);
+    expect(err.key).toBe(`bucket ${bucket}`);
+  });
+
+  it("SYS-2 NoSuchBucket is refused for good, naming the bucket", async () => {
+    const missing = uid("oz0-missing").toLowerCase();
+    const err = (await rejectionOf(new FileStore({ client: minioClient(endpoints()), bucket: missing, keys }).store({ tenant: "acme", tree: "t" }, Buffer.from("x")))) as StoreRefused;
+    expect(err).toBeInstanceOf(StoreRefused);
+    expect(err.server).toMatch(/^NoSuchBucket/);
+    expect(err.message).toContain(missing);
+  });
+
+  it("SYS-2 no answer (nothing listening) is transient", async () => {
+    const nowhere = new Client({ endPoint: "127.0.0.1", port: 1, useSSL: false, accessKey: "a", secretKey: "b" });
+    const err = (await rejectionOf(new FileStore({ client: nowhere, bucket, keys }).store({ tenant: "acme", tree: "t" }, Buffer.from("x")))) as TransientError;
+    expect(err).toBeInstanceOf(TransientError);
+    expect(err.dependency).toBe("minio");
+  });
+});
