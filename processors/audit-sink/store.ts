@@ -207,7 +207,10 @@ export class AuditLog {
       try {
         await this.client.putObject(this.bucket, marker, Buffer.alloc(0), 0, { "If-None-Match": "*" });
       } catch (err) {
-        if (codeOf(err) !== "PreconditionFailed") throw new TransientError(`the audit log could not write ${marker}: ${(err as Error).message ?? String(err)}`, { cause: err });
+        if (codeOf(err) !== "PreconditionFailed") {
+          const failure = minioFailure(err, `write ${marker}`);
+          throw failure !== err ? failure : new TransientError(`the audit log could not write ${marker}: ${(err as Error).message ?? String(err)}`, { cause: err, dependency: "minio" });
+        }
       }
     }
   }

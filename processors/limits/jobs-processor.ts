@@ -9,7 +9,7 @@
 import { resolveDelegation, resolveOnUnknown } from "../../config/resolve.ts";
 import type { Decision, JobEvent } from "../../schemas/types.ts";
 import { deriveId } from "../runner/ids.ts";
-import { defineProcessor, type Emit } from "../runner/processor.ts";
+import { defineProcessor, type Emit, type Outcome } from "../runner/processor.ts";
 import type { ChildAnswer } from "./admission.ts";
 import { keepBudgetRequests } from "./budget-request-calls.ts";
 import { byTree, treeKey } from "./by-tree.ts";
@@ -119,7 +119,8 @@ export const limitsJobsProcessor = defineProcessor<JobEvent, LimitsEnv>({
     return reasons;
   },
   // The trees of a batch at once, each tree's events in order (by-tree.ts).
-  process: async (records, env) => keepBudgetRequests(env, await byTree(records, (e) => treeKey(e.tenant, e.tree_id), () => null, async (e) => ({ emits: await decide(e, env) }))),
+  // A budget request is kept with its decision, so a tree the store refuses fails alone.
+  process: (records, env) => byTree(records, (e) => treeKey(e.tenant, e.tree_id), () => null, async (e) => (await keepBudgetRequests(env, [{ emits: await decide(e, env) }]))[0] as Outcome),
 });
 
 async function decide(e: JobEvent, env: LimitsEnv): Promise<Emit[]> {

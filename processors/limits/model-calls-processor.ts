@@ -154,12 +154,12 @@ export const limitsModelCallsProcessor = defineProcessor<ModelCall, LimitsEnv>({
     const outcomes = await byTreeGroups(records, (call) => treeKey(call.tenant, call.tree_id), async (calls) => {
       // A tree that fails is decided again input by input: only what a call that succeeded spends is kept.
       const mine = new MonthSpends();
-      const out = await decideTree(calls, env, mine);
+      const out = await keepBudgetRequests(env, await decideTree(calls, env, mine));
       months.take(mine);
       return out;
     });
     await months.flush(env);
-    return keepBudgetRequests(env, outcomes);
+    return outcomes;
   },
 });
 

@@ -171,14 +171,14 @@ export function redisLimitsStore(redis: Redis, keys: Keys, options: RedisLimitsO
     },
 
     putBudgetRequest: (r) =>
-      guarded(`keeping budget request ${r.approval} of tree ${r.tree_id}`, async () => {
+      guarded(`keeping budget request ${r.approval} of tree ${r.tree_id}`, keys.limits(r.tenant, r.tree_id), async () => {
         await redis.hsetnx(keys.limits(r.tenant, r.tree_id), `breq:${r.approval}`, JSON.stringify(r));
         await redis.set(keys.budgetRequest(r.approval), `${r.tenant}\n${r.tree_id}`, "EX", ttl, "NX");
         await redis.zadd(keys.budgetRequests(), "NX", r.asked_at, indexMember(r));
       }),
 
     budgetRequests: () =>
-      guarded("reading the budget requests", async () => {
+      guarded("reading the budget requests", keys.budgetRequests(), async () => {
         const out: BudgetRequest[] = [];
         for (const member of await redis.zrange(keys.budgetRequests(), 0, -1)) {
           const [tenant = "", tree = "", approval = ""] = member.split("\n");
@@ -191,7 +191,7 @@ export function redisLimitsStore(redis: Redis, keys: Keys, options: RedisLimitsO
       }),
 
     budgetRequest: (approval) =>
-      guarded(`reading budget request ${approval}`, async () => {
+      guarded(`reading budget request ${approval}`, keys.budgetRequest(approval), async () => {
         const where = await redis.get(keys.budgetRequest(approval));
         if (where === null) return null;
         const [tenant = "", tree = ""] = where.split("\n");
@@ -201,7 +201,7 @@ export function redisLimitsStore(redis: Redis, keys: Keys, options: RedisLimitsO
       }),
 
     answerBudgetRequest: (r, a) =>
-      guarded(`answering budget request ${r.approval}`, async () => {
+      guarded(`answering budget request ${r.approval}`, keys.limits(r.tenant, r.tree_id), async () => {
         const held = await runScript(redis, "limitsBudgetAnswer", [keys.limits(r.tenant, r.tree_id)], [r.approval, JSON.stringify(a), a.budget, ttl]);
         if (typeof held !== "string" || held === "") throw new Error(`tree ${r.tree_id} keeps no budget request ${r.approval}: it expired with the tree's state`);
         await redis.zrem(keys.budgetRequests(), indexMember(r));

@@ -126,7 +126,7 @@ export class TraceStore {
       const answers = await transient(`erase ${chunk.length} parts of tenant ${tenant}`, () => this.client.removeObjects(this.bucket, chunk));
       // A bulk delete answers per object: one it could not remove fails the erasure, which may be run again.
       const failed = answers.filter((a) => a?.Error?.Code && a.Error.Code !== "NoSuchKey");
-      if (failed.length > 0) throw new TransientError(`the trace store could not erase ${failed.length} parts of tenant ${tenant}, such as ${failed[0]?.Error?.Key ?? "?"}: ${failed[0]?.Error?.Code ?? ""} ${failed[0]?.Error?.Message ?? ""}`);
+      if (failed.length > 0) throw new TransientError(`the trace store could not erase ${failed.length} parts of tenant ${tenant}, such as ${failed[0]?.Error?.Key ?? "?"}: ${failed[0]?.Error?.Code ?? ""} ${failed[0]?.Error?.Message ?? ""}`, { dependency: "minio" });
     }
     const legacy = (await this.list(`${TRACE_ROOT}/`)).length;
     return { erased: names.length, legacy };
