@@ -32,7 +32,7 @@ import { servicesForCommand } from "./services.ts";
 
 const { positionals, values } = parseArgs({
   allowPositionals: true,
-  options: { reason: { type: "string" }, prune: { type: "boolean", default: false }, off: { type: "boolean", default: false }, by: { type: "string" } },
+  options: { reason: { type: "string" }, prune: { type: "boolean", default: false }, off: { type: "boolean", default: false }, by: { type: "string" }, json: { type: "boolean", default: false } },
 });
 const [command, ...rest] = positionals;
 const defaultDir = process.env.OZ0_CONFIG_DIR ?? "config/examples";
@@ -49,23 +49,23 @@ async function validate(dir: string) {
   return config;
 }
 
+const issue = (i: { path: string; field: string; line?: number | undefined; reason: string }, severity: "error" | "warning") => ({ severity, path: i.path, line: i.line ?? null, field: i.field, reason: i.reason });
+
 async function lint(files: string[]): Promise<number> {
   if (files.length === 0) usage();
-  let errors = 0;
-  let warnings = 0;
+  const found: Array<ReturnType<typeof issue>> = [];
   for (const file of files) {
     const parsed = parsePlugin(await readFile(file, "utf8"), file);
-    for (const w of parsed.warnings) {
-      warnings++;
-      console.log(`${formatConfigIssue(w)}  (warning)`);
-    }
     // The parse already carries the lint's warnings (FIT-17), with their lines.
-    if (!parsed.ok) {
-      for (const e of parsed.errors) console.log(`${e.message}  (error)`);
-      errors += parsed.errors.length;
-    }
+    for (const w of parsed.warnings) found.push(issue(w, "warning"));
+    if (!parsed.ok) for (const e of parsed.errors) found.push(issue(e, "error"));
   }
-  console.log(`${files.length} manifest(s): ${errors} error(s), ${warnings} warning(s)`);
+  const errors = found.filter((f) => f.severity === "error").length;
+  if (values.json) console.log(JSON.stringify({ manifests: files.length, errors, warnings: found.length - errors, issues: found }, null, 2));
+  else {
+    for (const f of found) console.log(`${formatConfigIssue({ ...f, line: f.line ?? undefined })}  (${f.severity})`);
+    console.log(`${files.length} manifest(s): ${errors} error(s), ${found.length - errors} warning(s)`);
+  }
   return errors > 0 ? 1 : 0;
 }
 
@@ -106,8 +106,12 @@ async function publish(dir: string): Promise<number> {
 let code: number;
 switch (command) {
   case "validate": {
-    const config = await validate(rest[0] ?? defaultDir);
-    console.log(`${config.agents.size} agent(s), ${config.plugins.size} plugin(s), ${config.tenants.size} tenant(s): ${config.errors.length} error(s), ${config.warnings.length} warning(s)`);
+    const dir = rest[0] ?? defaultDir;
+    const config = values.json ? await loadConfigDir(dir) : await validate(dir);
+    if (values.json) {
+      const issues = [...config.errors.map((e) => issue(e, "error")), ...config.warnings.map((w) => issue(w, "warning"))];
+      console.log(JSON.stringify({ agents: config.agents.size, plugins: config.plugins.size, tenants: config.tenants.size, errors: config.errors.length, warnings: config.warnings.length, issues }, null, 2));
+    } else console.log(`${config.agents.size} agent(s), ${config.plugins.size} plugin(s), ${config.tenants.size} tenant(s): ${config.errors.length} error(s), ${config.warnings.length} warning(s)`);
     code = config.errors.length > 0 ? 1 : 0;
     break;
   }

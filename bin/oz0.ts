@@ -98,10 +98,11 @@ when a service does not answer.
 Example:
   oz0 doctor --hours 24
 `,
-  "plugin lint": `oz0 plugin lint <oz0-plugin.yaml>
+  "plugin lint": `oz0 plugin lint <oz0-plugin.yaml>... [--json]
 
-A plugin manifest's lint (FIT-17): every error as path:line: field: reason, and the warnings.
-The same as npm run config -- lint.
+A plugin manifest's lint (FIT-17): every error as path:line: field: reason, and the warnings;
+--json gives them as one object with each issue's severity, path, line, field and reason.
+Exits 1 when there is an error. The same as npm run config -- lint.
 
 Example:
   oz0 plugin lint plugins/acme_docs/oz0-plugin.yaml
@@ -115,7 +116,7 @@ matches every approval.*; --loops shows loops acted on per day, tenant, plugin a
 Example:
   oz0 audit --tenant acme --kind approval --since 2026-12-01T00:00:00Z
 `,
-  config: `oz0 config validate [dir] | lint <oz0-plugin.yaml>... | publish [dir] --reason R [--prune]
+  config: `oz0 config validate [dir] [--json] | lint <oz0-plugin.yaml>... [--json] | publish [dir] --reason R [--prune]
            | kill-switch <plugin>/<tool> --reason R [--off]
 
 Agent definitions, plugin manifests and tenant settings (docs/configuration.md): validate a

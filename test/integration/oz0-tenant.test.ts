@@ -76,6 +76,11 @@ describe("oz0 tenant and oz0 quota set: a tenant's settings changed from the com
     const badLint = await oz0(["plugin", "lint", bad]);
     expect(badLint.code).toBe(1);
     expect(badLint.out + badLint.err).toMatch(/oz0-plugin\.yaml:3: tools\[0\]\.nme: unknown key "nme"/);
+    const badJson = await oz0(["plugin", "lint", bad, "--json"]);
+    expect(badJson.code).toBe(1);
+    const said = JSON.parse(badJson.out) as { manifests: number; errors: number; issues: Array<{ severity: string; path: string; line: number | null; field: string; reason: string }> };
+    expect([said.manifests, said.errors]).toEqual([1, 3]);
+    expect(said.issues.find((i) => i.field === "tools[0].nme")).toMatchObject({ severity: "error", path: bad, line: 3 });
     const help = await oz0(["audit", "--help"]);
     expect(help.code).toBe(0);
     expect(help.out).toMatch(/^oz0 audit /);
