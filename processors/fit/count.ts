@@ -70,6 +70,11 @@ const CLASS = new Uint8Array(65536);
   CLASS.fill(XPUNCT, 0xdc00, 0xe000);
 })();
 
+/** Whether a character of class k (from CLASS) cannot start or continue a word. */
+function notLetterClass(k: number): boolean {
+  return k !== XLETTER && k !== HIGH && k > UPPER;
+}
+
 /** Class of an astral character: a rough cut by plane and block (letters of historic
  * scripts, mathematical letters and the CJK extensions; emoji and the rest as symbols). */
 function astralClass(cp: number): number {
@@ -150,6 +155,54 @@ const PUNCT_INDEX = new Uint8Array(128).fill(32);
   }
 })();
 /** Index of a prefix before a word: 0-32 as PUNCT_INDEX, 33 space, 34 other white space, 35 non-ASCII. */
+const PREFIX_INDEX = new Uint8Array(128);
+for (let c = 0; c < 128; c++) PREFIX_INDEX[c] = c === 32 ? 33 : CLASS[c] === WS ? 34 : PUNCT_INDEX[c]!;
+/** Kind of prefix before a word (see priceLetters): 1 a space, 2 anything else. */
+const PREFIX_KIND = new Uint8Array(128);
+for (let c = 0; c < 128; c++) PREFIX_KIND[c] = c === 32 ? 1 : 2;
+
+const FNV = 0x811c9dc5 | 0;
+/** FNV-1a of the one character c. */
+const HASH_ONE = new Int32Array(128);
+for (let c = 0; c < 128; c++) HASH_ONE[c] = Math.imul(FNV ^ c, 0x01000193);
+
+/** 1 when x is 0, else 0. */
+function isZero(x: number): number {
+  return ((x | -x) >>> 31) ^ 1;
+}
+
+/**
+ * What an ASCII piece is, by its first character and the one after it (127 for none, or for
+ * anything not ASCII): letters; a prefix and letters; digits; marks (after an optional
+ * space); one white-space character before something else; or a case the general path
+ * takes (more white space, a contraction, anything that needs more than two characters).
+ */
+const START_WORD = 1;
+const START_PREFIXED = 2;
+const START_DIGITS = 3;
+const START_MARKS = 4;
+const START_SPACE = 5;
+const START_GENERAL = 6;
+const START = new Uint8Array(128 * 128);
+(function initStart(): void {
+  const letter = (x: number): boolean => ((x | 32) - 97) >>> 0 < 26;
+  const space = (x: number): boolean => x === 32 || CLASS[x] === WS || CLASS[x] === NEWLINE;
+  for (let c = 0; c < 128; c++) {
+    for (let n = 0; n < 128; n++) {
+      let k = START_GENERAL;
+      if (letter(c)) k = START_WORD;
+      else if (CLASS[c] === DIGIT) k = START_DIGITS;
+      else if (n === 127) k = START_GENERAL;
+      else if (c === 39 && letter(n)) k = "stmdrvlSTMDRVL".includes(String.fromCharCode(n)) ? START_GENERAL : START_PREFIXED;
+      else if (letter(n)) k = CLASS[c] === NEWLINE ? START_SPACE : START_PREFIXED;
+      else if (CLASS[c] === PUNCT) k = START_MARKS;
+      else if (c === 32 && CLASS[n] === PUNCT) k = START_MARKS;
+      else if (space(c) && !space(n)) k = START_SPACE;
+      START[(c << 7) | n] = k;
+    }
+  }
+})();
+
 function prefixIndex(c: number): number {
   if (c === 32) return 33;
   if (c < 128) return CLASS[c] === WS ? 34 : PUNCT_INDEX[c]!;
@@ -191,6 +244,44 @@ export function hashPiece(text: string, from: number, to: number): number {
   return h === 0 ? 1 : h;
 }
 
+/**
+ * A cuckoo table of 1 << bits slots for the (hash, units) entries, or undefined when the
+ * entries do not fit (the caller doubles it). A hash given twice keeps its last units.
+ */
+function cuckoo(entries: readonly (readonly [number, number])[], bits: number): Int32Array | undefined {
+  const shift = 32 - bits;
+  const table = new Int32Array(2 << bits);
+  const slotA = (h: number): number => (Math.imul(h, 0x9e3779b1) >>> shift) << 1;
+  const slotB = (h: number): number => (Math.imul(h ^ (h >>> 15), 0x85ebca6b) >>> shift) << 1;
+  for (const [key, value] of entries) {
+    const a = slotA(key);
+    const b = slotB(key);
+    if (table[a] === key) table[a + 1] = value;
+    else if (table[b] === key) table[b + 1] = value;
+    else {
+      let h = key;
+      let u = value;
+      let slot = a;
+      for (let kicks = 0; ; kicks++) {
+        if (table[slot] === 0) {
+          table[slot] = h;
+          table[slot + 1] = u;
+          break;
+        }
+        if (kicks === 500) return undefined;
+        const h2 = table[slot]!;
+        const u2 = table[slot + 1]!;
+        table[slot] = h;
+        table[slot + 1] = u;
+        h = h2;
+        u = u2;
+        slot = slotA(h) === slot ? slotB(h) : slotA(h);
+      }
+    }
+  }
+  return table;
+}
+
 /** Length of a contraction ('s 't 're 've 'm 'll 'd, any case) at i, or 0. */
 function contraction(text: string, i: number, to: number): number {
   if (i + 1 >= to) return 0;
@@ -215,40 +306,49 @@ export type Scan = (text: string, from: number, to: number, weigh: boolean, sink
 
 /** Builds the estimate from its tables (the library uses the calibrated ones; calibration tries others). */
 export function createScan(tables: Tables): Scan {
-  // The table of pieces whose token count is known exactly: open addressing (Fibonacci
-  // hashing, linear probes) on a 32-bit FNV-1a hash of the piece. A rare piece that shares a hash
-  // with a known one is priced as that one; the estimate stays deterministic either way.
-  let pieces = 0;
-  for (const group of tables.known) pieces += group.length;
-  let bits = 10;
-  while (1 << bits < pieces * 2) bits++;
-  const KNOWN_BITS = bits;
-  const KNOWN_MASK = (1 << bits) - 1;
-  const KNOWN = new Int32Array(1 << bits);
-  const KNOWN_UNITS = new Int32Array(1 << bits);
+  // The table of pieces whose token count is known exactly, on a 32-bit FNV-1a hash of the
+  // piece: cuckoo hashing with two slots per hash, each slot a hash and its units side by
+  // side, so that a look-up reads two slots and never loops or branches. A rare piece that
+  // shares a hash with a known one is priced as that one; the estimate stays deterministic.
+  const entries: [number, number][] = [];
   tables.known.forEach((group, index) => {
-    for (const piece of group) {
-      const h = hashPiece(piece, 0, piece.length);
-      let slot = Math.imul(h, 0x9e3779b1) >>> (32 - KNOWN_BITS);
-      while (KNOWN[slot] !== 0 && KNOWN[slot] !== h) slot = (slot + 1) & KNOWN_MASK;
-      KNOWN[slot] = h;
-      KNOWN_UNITS[slot] = (index + 1) * 1000;
-    }
+    for (const piece of group) entries.push([hashPiece(piece, 0, piece.length), (index + 1) * 1000]);
   });
+  let bits = 10;
+  while (1 << bits < entries.length * 2) bits++;
+  let KNOWN = cuckoo(entries, bits);
+  while (KNOWN === undefined) KNOWN = cuckoo(entries, ++bits);
+  const KT = KNOWN;
+  const SHIFT = 32 - bits;
 
   /** Units of the known piece with hash h, or -1. */
   function known(h: number): number {
-    let slot = Math.imul(h, 0x9e3779b1) >>> (32 - KNOWN_BITS);
-    for (;;) {
-      const k = KNOWN[slot]!;
-      if (k === h) return KNOWN_UNITS[slot]!;
-      if (k === 0) return -1;
-      slot = (slot + 1) & KNOWN_MASK;
-    }
+    const a = (Math.imul(h, 0x9e3779b1) >>> SHIFT) << 1;
+    const b = (Math.imul(h ^ (h >>> 15), 0x85ebca6b) >>> SHIFT) << 1;
+    const x = KT[a]! ^ h;
+    const y = KT[b]! ^ h;
+    const mx = (x | -x) >> 31; // 0 when slot a holds h, else -1
+    const my = (y | -y) >> 31;
+    return (KT[a + 1]! & ~mx) | (KT[b + 1]! & ~my) | (mx & my);
   }
 
   const WORD_PAIR = Int32Array.from(tables.wordPair);
   const WORD_PREFIX = Int32Array.from(tables.wordPrefix);
+  /** WORD_PREFIX by the prefix's code (ASCII) and whether the first letter is a capital. */
+  const WORD_PREFIX_ASCII = new Int32Array(256);
+  for (let c = 0; c < 128; c++) for (let u = 0; u < 2; u++) WORD_PREFIX_ASCII[c * 2 + u] = WORD_PREFIX[PREFIX_INDEX[c]! * 2 + u]!;
+  // The pair costs again, indexed by the two characters' codes (a << 7 | b), so that the
+  // scan needs no index of its own: letters a-z A-Z, and marks with a leading space.
+  const WORD_PAIR2 = new Int32Array(128 * 128);
+  const PUNCT_PAIR2 = new Int32Array(128 * 128);
+  for (let a = 0; a < 128; a++) {
+    for (let b = 0; b < 128; b++) {
+      const la = ((a | 32) - 97) >>> 0 < 26;
+      const lb = ((b | 32) - 97) >>> 0 < 26;
+      if (la && lb) WORD_PAIR2[(a << 7) | b] = tables.wordPair[(a >= 97 ? a - 97 : a - 39) * 52 + (b >= 97 ? b - 97 : b - 39)]!;
+      if ((CLASS[a] === PUNCT || a === 32) && CLASS[b] === PUNCT) PUNCT_PAIR2[(a << 7) | b] = tables.punctPair[(a === 32 ? 33 : PUNCT_INDEX[a]!) * 34 + PUNCT_INDEX[b]!]!;
+    }
+  }
   const WORD_LENGTH = Int32Array.from(tables.wordLength);
   const SCRIPT_LETTER = Int32Array.from(tables.scriptLetter);
   const FOREIGN_LENGTH = Int32Array.from(tables.foreignLength);
@@ -452,27 +552,98 @@ export function createScan(tables: Tables): Scan {
     while (i < to) {
       const start = i;
       const c = text.charCodeAt(i);
-      // Fast path for the commonest piece: ASCII letters, alone or after one space.
-      const body = c === 32 && i + 1 < to ? i + 1 : i;
-      let d = text.charCodeAt(body);
-      if (((d | 32) - 97) >>> 0 < 26) {
-        let h = 0x811c9dc5 | 0;
-        if (body > i) h = Math.imul(h ^ 32, 0x01000193);
-        let j = body;
-        do {
+      if (c < 128) {
+        // ASCII: what the piece is follows from its first two characters (see START), and
+        // each kind is hashed and priced in the one pass that finds its end.
+        const next = i + 1 < to ? text.charCodeAt(i + 1) : 127;
+        const start2 = START[(c << 7) | (next < 128 ? next : 127)]!;
+        if (start2 <= START_PREFIXED) {
+          // ASCII letters, alone or after one prefix character.
+          const prefixed = start2 - START_WORD; // 1 or 0
+          const mask = -prefixed;
+          const body = i + prefixed;
+          let d = text.charCodeAt(body);
+          let h = FNV ^ ((HASH_ONE[c]! ^ FNV) & mask);
           h = Math.imul(h ^ d, 0x01000193);
-          if (++j >= to) break;
-          d = text.charCodeAt(j);
-        } while (((d | 32) - 97) >>> 0 < 26); // an ASCII letter
-        if (j >= to || d < 128) {
-          let units = known(h === 0 ? 1 : h);
-          if (units < 0) {
-            units = C.wordBase + priceLetters(text, i, body, j);
-            if (body > i) units += WORD_PREFIX[33 * 2 + (text.charCodeAt(body) <= 90 ? 1 : 0)]!;
+          const firstUpper = 3 - (d >> 5);
+          let uppers = firstUpper;
+          let pairs = 0;
+          let prev = d << 7;
+          let j = body + 1;
+          for (; j < to; j++) {
+            d = text.charCodeAt(j);
+            if (((d | 32) - 97) >>> 0 >= 26) break; // not an ASCII letter
+            h = Math.imul(h ^ d, 0x01000193);
+            pairs += WORD_PAIR2[prev | d]!;
+            uppers += 3 - (d >> 5);
+            prev = d << 7;
           }
-          total += units;
-          i = j;
-          if (sink !== undefined) sink(CHUNK_WORD, start, i, units);
+          // A word that goes on in other letters takes the general path below.
+          if (d < 128 || j >= to || (CLASS[d] !== XLETTER && CLASS[d] !== HIGH)) {
+            const exact = known(h === 0 ? 1 : h);
+            // The rule's price, computed whether or not the piece is known (cheaper than a
+            // branch that cannot be predicted): shape 0 lower, 1 Capital, 2 UPPER, 3 miXed.
+            const letters = j - body;
+            const isAll = isZero(uppers - letters) & ((1 - letters) >>> 31);
+            const isCap = isZero(uppers - 1) & firstUpper;
+            const shape = (1 - isZero(uppers)) * (3 - isAll - 2 * isCap);
+            const row = (PREFIX_KIND[c]! & mask) * 4 + shape;
+            const rule = C.wordBase + pairs + WORD_LENGTH[row * 32 + Math.min(letters, 31)]! + (WORD_PREFIX_ASCII[c * 2 + firstUpper]! & mask);
+            const pick = exact >> 31; // -1 when the piece is not known
+            const units = (exact & ~pick) | (rule & pick);
+            total += units;
+            i = j;
+            if (sink !== undefined) sink(CHUNK_WORD, start, i, units);
+            continue;
+          }
+        } else if (start2 === START_DIGITS) {
+          // Up to three ASCII digits: one token (a group that goes on in other digits takes the general path).
+          let j = i + 1;
+          if (j < to && (text.charCodeAt(j) - 48) >>> 0 < 10) {
+            j++;
+            if (j < to && (text.charCodeAt(j) - 48) >>> 0 < 10) j++;
+          }
+          if (j - i === 3 || j >= to || text.charCodeAt(j) < 128) {
+            total += 1000;
+            i = j;
+            if (sink !== undefined) sink(CHUNK_DIGITS, start, i, 1000);
+            continue;
+          }
+        } else if (start2 === START_MARKS) {
+          // ASCII marks (after an optional space) and trailing newlines.
+          let h = HASH_ONE[c]!;
+          let pairs = 0;
+          let prev = c << 7;
+          let j = i + 1;
+          let d = 0;
+          for (; j < to; j++) {
+            d = text.charCodeAt(j);
+            if (CLASS[d] !== PUNCT) break;
+            h = Math.imul(h ^ d, 0x01000193);
+            pairs += PUNCT_PAIR2[prev | d]!;
+            prev = d << 7;
+          }
+          // Marks that go on in other symbols take the general path below.
+          if (d < 128 || j >= to || (CLASS[d] !== XPUNCT && CLASS[d] !== HIGH)) {
+            const marks = j;
+            while (j < to && ((d = text.charCodeAt(j)) === 10 || d === 13)) {
+              h = Math.imul(h ^ d, 0x01000193);
+              j++;
+            }
+            const exact = known(h === 0 ? 1 : h);
+            const rule = C.punctBase + (j > marks ? C.punctNewline : 0) + pairs;
+            const pick = exact >> 31;
+            const units = (exact & ~pick) | (rule & pick);
+            total += units;
+            i = j;
+            if (sink !== undefined) sink(CHUNK_PUNCT, start, i, units);
+            continue;
+          }
+        } else if (start2 === START_SPACE) {
+          // One white-space character before something else: a piece of one token.
+          total += 1000;
+          i++;
+          if (sink !== undefined) sink(CHUNK_SPACE, start, i, 1000);
           continue;
         }
       }
