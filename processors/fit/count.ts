@@ -162,6 +162,11 @@ const FNV = 0x811c9dc5 | 0;
 const HASH_ONE = new Int32Array(128);
 for (let c = 0; c < 128; c++) HASH_ONE[c] = Math.imul(FNV ^ c, 0x01000193);
 
+/** 1 when the code unit x is an ASCII digit, else 0. */
+function isDigit(x: number): number {
+  return ((x - 58) & ~(x - 48)) >>> 31;
+}
+
 /** 1 when x is 0, else 0. */
 function isZero(x: number): number {
   return ((x | -x) >>> 31) ^ 1;
@@ -320,16 +325,22 @@ let keptCodes = new Uint16Array(4096);
 let keptBytes = Buffer.from(keptCodes.buffer);
 let scanning = false;
 
-/** text[from, from + n) as code units, in `into` or in the kept array (grown as needed). */
+/** What follows the text's code units in the array (twice): a symbol no loop of the scan goes on through. */
+const END = 0xffff;
+
+/**
+ * text[from, from + n) as code units, then END twice, in `into` (of n + 2) or in the kept
+ * array (grown as needed).
+ */
 function codeUnits(text: string, from: number, n: number, into: Uint16Array | undefined): Uint16Array {
   let codes = into;
   let bytes: Buffer | undefined;
   if (codes === undefined) {
     if (n > KEEP_CODES) {
-      codes = new Uint16Array(n);
+      codes = new Uint16Array(n + 2);
     } else {
-      if (n > keptCodes.length) {
-        keptCodes = new Uint16Array(Math.max(n, Math.min(KEEP_CODES, keptCodes.length * 2)));
+      if (n + 2 > keptCodes.length) {
+        keptCodes = new Uint16Array(Math.max(n + 2, Math.min(KEEP_CODES + 2, keptCodes.length * 2)));
         keptBytes = Buffer.from(keptCodes.buffer);
       }
       codes = keptCodes;
@@ -342,6 +353,8 @@ function codeUnits(text: string, from: number, n: number, into: Uint16Array | un
     bytes ??= Buffer.from(codes.buffer, codes.byteOffset, codes.byteLength);
     bytes.write(from === 0 ? text : text.slice(from, from + n), 0, 2 * n, "utf16le");
   }
+  codes[n] = END;
+  codes[n + 1] = END;
   return codes;
 }
 
@@ -601,8 +614,7 @@ export function createScan(tables: Tables): Scan {
       if (c < 128) {
         // ASCII: what the piece is follows from its first two characters (see START), and
         // each kind is hashed and priced in the one pass that finds its end.
-        const next = i + 1 < to ? a[i + 1]! : 127;
-        const start2 = START[(c << 7) | (next < 128 ? next : 127)]!;
+        const start2 = START[(c << 7) | Math.min(a[i + 1]!, 127)]!; // (END after the text)
         if (start2 <= START_PREFIXED) {
           // ASCII letters, alone or after one prefix character.
           const prefixed = start2 - START_WORD; // 1 or 0
@@ -616,9 +628,9 @@ export function createScan(tables: Tables): Scan {
           let pairs = 0;
           let prev = (d & 63) << 6;
           let j = body + 1;
-          for (; j < to; j++) {
+          for (; ; j++) {
             d = a[j]!;
-            if (((d | 32) - 97) >>> 0 >= 26) break; // not an ASCII letter
+            if (((d | 32) - 97) >>> 0 >= 26) break; // not an ASCII letter (END is none)
             h = Math.imul(h ^ d, 0x01000193);
             pairs += WORD_PAIR2[prev | (d & 63)]!;
             uppers += 3 - (d >> 5);
@@ -643,12 +655,10 @@ export function createScan(tables: Tables): Scan {
             continue;
           }
         } else if (start2 === START_DIGITS) {
-          // Up to three ASCII digits: one token (a group that goes on in other digits takes the general path).
-          let j = i + 1;
-          if (j < to && (a[j]! - 48) >>> 0 < 10) {
-            j++;
-            if (j < to && (a[j]! - 48) >>> 0 < 10) j++;
-          }
+          // Up to three ASCII digits: one token (a group that goes on in other digits takes the
+          // general path). Counted without branches; END stops a group at the end of the text.
+          const d1 = isDigit(a[i + 1]!);
+          const j = i + 1 + d1 + (d1 & isDigit(a[i + 2]!));
           if (j - i === 3 || j >= to || a[j]! < 128) {
             total += 1000;
             i = j;
@@ -662,9 +672,9 @@ export function createScan(tables: Tables): Scan {
           let prev = c === 32 ? 33 * 34 : PUNCT_INDEX[c]! * 34;
           let j = i + 1;
           let d = 0;
-          for (; j < to; j++) {
+          for (; ; j++) {
             d = a[j]!;
-            if (CLASS[d] !== PUNCT) break;
+            if (CLASS[d] !== PUNCT) break; // (END is no mark)
             h = Math.imul(h ^ d, 0x01000193);
             const idx = PUNCT_INDEX[d]!;
             pairs += PUNCT_PAIR[prev + idx]!;
@@ -786,7 +796,7 @@ export function createScan(tables: Tables): Scan {
   return function scan(text: string, from: number, to: number, weigh: boolean, sink?: ChunkSink): number {
     const n = to - from;
     if (!(n > 0)) return 0;
-    if (scanning) return scanCodes(codeUnits(text, from, n, new Uint16Array(n)), n, weigh, sink, from);
+    if (scanning) return scanCodes(codeUnits(text, from, n, new Uint16Array(n + 2)), n, weigh, sink, from);
     scanning = true;
     try {
       return scanCodes(codeUnits(text, from, n, undefined), n, weigh, sink, from);
