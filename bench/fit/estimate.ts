@@ -5,8 +5,9 @@
 //   2. fitting a 1 MiB document to each view, against one count over all of it.
 // Prints Markdown tables and writes them to bench/out/fit.md.
 //
-//   npx tsx bench/fit/estimate.ts           (the checked-in sample, and the held-out corpus
-//                                            pieces when bench/fit/corpus.ts has built it)
+//   npx tsx bench/fit/estimate.ts           (the checked-in sample, the held-out corpus pieces
+//                                            when bench/fit/corpus.ts has built it, and the
+//                                            second held-out set when `corpus.ts --unseen` has)
 //   npx tsx bench/fit/estimate.ts --fit-only (only the second table, printed)
 //   npx tsx bench/fit/estimate.ts --no-fit   (only the first tables, printed)
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
@@ -19,6 +20,7 @@ import type { FitOptions, Fitted } from "../../processors/fit/types.ts";
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
 const FIXTURES = join(ROOT, "test", "fixtures", "tokens");
 const CORPUS = join(ROOT, "bench", "out", "fit-corpus.json");
+const UNSEEN = join(ROOT, "bench", "out", "fit-unseen.json");
 const OUT = join(ROOT, "bench", "out", "fit.md");
 const NO_SPECIAL = { disallowedSpecial: new Set<string>() };
 
@@ -36,6 +38,12 @@ async function heldOutCorpus(): Promise<Piece[]> {
 }
 
 /** Milliseconds of CPU this process spent in f: robust to other processes sharing the machine. */
+async function unseenCorpus(): Promise<Piece[]> {
+  if (!existsSync(UNSEEN)) return [];
+  const { loadUnseen } = await import("./corpus.ts");
+  return loadUnseen();
+}
+
 function cpu(f: () => unknown): number {
   const start = process.cpuUsage();
   f();
@@ -236,6 +244,7 @@ function fittingTable(pieces: Piece[]): string {
 async function main(): Promise<void> {
   const sample = fixtures();
   const corpus = await heldOutCorpus();
+  const unseen = await unseenCorpus();
   if (process.argv.includes("--fit-only")) {
     console.log(fittingTable(corpus.length > 0 ? corpus : sample));
     return;
@@ -251,6 +260,7 @@ async function main(): Promise<void> {
     accuracyTable(`Checked-in sample (test/fixtures/tokens, ${sample.length} pieces)`, accuracyAndSpeed(sample)),
   ];
   if (corpus.length > 0) sections.push("", accuracyTable(`Held-out corpus pieces (bench/out/fit-corpus.json, ${corpus.length} pieces)`, accuracyAndSpeed(corpus)));
+  if (unseen.length > 0) sections.push("", accuracyTable(`Second held-out set, files and kinds the corpus has not got (bench/out/fit-unseen.json, ${unseen.length} pieces)`, accuracyAndSpeed(unseen)));
   if (process.argv.includes("--no-fit")) {
     console.log(sections.join("\n"));
     return;
