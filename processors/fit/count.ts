@@ -714,14 +714,18 @@ export function createScan(tables: Tables): Scan {
           // more follows (there are at least two).
           let j = i + 2;
           let lastNewline = a[i + 1] === 10 || a[i + 1] === 13 ? i + 1 : c === 10 || c === 13 ? i : -1;
-          while (j < to) {
-            const wk = CLASS[a[j]!]!;
+          let mixed = a[i + 1]! ^ c; // 0 while the run is one character repeated
+          for (; ; j++) {
+            const w = a[j]!;
+            const wk = CLASS[w]!;
             if (wk === NEWLINE) lastNewline = j;
-            else if (wk !== SPACE && wk !== WS) break;
-            j++;
+            else if (wk !== SPACE && wk !== WS) break; // (END is no white space)
+            mixed |= w ^ c;
           }
           i = lastNewline >= 0 ? lastNewline + 1 : j === to ? j : j - 1;
-          const units = priceSpace(a, start, i, weigh);
+          // A newline before indentation, or indentation: one character, or one repeated.
+          const n = i - start;
+          const units = n === 1 ? 1000 : mixed === 0 && n <= LONG_SPACE ? spaceRun(c, n) : priceSpace(a, start, i, weigh);
           total += units;
           if (sink !== undefined) sink(CHUNK_SPACE, base + start, base + i, units);
           continue;
