@@ -182,8 +182,9 @@ function isZero(x: number): number {
 /**
  * What an ASCII piece is, by its first character and the one after it (127 for none, or for
  * anything not ASCII): letters; a prefix and letters; digits; marks (after an optional
- * space); one white-space character before something else; more white space; or a case the general path
- * takes (more white space, a contraction, anything that needs more than two characters).
+ * space); one mark on its own (before a digit or white space); one white-space character
+ * before something else; more white space; or a case the general path takes (a contraction,
+ * anything that needs more than two characters).
  */
 const START_WORD = 1;
 const START_PREFIXED = 2;
@@ -192,6 +193,7 @@ const START_MARKS = 4;
 const START_SPACE = 5;
 const START_BLANK = 6;
 const START_GENERAL = 7;
+const START_MARK = 8;
 const START = new Uint8Array(128 * 128);
 (function initStart(): void {
   const letter = (x: number): boolean => ((x | 32) - 97) >>> 0 < 26;
@@ -204,7 +206,7 @@ const START = new Uint8Array(128 * 128);
       else if (n === 127) k = START_GENERAL;
       else if (c === 39 && letter(n)) k = "stmdrvlSTMDRVL".includes(String.fromCharCode(n)) ? START_GENERAL : START_PREFIXED;
       else if (letter(n)) k = CLASS[c] === NEWLINE ? START_SPACE : START_PREFIXED;
-      else if (CLASS[c] === PUNCT) k = START_MARKS;
+      else if (CLASS[c] === PUNCT) k = CLASS[n] === PUNCT || CLASS[n] === NEWLINE ? START_MARKS : START_MARK;
       else if (c === 32 && CLASS[n] === PUNCT) k = START_MARKS;
       else if (space(c) && !space(n)) k = START_SPACE;
       else if (space(c) && space(n)) k = START_BLANK;
@@ -412,6 +414,13 @@ export function createScan(tables: Tables): Scan {
     }
   }
   const WORD_LENGTH = Int32Array.from(tables.wordLength);
+  /** The price of each ASCII mark as a piece of its own (known, or one run of one mark). */
+  const MARK_UNITS = new Int32Array(128);
+  for (let c = 0; c < 128; c++) {
+    const h = HASH_ONE[c]!;
+    const exact = known(h === 0 ? 1 : h);
+    MARK_UNITS[c] = exact >= 0 ? exact : tables.constants.punctBase;
+  }
   const SCRIPT_LETTER = Int32Array.from(tables.scriptLetter);
   const FOREIGN_LENGTH = Int32Array.from(tables.foreignLength);
   const CJK_COST = cjkCosts(tables.cjkSingles, tables.cjkBlocks);
@@ -703,6 +712,13 @@ export function createScan(tables: Tables): Scan {
             if (sink !== undefined) sink(CHUNK_PUNCT, base + start, base + i, units);
             continue;
           }
+        } else if (start2 === START_MARK) {
+          // One mark before a digit or white space: its price is known in advance.
+          const units = MARK_UNITS[c]!;
+          total += units;
+          i++;
+          if (sink !== undefined) sink(CHUNK_PUNCT, base + start, base + i, units);
+          continue;
         } else if (start2 === START_SPACE) {
           // One white-space character before something else: a piece of one token.
           total += 1000;
