@@ -7,7 +7,14 @@
 //
 // A piece belongs to the held-out set when its source's hash is 0 mod 4 (see `heldOut`):
 // calibrate.ts never learns from those, and fixtures.ts draws the checked-in sample from them.
-import { execFileSync } from "node:child_process";
+//
+//   npx tsx bench/fit/corpus.ts --unseen   -> bench/out/fit-unseen.json
+//
+// A second held-out set, from files none of the corpus's pieces comes from, and from kinds the
+// corpus has not got (see `buildUnseen`): Debian's documentation, the rest of Python's standard
+// library, man pages (English and translated, as man renders them), and logs of programs run
+// here. Nothing reads it but estimate.ts: calibration never sees it.
+import { execFileSync, spawnSync } from "node:child_process";
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -19,6 +26,7 @@ export type Piece = { cls: string; src: string; at: number; text: string };
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
 const NM = join(ROOT, "node_modules");
 export const CORPUS_PATH = join(ROOT, "bench", "out", "fit-corpus.json");
+export const UNSEEN_PATH = join(ROOT, "bench", "out", "fit-unseen.json");
 
 export function fnv(s: string): number {
   let h = 2166136261;
@@ -34,6 +42,10 @@ export function heldOut(p: { src: string; at: number }): boolean {
 
 export function loadCorpus(): Piece[] {
   return JSON.parse(readFileSync(CORPUS_PATH, "utf8")) as Piece[];
+}
+
+export function loadUnseen(): Piece[] {
+  return JSON.parse(readFileSync(UNSEEN_PATH, "utf8")) as Piece[];
 }
 
 function rng(seed: number): () => number {
@@ -209,7 +221,85 @@ export function buildCorpus(): Piece[] {
   return all;
 }
 
-if (process.argv[1] === fileURLToPath(import.meta.url)) {
+/** A man page as groff renders it for a terminal 80 columns wide, without overstrikes or colours. */
+function manPage(p: string): string {
+  return execFileSync("groff", ["-k", "-t", "-mandoc", "-Tutf8", "-rLL=80n", "-P-cbou"], {
+    input: read(p),
+    encoding: "utf8",
+    maxBuffer: 1 << 26,
+    timeout: 20_000,
+    stdio: ["pipe", "pipe", "ignore"],
+  });
+}
+
+/** What a program writes, stdout then stderr (or "" when it cannot run). */
+function programOutput(cmd: string, args: string[]): string {
+  const r = spawnSync(cmd, args, { encoding: "utf8", maxBuffer: 1 << 26, timeout: 60_000, stdio: ["ignore", "pipe", "pipe"], env: { ...process.env, LC_ALL: "C.UTF-8", PYTHONDONTWRITEBYTECODE: "1" } });
+  return (r.stdout ?? "") + (r.stderr ?? "");
+}
+
+/** Logs of programs run here: what each is run as, and its log. */
+const PROGRAM_LOGS: [string, () => string][] = [
+  ["xz -dc /var/log/apt/eipp.log.xz (apt's solver log)", () => (existsSync("/var/log/apt/eipp.log.xz") ? programOutput("xz", ["-dc", "/var/log/apt/eipp.log.xz"]) : "")],
+  ["python3 -v (the import log of a few standard modules)", () => programOutput("python3", ["-v", "-c", "import json, email.parser, http.client, logging.handlers, asyncio, sqlite3, xml.dom.minidom"])],
+  ["python3 -v (the import log of other standard modules)", () => programOutput("python3", ["-v", "-c", "import argparse, unittest, tarfile, zipfile, decimal, csv, sched, difflib, pydoc"])],
+  ["ldconfig -p (the dynamic linker's cache)", () => programOutput("ldconfig", ["-p"])],
+  ["apt-get -s -o Debug::pkgProblemResolver=1 -o Debug::pkgDepCache::AutoInstall=1 upgrade (a simulated upgrade)", () => programOutput("apt-get", ["-s", "-o", "Debug::pkgProblemResolver=1", "-o", "Debug::pkgDepCache::AutoInstall=1", "upgrade"])],
+];
+
+const TRANSLATED_MAN = ["cs", "da", "de", "es", "fi", "fr", "hr", "hu", "id", "it", "nl", "pl", "pt", "pt_BR", "ro", "ru", "sl", "sr", "sv", "tr", "uk"];
+const CJK_MAN = ["ja", "ko", "zh_CN", "zh_TW"];
+
+/** Sources of the second held-out set, by class; a source is [its name, its text]. */
+const UNSEEN: Record<string, () => [string, () => string][]> = {
+  doc: () =>
+    walk("/usr/share/doc", (p) => /\/(README|NEWS|TODO|FAQ|AUTHORS|THANKS|BUGS|HACKING|USAGE)[^/]*$|\.txt(\.gz)?$/i.test(p) && !/\.(md|html?|json|ya?ml)(\.gz)?$|changelog|copyright/i.test(p)).map((p) => [p, () => read(p)]),
+  python: () => walk("/usr/lib/python3.11", (p) => /\.py$/.test(p) && !/\/test\/|\/tests\//.test(p)).map((p) => [p, () => read(p)]),
+  man: () => ["man1", "man5", "man7", "man8"].flatMap((s) => walk(join("/usr/share/man", s), (p) => p.endsWith(".gz"))).map((p) => [p, () => manPage(p)]),
+  "man-intl": () => TRANSLATED_MAN.flatMap((l) => walk(join("/usr/share/man", l), (p) => p.endsWith(".gz"))).map((p) => [p, () => manPage(p)]),
+  "man-cjk": () => CJK_MAN.flatMap((l) => walk(join("/usr/share/man", l), (p) => p.endsWith(".gz"))).map((p) => [p, () => manPage(p)]),
+  log: () => PROGRAM_LOGS,
+};
+
+/**
+ * The second held-out set: pieces of the sources above, none from a file any piece of the
+ * calibration corpus (`corpus`) comes from. Deterministic for a given machine.
+ */
+export function buildUnseen(corpus: readonly Piece[]): Piece[] {
+  const used = new Set(corpus.map((p) => p.src));
+  const all: Piece[] = [];
+  for (const [cls, list] of Object.entries(UNSEEN)) {
+    const r = rng(fnv(`unseen ${cls}`));
+    const sources = list()
+      .filter(([src]) => !used.has(src))
+      .map((x) => [r(), x] as const)
+      .sort((a, b) => a[0] - b[0])
+      .map((x) => x[1]);
+    const pieces: Piece[] = [];
+    for (const [src, text] of sources) {
+      if (pieces.length >= 100) break;
+      let t: string;
+      try {
+        t = text();
+      } catch {
+        continue;
+      }
+      if (t.includes("\uFFFD") || t.includes("\u0000")) continue;
+      pieces.push(...cut(t, src, cls, cls === "log" ? 40 : 2));
+    }
+    all.push(...pieces.slice(0, 100));
+  }
+  return all;
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url) && process.argv.includes("--unseen")) {
+  const all = buildUnseen(loadCorpus());
+  writeFileSync(UNSEEN_PATH, JSON.stringify(all));
+  const byClass = new Map<string, number>();
+  for (const p of all) byClass.set(p.cls, (byClass.get(p.cls) ?? 0) + 1);
+  console.log(`${all.length} pieces, ${all.reduce((s, p) => s + p.text.length, 0)} chars -> ${UNSEEN_PATH}`);
+  console.log([...byClass].map(([c, n]) => `${c} ${n}`).join(", "));
+} else if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const all = buildCorpus();
   mkdirSync(dirname(CORPUS_PATH), { recursive: true });
   writeFileSync(CORPUS_PATH, JSON.stringify(all));

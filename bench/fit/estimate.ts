@@ -5,9 +5,11 @@
 //   2. fitting a 1 MiB document to each view, against one count over all of it.
 // Prints Markdown tables and writes them to bench/out/fit.md.
 //
-//   npx tsx bench/fit/estimate.ts           (the checked-in sample, and the held-out corpus
-//                                            pieces when bench/fit/corpus.ts has built it)
+//   npx tsx bench/fit/estimate.ts           (the checked-in sample, the held-out corpus pieces
+//                                            when bench/fit/corpus.ts has built it, and the
+//                                            second held-out set when `corpus.ts --unseen` has)
 //   npx tsx bench/fit/estimate.ts --fit-only (only the second table, printed)
+//   npx tsx bench/fit/estimate.ts --no-fit   (only the first tables, printed)
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -18,6 +20,7 @@ import type { FitOptions, Fitted } from "../../processors/fit/types.ts";
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
 const FIXTURES = join(ROOT, "test", "fixtures", "tokens");
 const CORPUS = join(ROOT, "bench", "out", "fit-corpus.json");
+const UNSEEN = join(ROOT, "bench", "out", "fit-unseen.json");
 const OUT = join(ROOT, "bench", "out", "fit.md");
 const NO_SPECIAL = { disallowedSpecial: new Set<string>() };
 
@@ -35,6 +38,12 @@ async function heldOutCorpus(): Promise<Piece[]> {
 }
 
 /** Milliseconds of CPU this process spent in f: robust to other processes sharing the machine. */
+async function unseenCorpus(): Promise<Piece[]> {
+  if (!existsSync(UNSEEN)) return [];
+  const { loadUnseen } = await import("./corpus.ts");
+  return loadUnseen();
+}
+
 function cpu(f: () => unknown): number {
   const start = process.cpuUsage();
   f();
@@ -42,7 +51,28 @@ function cpu(f: () => unknown): number {
   return (used.user + used.system) / 1000;
 }
 
-type ClassRow = { cls: string; n: number; chars: number; mare: number; bias: number; countMs: number; encodeMs: number; speedup: number };
+type ClassRow = {
+  cls: string;
+  n: number;
+  chars: number;
+  mare: number;
+  bias: number;
+  countMs: number;
+  loopMs: number;
+  encodeMs: number;
+  /** count's CPU time over the bare loop's. */
+  overLoop: number;
+  speedup: number;
+};
+
+/** The floor of any one-pass estimate: a loop that reads every UTF-16 code unit and sums them
+ * (the sum is returned, so the reads cannot be optimised away). */
+function bareLoop(text: string): number {
+  let sum = 0;
+  for (let i = 0; i < text.length; i++) sum = (sum + text.charCodeAt(i)) | 0;
+  return sum;
+}
+let sink = 0;
 
 function median(xs: readonly number[]): number {
   const s = [...xs].sort((a, b) => a - b);
@@ -56,6 +86,7 @@ function accuracyAndSpeed(pieces: Piece[]): ClassRow[] {
   for (let round = 0; round < 3; round++) {
     for (const p of pieces) {
       count(p.text);
+      sink ^= bareLoop(p.text);
       encode(p.text, NO_SPECIAL);
     }
   }
@@ -73,17 +104,23 @@ function accuracyAndSpeed(pieces: Piece[]): ClassRow[] {
       bias += e;
       chars += p.text.length;
     }
-    // CPU time of the whole class in one batch (count repeated to last long enough to
-    // measure), count and cl100k one right after the other, five times: the speed-up is the
-    // median of the five ratios, so that a busy moment of the machine hits both sides.
+    // CPU time of the whole class in one batch (count and the bare loop repeated to last long
+    // enough to measure), count, the bare loop and cl100k one right after the other, five
+    // times: each ratio is the median of the five, so that a busy moment hits both sides.
     const repeat = Math.max(1, Math.ceil(2_000_000 / chars));
     const ratios: number[] = [];
+    const loopRatios: number[] = [];
     const counts: number[] = [];
+    const loops: number[] = [];
     const encodes: number[] = [];
     for (let k = 0; k < 5; k++) {
       const c =
         cpu(() => {
           for (let r = 0; r < repeat; r++) for (const p of list) count(p.text);
+        }) / repeat;
+      const l =
+        cpu(() => {
+          for (let r = 0; r < repeat; r++) for (const p of list) sink ^= bareLoop(p.text);
         }) / repeat;
       const e = cpu(() => {
         for (const p of list) {
@@ -92,20 +129,34 @@ function accuracyAndSpeed(pieces: Piece[]): ClassRow[] {
         }
       });
       counts.push(c);
+      loops.push(l);
       encodes.push(e);
       ratios.push(e / c);
+      loopRatios.push(c / l);
     }
     const countMs = median(counts);
+    const loopMs = median(loops);
     const encodeMs = median(encodes);
     const speedup = median(ratios);
-    out.push({ cls, n: list.length, chars, mare: mare / list.length, bias: bias / list.length, countMs, encodeMs, speedup });
+    const overLoop = median(loopRatios);
+    out.push({ cls, n: list.length, chars, mare: mare / list.length, bias: bias / list.length, countMs, loopMs, encodeMs, overLoop, speedup });
   }
   clearMergeCache();
   const all = out.reduce(
-    (a, r) => ({ ...a, n: a.n + r.n, chars: a.chars + r.chars, mare: a.mare + r.mare * r.n, bias: a.bias + r.bias * r.n, countMs: a.countMs + r.countMs, encodeMs: a.encodeMs + r.encodeMs }),
-    { cls: "all", n: 0, chars: 0, mare: 0, bias: 0, countMs: 0, encodeMs: 0, speedup: 0 },
+    (a, r) => ({
+      ...a,
+      n: a.n + r.n,
+      chars: a.chars + r.chars,
+      mare: a.mare + r.mare * r.n,
+      bias: a.bias + r.bias * r.n,
+      countMs: a.countMs + r.countMs,
+      loopMs: a.loopMs + r.loopMs,
+      encodeMs: a.encodeMs + r.encodeMs,
+    }),
+    { cls: "all", n: 0, chars: 0, mare: 0, bias: 0, countMs: 0, loopMs: 0, encodeMs: 0, overLoop: 0, speedup: 0 },
   );
-  out.push({ ...all, mare: all.mare / all.n, bias: all.bias / all.n, speedup: all.encodeMs / all.countMs });
+  out.push({ ...all, mare: all.mare / all.n, bias: all.bias / all.n, overLoop: all.countMs / all.loopMs, speedup: all.encodeMs / all.countMs });
+  if (sink === 0.5) console.log(sink); // keeps the loops' sums alive
   return out;
 }
 
@@ -113,13 +164,13 @@ function accuracyTable(title: string, rows: ClassRow[]): string {
   const lines = [
     `### ${title}`,
     "",
-    "| class | pieces | KB | mean abs error | bias | count ms | cl100k cold ms | speed-up |",
-    "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    "| class | pieces | KB | mean abs error | bias | count ms | bare loop ms | count / loop | cl100k cold ms | speed-up |",
+    "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
   ];
   for (const r of rows) {
     const name = r.cls === "all" ? "**all**" : r.cls;
     lines.push(
-      `| ${name} | ${r.n} | ${(r.chars / 1024).toFixed(0)} | ${(100 * r.mare).toFixed(2)}% | ${(100 * r.bias).toFixed(2)}% | ${r.countMs.toFixed(1)} | ${r.encodeMs.toFixed(1)} | ${r.speedup.toFixed(1)}x |`,
+      `| ${name} | ${r.n} | ${(r.chars / 1024).toFixed(0)} | ${(100 * r.mare).toFixed(2)}% | ${(100 * r.bias).toFixed(2)}% | ${r.countMs.toFixed(2)} | ${r.loopMs.toFixed(2)} | ${r.overLoop.toFixed(2)}x | ${r.encodeMs.toFixed(1)} | ${r.speedup.toFixed(1)}x |`,
     );
   }
   return lines.join("\n");
@@ -193,6 +244,7 @@ function fittingTable(pieces: Piece[]): string {
 async function main(): Promise<void> {
   const sample = fixtures();
   const corpus = await heldOutCorpus();
+  const unseen = await unseenCorpus();
   if (process.argv.includes("--fit-only")) {
     console.log(fittingTable(corpus.length > 0 ? corpus : sample));
     return;
@@ -201,11 +253,18 @@ async function main(): Promise<void> {
     "## Token estimate (count) against cl100k",
     "",
     `Node ${process.version}. Mean absolute relative error per piece; bias is the mean signed error (positive: count says more). ` +
-      "Speed-up: CPU time of cl100k encode timed cold (merge cache cleared before each piece) over CPU time of count, each over the whole class, measured one after the other five times; the median of the five ratios (for all: total over total of the medians).",
+      "count / loop: CPU time of count over that of a bare loop that sums every character code of the same text (the floor of one pass). " +
+      "Speed-up: CPU time of cl100k encode timed cold (merge cache cleared before each piece) over CPU time of count. " +
+      "Each over the whole class, measured one after the other five times; the median of the five ratios (for all: total over total of the medians).",
     "",
     accuracyTable(`Checked-in sample (test/fixtures/tokens, ${sample.length} pieces)`, accuracyAndSpeed(sample)),
   ];
   if (corpus.length > 0) sections.push("", accuracyTable(`Held-out corpus pieces (bench/out/fit-corpus.json, ${corpus.length} pieces)`, accuracyAndSpeed(corpus)));
+  if (unseen.length > 0) sections.push("", accuracyTable(`Second held-out set, files and kinds the corpus has not got (bench/out/fit-unseen.json, ${unseen.length} pieces)`, accuracyAndSpeed(unseen)));
+  if (process.argv.includes("--no-fit")) {
+    console.log(sections.join("\n"));
+    return;
+  }
   sections.push(
     "",
     "## Fitting a 1 MiB document, against one count over all of it",

@@ -9,11 +9,19 @@
 //     per non-ASCII letter by script;
 //   - punctuation runs the same way with punctuation pairs; digit groups one token each;
 //     white space by the length of its runs.
+// How it stays close to the cost of reading the text once: the text's code units are copied
+// (natively) into a typed array, which reads about twice as fast as charCodeAt; an ASCII
+// piece's kind comes from one table look-up of its first two characters; a word or a run of
+// marks is hashed and priced by its pairs in the same loop that finds its end; the known
+// table is read without loops or branches (two slots), and the rule's price is computed
+// either way and picked by a mask, since whether a piece is known cannot be predicted. Only
+// non-ASCII text and longer white space take the general path.
 // The tables come from bench/fit/calibrate.ts. Everything is integer arithmetic in
 // thousandths of a token, so the same text gives the same number on every machine, and
 // the units of two texts cut at the start of a line add up to the units of both (see
 // `units`), which lets the fitting code size a whole from its parts.
 
+import { Buffer } from "node:buffer";
 import { TABLES } from "./count-tables.ts";
 import { BMP_CLASSES } from "./unicode-classes.ts";
 
@@ -80,13 +88,13 @@ function astralClass(cp: number): number {
 }
 
 /** Class of the character at i (a high surrogate followed by a low one is one character). */
-function classAt(text: string, i: number, to: number): number {
-  const k = CLASS[text.charCodeAt(i)]!;
+function classAt(a: Uint16Array, i: number, to: number): number {
+  const k = CLASS[a[i]!]!;
   if (k !== HIGH) return k;
   if (i + 1 < to) {
-    const lo = text.charCodeAt(i + 1);
+    const lo = a[i + 1]!;
     if (lo >= 0xdc00 && lo < 0xe000) {
-      const cp = ((text.charCodeAt(i) - 0xd800) << 10) + (lo - 0xdc00) + 0x10000;
+      const cp = ((a[i]! - 0xd800) << 10) + (lo - 0xdc00) + 0x10000;
       return astralClass(cp) | PAIR_BIT;
     }
   }
@@ -150,6 +158,63 @@ const PUNCT_INDEX = new Uint8Array(128).fill(32);
   }
 })();
 /** Index of a prefix before a word: 0-32 as PUNCT_INDEX, 33 space, 34 other white space, 35 non-ASCII. */
+const PREFIX_INDEX = new Uint8Array(128);
+for (let c = 0; c < 128; c++) PREFIX_INDEX[c] = c === 32 ? 33 : CLASS[c] === WS ? 34 : PUNCT_INDEX[c]!;
+/** Kind of prefix before a word (see priceLetters): 1 a space, 2 anything else. */
+const PREFIX_KIND = new Uint8Array(128);
+for (let c = 0; c < 128; c++) PREFIX_KIND[c] = c === 32 ? 1 : 2;
+
+const FNV = 0x811c9dc5 | 0;
+/** FNV-1a of the one character c. */
+const HASH_ONE = new Int32Array(128);
+for (let c = 0; c < 128; c++) HASH_ONE[c] = Math.imul(FNV ^ c, 0x01000193);
+
+/** 1 when the code unit x is an ASCII digit, else 0. */
+function isDigit(x: number): number {
+  return ((x - 58) & ~(x - 48)) >>> 31;
+}
+
+/** 1 when x is 0, else 0. */
+function isZero(x: number): number {
+  return ((x | -x) >>> 31) ^ 1;
+}
+
+/**
+ * What an ASCII piece is, by its first character and the one after it (127 for none, or for
+ * anything not ASCII): letters; a prefix and letters; digits; marks (after an optional
+ * space); one mark on its own (before a digit or white space); one white-space character
+ * before something else; more white space; or a case the general path takes (a contraction,
+ * anything that needs more than two characters).
+ */
+const START_WORD = 1;
+const START_PREFIXED = 2;
+const START_DIGITS = 3;
+const START_MARKS = 4;
+const START_SPACE = 5;
+const START_BLANK = 6;
+const START_GENERAL = 7;
+const START_MARK = 8;
+const START = new Uint8Array(128 * 128);
+(function initStart(): void {
+  const letter = (x: number): boolean => ((x | 32) - 97) >>> 0 < 26;
+  const space = (x: number): boolean => x === 32 || CLASS[x] === WS || CLASS[x] === NEWLINE;
+  for (let c = 0; c < 128; c++) {
+    for (let n = 0; n < 128; n++) {
+      let k = START_GENERAL;
+      if (letter(c)) k = START_WORD;
+      else if (CLASS[c] === DIGIT) k = START_DIGITS;
+      else if (n === 127) k = START_GENERAL;
+      else if (c === 39 && letter(n)) k = "stmdrvlSTMDRVL".includes(String.fromCharCode(n)) ? START_GENERAL : START_PREFIXED;
+      else if (letter(n)) k = CLASS[c] === NEWLINE ? START_SPACE : START_PREFIXED;
+      else if (CLASS[c] === PUNCT) k = CLASS[n] === PUNCT || CLASS[n] === NEWLINE ? START_MARKS : START_MARK;
+      else if (c === 32 && CLASS[n] === PUNCT) k = START_MARKS;
+      else if (space(c) && !space(n)) k = START_SPACE;
+      else if (space(c) && space(n)) k = START_BLANK;
+      START[(c << 7) | n] = k;
+    }
+  }
+})();
+
 function prefixIndex(c: number): number {
   if (c === 32) return 33;
   if (c < 128) return CLASS[c] === WS ? 34 : PUNCT_INDEX[c]!;
@@ -191,14 +256,59 @@ export function hashPiece(text: string, from: number, to: number): number {
   return h === 0 ? 1 : h;
 }
 
+/**
+ * A cuckoo table of 1 << bits slots for the (hash, units) entries, or undefined when the
+ * entries do not fit (the caller doubles it). A hash given twice keeps its last units.
+ */
+function cuckoo(entries: readonly (readonly [number, number])[], bits: number): Int32Array | undefined {
+  const shift = 32 - bits;
+  const table = new Int32Array(2 << bits);
+  const slotA = (h: number): number => (Math.imul(h, 0x9e3779b1) >>> shift) << 1;
+  const slotB = (h: number): number => (Math.imul(h ^ (h >>> 15), 0x85ebca6b) >>> shift) << 1;
+  for (const [key, value] of entries) {
+    const a = slotA(key);
+    const b = slotB(key);
+    if (table[a] === key) table[a + 1] = value;
+    else if (table[b] === key) table[b + 1] = value;
+    else {
+      let h = key;
+      let u = value;
+      let slot = a;
+      for (let kicks = 0; ; kicks++) {
+        if (table[slot] === 0) {
+          table[slot] = h;
+          table[slot + 1] = u;
+          break;
+        }
+        if (kicks === 500) return undefined;
+        const h2 = table[slot]!;
+        const u2 = table[slot + 1]!;
+        table[slot] = h;
+        table[slot + 1] = u;
+        h = h2;
+        u = u2;
+        slot = slotA(h) === slot ? slotB(h) : slotA(h);
+      }
+    }
+  }
+  return table;
+}
+
+/** hashPiece over the code units a[from, to). */
+function hashCodes(a: Uint16Array, from: number, to: number): number {
+  let h = 0x811c9dc5 | 0;
+  for (let i = from; i < to; i++) h = Math.imul(h ^ a[i]!, 0x01000193);
+  return h === 0 ? 1 : h;
+}
+
 /** Length of a contraction ('s 't 're 've 'm 'll 'd, any case) at i, or 0. */
-function contraction(text: string, i: number, to: number): number {
+function contraction(a: Uint16Array, i: number, to: number): number {
   if (i + 1 >= to) return 0;
-  const a = text.charCodeAt(i + 1) | 32;
-  if (a === 115 || a === 116 || a === 109 || a === 100) return 2; // s t m d
+  const x = a[i + 1]! | 32;
+  if (x === 115 || x === 116 || x === 109 || x === 100) return 2; // s t m d
   if (i + 2 >= to) return 0;
-  const b = text.charCodeAt(i + 2) | 32;
-  if ((a === 114 && b === 101) || (a === 118 && b === 101) || (a === 108 && b === 108)) return 3; // re ve ll
+  const y = a[i + 2]! | 32;
+  if ((x === 114 && y === 101) || (x === 118 && y === 101) || (x === 108 && y === 108)) return 3; // re ve ll
   return 0;
 }
 
@@ -210,46 +320,107 @@ function spaceRun(c: number, n: number): number {
   return Math.ceil(n / 4) * 1000;
 }
 
+// The scan reads the text's UTF-16 code units from a typed array, which is about twice as
+// fast as reading them one by one with charCodeAt: the text is copied there first, natively
+// (Buffer's UTF-16LE write; short texts, and big-endian machines, by a loop). The array is
+// kept for the next text unless the text is long, or a scan is already running (a sink that
+// scans).
+const LITTLE_ENDIAN = new Uint8Array(new Uint16Array([1]).buffer)[0] === 1;
+/** Texts up to this many code units reuse the kept array. */
+const KEEP_CODES = 1 << 20;
+/** Shorter texts are copied by a loop rather than by Buffer's write. */
+const SHORT_TEXT = 32;
+let keptCodes = new Uint16Array(4096);
+let keptBytes = Buffer.from(keptCodes.buffer);
+let scanning = false;
+
+/** What follows the text's code units in the array (twice): a symbol no loop of the scan goes on through. */
+const END = 0xffff;
+
+/**
+ * text[from, from + n) as code units, then END twice, in `into` (of n + 2) or in the kept
+ * array (grown as needed).
+ */
+function codeUnits(text: string, from: number, n: number, into: Uint16Array | undefined): Uint16Array {
+  let codes = into;
+  let bytes: Buffer | undefined;
+  if (codes === undefined) {
+    if (n > KEEP_CODES) {
+      codes = new Uint16Array(n + 2);
+    } else {
+      if (n + 2 > keptCodes.length) {
+        keptCodes = new Uint16Array(Math.max(n + 2, Math.min(KEEP_CODES + 2, keptCodes.length * 2)));
+        keptBytes = Buffer.from(keptCodes.buffer);
+      }
+      codes = keptCodes;
+      bytes = keptBytes;
+    }
+  }
+  if (n < SHORT_TEXT || !LITTLE_ENDIAN) {
+    for (let i = 0; i < n; i++) codes[i] = text.charCodeAt(from + i);
+  } else {
+    bytes ??= Buffer.from(codes.buffer, codes.byteOffset, codes.byteLength);
+    bytes.write(from === 0 ? text : text.slice(from, from + n), 0, 2 * n, "utf16le");
+  }
+  codes[n] = END;
+  codes[n + 1] = END;
+  return codes;
+}
+
 /** The scan function of an estimate made from the given tables. */
 export type Scan = (text: string, from: number, to: number, weigh: boolean, sink?: ChunkSink) => number;
 
 /** Builds the estimate from its tables (the library uses the calibrated ones; calibration tries others). */
 export function createScan(tables: Tables): Scan {
-  // The table of pieces whose token count is known exactly: open addressing (Fibonacci
-  // hashing, linear probes) on a 32-bit FNV-1a hash of the piece. A rare piece that shares a hash
-  // with a known one is priced as that one; the estimate stays deterministic either way.
-  let pieces = 0;
-  for (const group of tables.known) pieces += group.length;
-  let bits = 10;
-  while (1 << bits < pieces * 2) bits++;
-  const KNOWN_BITS = bits;
-  const KNOWN_MASK = (1 << bits) - 1;
-  const KNOWN = new Int32Array(1 << bits);
-  const KNOWN_UNITS = new Int32Array(1 << bits);
+  // The table of pieces whose token count is known exactly, on a 32-bit FNV-1a hash of the
+  // piece: cuckoo hashing with two slots per hash, each slot a hash and its units side by
+  // side, so that a look-up reads two slots and never loops or branches. A rare piece that
+  // shares a hash with a known one is priced as that one; the estimate stays deterministic.
+  const entries: [number, number][] = [];
   tables.known.forEach((group, index) => {
-    for (const piece of group) {
-      const h = hashPiece(piece, 0, piece.length);
-      let slot = Math.imul(h, 0x9e3779b1) >>> (32 - KNOWN_BITS);
-      while (KNOWN[slot] !== 0 && KNOWN[slot] !== h) slot = (slot + 1) & KNOWN_MASK;
-      KNOWN[slot] = h;
-      KNOWN_UNITS[slot] = (index + 1) * 1000;
-    }
+    for (const piece of group) entries.push([hashPiece(piece, 0, piece.length), (index + 1) * 1000]);
   });
+  let bits = 10;
+  while (1 << bits < entries.length * 2) bits++;
+  let KNOWN = cuckoo(entries, bits);
+  while (KNOWN === undefined) KNOWN = cuckoo(entries, ++bits);
+  const KT = KNOWN;
+  const SHIFT = 32 - bits;
 
   /** Units of the known piece with hash h, or -1. */
   function known(h: number): number {
-    let slot = Math.imul(h, 0x9e3779b1) >>> (32 - KNOWN_BITS);
-    for (;;) {
-      const k = KNOWN[slot]!;
-      if (k === h) return KNOWN_UNITS[slot]!;
-      if (k === 0) return -1;
-      slot = (slot + 1) & KNOWN_MASK;
-    }
+    const a = (Math.imul(h, 0x9e3779b1) >>> SHIFT) << 1;
+    const b = (Math.imul(h ^ (h >>> 15), 0x85ebca6b) >>> SHIFT) << 1;
+    const x = KT[a]! ^ h;
+    const y = KT[b]! ^ h;
+    const mx = (x | -x) >> 31; // 0 when slot a holds h, else -1
+    const my = (y | -y) >> 31;
+    return (KT[a + 1]! & ~mx) | (KT[b + 1]! & ~my) | (mx & my);
   }
 
   const WORD_PAIR = Int32Array.from(tables.wordPair);
   const WORD_PREFIX = Int32Array.from(tables.wordPrefix);
+  /** WORD_PREFIX by the prefix's code (ASCII) and whether the first letter is a capital. */
+  const WORD_PREFIX_ASCII = new Int32Array(256);
+  for (let c = 0; c < 128; c++) for (let u = 0; u < 2; u++) WORD_PREFIX_ASCII[c * 2 + u] = WORD_PREFIX[PREFIX_INDEX[c]! * 2 + u]!;
+  // The letter pair costs again, indexed by the two letters' codes' low six bits (a & 63) << 6
+  // | (b & 63), which tell the 52 ASCII letters apart, so that the scan needs no index of its own.
+  const WORD_PAIR2 = new Int32Array(64 * 64);
+  for (let x = 0; x < 52; x++) {
+    for (let y = 0; y < 52; y++) {
+      const cx = x < 26 ? 97 + x : 39 + x;
+      const cy = y < 26 ? 97 + y : 39 + y;
+      WORD_PAIR2[((cx & 63) << 6) | (cy & 63)] = tables.wordPair[x * 52 + y]!;
+    }
+  }
   const WORD_LENGTH = Int32Array.from(tables.wordLength);
+  /** The price of each ASCII mark as a piece of its own (known, or one run of one mark). */
+  const MARK_UNITS = new Int32Array(128);
+  for (let c = 0; c < 128; c++) {
+    const h = HASH_ONE[c]!;
+    const exact = known(h === 0 ? 1 : h);
+    MARK_UNITS[c] = exact >= 0 ? exact : tables.constants.punctBase;
+  }
   const SCRIPT_LETTER = Int32Array.from(tables.scriptLetter);
   const FOREIGN_LENGTH = Int32Array.from(tables.foreignLength);
   const CJK_COST = cjkCosts(tables.cjkSingles, tables.cjkBlocks);
@@ -264,22 +435,22 @@ export function createScan(tables: Tables): Scan {
    * character before them, or none). The first pass only finds the end and hashes; most
    * words are in the known table, and only the others are priced letter by letter.
    */
-  function priceWord(text: string, start: number, body: number, to: number): number {
+  function priceWord(a: Uint16Array, start: number, body: number, to: number): number {
     let h = 0x811c9dc5 | 0;
-    for (let i = start; i < body; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193);
+    for (let i = start; i < body; i++) h = Math.imul(h ^ a[i]!, 0x01000193);
     let foreign = false;
     let i = body;
     for (; i < to; i++) {
-      const c = text.charCodeAt(i);
+      const c = a[i]!;
       const k = CLASS[c]!;
       if (k > UPPER) {
         if (k === XLETTER) {
           foreign = true;
-        } else if (k === HIGH && (classAt(text, i, to) & 15) === XLETTER) {
+        } else if (k === HIGH && (classAt(a, i, to) & 15) === XLETTER) {
           foreign = true;
           h = Math.imul(h ^ c, 0x01000193);
           i++;
-          h = Math.imul(h ^ text.charCodeAt(i), 0x01000193);
+          h = Math.imul(h ^ a[i]!, 0x01000193);
           continue;
         } else {
           break;
@@ -292,20 +463,20 @@ export function createScan(tables: Tables): Scan {
     if (exact >= 0) return exact;
     let units = C.wordBase;
     if (body > start) {
-      const first = text.charCodeAt(body);
-      units += WORD_PREFIX[prefixIndex(text.charCodeAt(start)) * 2 + (first >= 65 && first <= 90 ? 1 : 0)]!;
+      const first = a[body]!;
+      units += WORD_PREFIX[prefixIndex(a[start]!) * 2 + (first >= 65 && first <= 90 ? 1 : 0)]!;
     }
-    return foreign ? units + priceForeignLetters(text, body, i) : units + priceLetters(text, start, body, i);
+    return foreign ? units + priceForeignLetters(a, body, i) : units + priceLetters(a, start, body, i);
   }
 
   /** The pair rule over ASCII letters [body, end), plus the miss by length and shape. */
-  function priceLetters(text: string, start: number, body: number, end: number): number {
+  function priceLetters(a: Uint16Array, start: number, body: number, end: number): number {
     let units = 0;
-    let prev = text.charCodeAt(body);
+    let prev = a[body]!;
     let uppers = prev <= 90 ? 1 : 0;
     prev = prev >= 97 ? prev - 97 : prev - 39;
     for (let i = body + 1; i < end; i++) {
-      const c = text.charCodeAt(i);
+      const c = a[i]!;
       let idx: number;
       if (c >= 97) {
         idx = c - 97;
@@ -318,20 +489,20 @@ export function createScan(tables: Tables): Scan {
     }
     // The pair rule's average miss for words of this length, shape and prefix.
     const letters = end - body;
-    const shape = uppers === 0 ? 0 : uppers === letters && letters > 1 ? 2 : uppers === 1 && text.charCodeAt(body) <= 90 ? 1 : 3;
-    const prefix = body === start ? 0 : text.charCodeAt(start) === 32 ? 1 : 2;
+    const shape = uppers === 0 ? 0 : uppers === letters && letters > 1 ? 2 : uppers === 1 && a[body]! <= 90 ? 1 : 3;
+    const prefix = body === start ? 0 : a[start]! === 32 ? 1 : 2;
     return units + WORD_LENGTH[(prefix * 4 + shape) * 32 + (letters < 31 ? letters : 31)]!;
   }
 
   /** Letters [body, end) of which some are not ASCII: pairs, costs by script, and the miss by length. */
-  function priceForeignLetters(text: string, body: number, end: number): number {
+  function priceForeignLetters(a: Uint16Array, body: number, end: number): number {
     let units = 0;
     let prev = -1; // index 0-51 of the previous ASCII letter, -2 after a non-ASCII letter
     let letters = 0;
     let script = -1;
     let i = body;
     while (i < end) {
-      const c = text.charCodeAt(i);
+      const c = a[i]!;
       if (c < 128) {
         const idx = c >= 97 ? c - 97 : c - 39;
         if (prev >= 0) units += WORD_PAIR[prev * 52 + idx]!;
@@ -341,7 +512,7 @@ export function createScan(tables: Tables): Scan {
       } else {
         let cp = c;
         if (CLASS[c] === HIGH) {
-          cp = ((c - 0xd800) << 10) + (text.charCodeAt(i + 1) - 0xdc00) + 0x10000;
+          cp = ((c - 0xd800) << 10) + (a[i + 1]! - 0xdc00) + 0x10000;
           i += 2;
         } else {
           i++;
@@ -359,22 +530,25 @@ export function createScan(tables: Tables): Scan {
   }
 
   /** Prices the punctuation run at start: an optional space, marks and symbols, then newlines. */
-  function pricePunct(text: string, start: number, to: number): number {
-    let h = Math.imul((0x811c9dc5 | 0) ^ text.charCodeAt(start), 0x01000193);
+  function pricePunct(a: Uint16Array, start: number, to: number): number {
+    let h = Math.imul((0x811c9dc5 | 0) ^ a[start]!, 0x01000193);
     let foreign = false;
     let i = start + 1;
     for (; i < to; i++) {
-      const c = text.charCodeAt(i);
+      const c = a[i]!;
       const k = CLASS[c]!;
       if (k !== PUNCT) {
         if (k === XPUNCT) {
           foreign = true;
-        } else if (k === HIGH && (classAt(text, i, to) & 15) === XPUNCT) {
+        } else if (k === HIGH && (classAt(a, i, to) & 15) === XPUNCT) {
           foreign = true;
-          h = Math.imul(h ^ c, 0x01000193);
-          i++;
-          h = Math.imul(h ^ text.charCodeAt(i), 0x01000193);
-          continue;
+          if ((classAt(a, i, to) & PAIR_BIT) !== 0) {
+            h = Math.imul(h ^ c, 0x01000193);
+            i++;
+            h = Math.imul(h ^ a[i]!, 0x01000193);
+            continue;
+          }
+          // A high surrogate without its low one is a symbol of its own.
         } else {
           break;
         }
@@ -383,7 +557,7 @@ export function createScan(tables: Tables): Scan {
     }
     const marks = i;
     for (; i < to; i++) {
-      const c = text.charCodeAt(i);
+      const c = a[i]!;
       if (c !== 10 && c !== 13) break;
       h = Math.imul(h ^ c, 0x01000193);
     }
@@ -393,7 +567,7 @@ export function createScan(tables: Tables): Scan {
     let units = C.punctBase + (i > marks ? C.punctNewline : 0);
     let prev = -1; // PUNCT_INDEX of the previous ASCII mark (33: a leading space), -2 after a symbol
     for (let j = start; j < marks; j++) {
-      const c = text.charCodeAt(j);
+      const c = a[j]!;
       if (c < 128) {
         const idx = c === 32 ? 33 : PUNCT_INDEX[c]!;
         if (prev >= 0) units += PUNCT_PAIR[prev * 34 + idx]!;
@@ -401,8 +575,8 @@ export function createScan(tables: Tables): Scan {
         prev = idx;
       } else if (foreign) {
         let cp = c;
-        if (CLASS[c] === HIGH && j + 1 < marks) {
-          cp = ((c - 0xd800) << 10) + (text.charCodeAt(j + 1) - 0xdc00) + 0x10000;
+        if (CLASS[c] === HIGH && j + 1 < marks && (a[j + 1]! & 0xfc00) === 0xdc00) {
+          cp = ((c - 0xd800) << 10) + (a[j + 1]! - 0xdc00) + 0x10000;
           j++;
         }
         units += SYMBOL[symbolOf(cp)]!;
@@ -414,21 +588,21 @@ export function createScan(tables: Tables): Scan {
   }
 
   /** Prices the white-space piece [start, end). */
-  function priceSpace(text: string, start: number, end: number, weigh: boolean): number {
-    const first = text.charCodeAt(start);
+  function priceSpace(a: Uint16Array, start: number, end: number, weigh: boolean): number {
+    const first = a[start]!;
     let i = start + 1;
-    while (i < end && text.charCodeAt(i) === first) i++;
+    while (i < end && a[i]! === first) i++;
     let units: number;
     if (i === end) {
       units = spaceRun(first, end - start);
     } else {
-      units = known(hashPiece(text, start, end));
+      units = known(hashCodes(a, start, end));
       if (units < 0) {
         units = spaceRun(first, i - start);
         while (i < end) {
-          const c = text.charCodeAt(i);
+          const c = a[i]!;
           let j = i + 1;
-          while (j < end && text.charCodeAt(j) === c) j++;
+          while (j < end && a[j]! === c) j++;
           units += spaceRun(c, j - i) - C.spaceJoin;
           i = j;
         }
@@ -446,42 +620,139 @@ export function createScan(tables: Tables): Scan {
    * Units add up: for any cut at the start of a line that holds something besides white
    * space, units(a) + units(b) === units(a + b).
    */
-  return function scan(text: string, from: number, to: number, weigh: boolean, sink?: ChunkSink): number {
+  /** The scan over the code units a[0, to); a sink is told places from `base` on. */
+  function scanCodes(a: Uint16Array, to: number, weigh: boolean, sink: ChunkSink | undefined, base: number): number {
     let total = 0;
-    let i = from;
+    let i = 0;
     while (i < to) {
       const start = i;
-      const c = text.charCodeAt(i);
-      // Fast path for the commonest piece: ASCII letters, alone or after one space.
-      const body = c === 32 && i + 1 < to ? i + 1 : i;
-      let d = text.charCodeAt(body);
-      if (((d | 32) - 97) >>> 0 < 26) {
-        let h = 0x811c9dc5 | 0;
-        if (body > i) h = Math.imul(h ^ 32, 0x01000193);
-        let j = body;
-        do {
+      const c = a[i]!;
+      if (c < 128) {
+        // ASCII: what the piece is follows from its first two characters (see START), and
+        // each kind is hashed and priced in the one pass that finds its end.
+        const start2 = START[(c << 7) | Math.min(a[i + 1]!, 127)]!; // (END after the text)
+        if (start2 <= START_PREFIXED) {
+          // ASCII letters, alone or after one prefix character.
+          const prefixed = start2 - START_WORD; // 1 or 0
+          const mask = -prefixed;
+          const body = i + prefixed;
+          let d = a[body]!;
+          let h = FNV ^ ((HASH_ONE[c]! ^ FNV) & mask);
           h = Math.imul(h ^ d, 0x01000193);
-          if (++j >= to) break;
-          d = text.charCodeAt(j);
-        } while (((d | 32) - 97) >>> 0 < 26); // an ASCII letter
-        if (j >= to || d < 128) {
-          let units = known(h === 0 ? 1 : h);
-          if (units < 0) {
-            units = C.wordBase + priceLetters(text, i, body, j);
-            if (body > i) units += WORD_PREFIX[33 * 2 + (text.charCodeAt(body) <= 90 ? 1 : 0)]!;
+          const firstUpper = 3 - (d >> 5);
+          let uppers = firstUpper;
+          let pairs = 0;
+          let prev = (d & 63) << 6;
+          let j = body + 1;
+          for (; ; j++) {
+            d = a[j]!;
+            if (((d | 32) - 97) >>> 0 >= 26) break; // not an ASCII letter (END is none)
+            h = Math.imul(h ^ d, 0x01000193);
+            pairs += WORD_PAIR2[prev | (d & 63)]!;
+            uppers += 3 - (d >> 5);
+            prev = (d & 63) << 6;
           }
+          // A word that goes on in other letters takes the general path below.
+          if (d < 128 || j >= to || (CLASS[d] !== XLETTER && CLASS[d] !== HIGH)) {
+            const exact = known(h === 0 ? 1 : h);
+            // The rule's price, computed whether or not the piece is known (cheaper than a
+            // branch that cannot be predicted): shape 0 lower, 1 Capital, 2 UPPER, 3 miXed.
+            const letters = j - body;
+            const isAll = isZero(uppers - letters) & ((1 - letters) >>> 31);
+            const isCap = isZero(uppers - 1) & firstUpper;
+            const shape = (1 - isZero(uppers)) * (3 - isAll - 2 * isCap);
+            const row = (PREFIX_KIND[c]! & mask) * 4 + shape;
+            const rule = C.wordBase + pairs + WORD_LENGTH[row * 32 + Math.min(letters, 31)]! + (WORD_PREFIX_ASCII[c * 2 + firstUpper]! & mask);
+            const pick = exact >> 31; // -1 when the piece is not known
+            const units = (exact & ~pick) | (rule & pick);
+            total += units;
+            i = j;
+            if (sink !== undefined) sink(CHUNK_WORD, base + start, base + i, units);
+            continue;
+          }
+        } else if (start2 === START_DIGITS) {
+          // Up to three ASCII digits: one token (a group that goes on in other digits takes the
+          // general path). Counted without branches; END stops a group at the end of the text.
+          const d1 = isDigit(a[i + 1]!);
+          const j = i + 1 + d1 + (d1 & isDigit(a[i + 2]!));
+          if (j - i === 3 || j >= to || a[j]! < 128) {
+            total += 1000;
+            i = j;
+            if (sink !== undefined) sink(CHUNK_DIGITS, base + start, base + i, 1000);
+            continue;
+          }
+        } else if (start2 === START_MARKS) {
+          // ASCII marks (after an optional space) and trailing newlines.
+          let h = HASH_ONE[c]!;
+          let pairs = 0;
+          let prev = c === 32 ? 33 * 34 : PUNCT_INDEX[c]! * 34;
+          let j = i + 1;
+          let d = 0;
+          for (; ; j++) {
+            d = a[j]!;
+            if (CLASS[d] !== PUNCT) break; // (END is no mark)
+            h = Math.imul(h ^ d, 0x01000193);
+            const idx = PUNCT_INDEX[d]!;
+            pairs += PUNCT_PAIR[prev + idx]!;
+            prev = idx * 34;
+          }
+          // Marks that go on in other symbols take the general path below.
+          if (d < 128 || j >= to || (CLASS[d] !== XPUNCT && CLASS[d] !== HIGH)) {
+            const marks = j;
+            while (j < to && ((d = a[j]!) === 10 || d === 13)) {
+              h = Math.imul(h ^ d, 0x01000193);
+              j++;
+            }
+            const exact = known(h === 0 ? 1 : h);
+            const rule = C.punctBase + (j > marks ? C.punctNewline : 0) + pairs;
+            const pick = exact >> 31;
+            const units = (exact & ~pick) | (rule & pick);
+            total += units;
+            i = j;
+            if (sink !== undefined) sink(CHUNK_PUNCT, base + start, base + i, units);
+            continue;
+          }
+        } else if (start2 === START_MARK) {
+          // One mark before a digit or white space: its price is known in advance.
+          const units = MARK_UNITS[c]!;
           total += units;
-          i = j;
-          if (sink !== undefined) sink(CHUNK_WORD, start, i, units);
+          i++;
+          if (sink !== undefined) sink(CHUNK_PUNCT, base + start, base + i, units);
+          continue;
+        } else if (start2 === START_SPACE) {
+          // One white-space character before something else: a piece of one token.
+          total += 1000;
+          i++;
+          if (sink !== undefined) sink(CHUNK_SPACE, base + start, base + i, 1000);
+          continue;
+        } else if (start2 === START_BLANK) {
+          // More white space: up to its last newline, else all but its last character when
+          // more follows (there are at least two).
+          let j = i + 2;
+          let lastNewline = a[i + 1] === 10 || a[i + 1] === 13 ? i + 1 : c === 10 || c === 13 ? i : -1;
+          let mixed = a[i + 1]! ^ c; // 0 while the run is one character repeated
+          for (; ; j++) {
+            const w = a[j]!;
+            const wk = CLASS[w]!;
+            if (wk === NEWLINE) lastNewline = j;
+            else if (wk !== SPACE && wk !== WS) break; // (END is no white space)
+            mixed |= w ^ c;
+          }
+          i = lastNewline >= 0 ? lastNewline + 1 : j === to ? j : j - 1;
+          // A newline before indentation, or indentation: one character, or one repeated.
+          const n = i - start;
+          const units = n === 1 ? 1000 : mixed === 0 && n <= LONG_SPACE ? spaceRun(c, n) : priceSpace(a, start, i, weigh);
+          total += units;
+          if (sink !== undefined) sink(CHUNK_SPACE, base + start, base + i, units);
           continue;
         }
       }
-      const k = c < 128 ? CLASS[c]! : classAt(text, i, to);
+      const k = c < 128 ? CLASS[c]! : classAt(a, i, to);
       const kind = k & 15;
       let units: number;
       let chunk: number;
       if (kind <= XLETTER) {
-        units = priceWord(text, i, i, to);
+        units = priceWord(a, i, i, to);
         chunk = CHUNK_WORD;
         i = lastEnd;
       } else if (kind === DIGIT || kind === XDIGIT) {
@@ -489,11 +760,11 @@ export function createScan(tables: Tables): Scan {
         units = 1000;
         let n = 0;
         while (i < to && n < 3) {
-          const d = text.charCodeAt(i);
+          const d = a[i]!;
           if (d >= 48 && d <= 57) {
             i++;
           } else {
-            const dk = d < 128 ? CLASS[d]! : classAt(text, i, to);
+            const dk = d < 128 ? CLASS[d]! : classAt(a, i, to);
             if ((dk & 15) !== XDIGIT) break;
             units += C.foreignDigit;
             i += dk & PAIR_BIT ? 2 : 1;
@@ -501,23 +772,23 @@ export function createScan(tables: Tables): Scan {
           n++;
         }
         chunk = CHUNK_DIGITS;
-      } else if (c === 39 && contraction(text, i, to) > 0) {
-        i += contraction(text, i, to);
+      } else if (c === 39 && contraction(a, i, to) > 0) {
+        i += contraction(a, i, to);
         units = C.contraction;
         chunk = CHUNK_CONTRACTION;
       } else {
         const next = i + (k & PAIR_BIT ? 2 : 1);
         let nk = -1;
         if (next < to) {
-          const d = text.charCodeAt(next);
-          nk = d < 128 ? CLASS[d]! : classAt(text, next, to) & 15;
+          const d = a[next]!;
+          nk = d < 128 ? CLASS[d]! : classAt(a, next, to) & 15;
         }
         if (kind !== NEWLINE && nk >= 0 && nk <= XLETTER) {
-          units = priceWord(text, i, next, to);
+          units = priceWord(a, i, next, to);
           chunk = CHUNK_WORD;
           i = lastEnd;
         } else if (kind === PUNCT || kind === XPUNCT || (c === 32 && (nk === PUNCT || nk === XPUNCT))) {
-          units = pricePunct(text, i, to);
+          units = pricePunct(a, i, to);
           chunk = CHUNK_PUNCT;
           i = lastEnd;
         } else {
@@ -525,7 +796,7 @@ export function createScan(tables: Tables): Scan {
           let j = i;
           let lastNewline = -1;
           while (j < to) {
-            const wk = CLASS[text.charCodeAt(j)]!;
+            const wk = CLASS[a[j]!]!;
             if (wk === NEWLINE) lastNewline = j;
             else if (wk !== SPACE && wk !== WS) break;
             j++;
@@ -534,17 +805,33 @@ export function createScan(tables: Tables): Scan {
           else if (j === to) i = j;
           else if (j - i >= 2) i = j - 1;
           else i = i + 1;
-          units = priceSpace(text, start, i, weigh);
+          units = priceSpace(a, start, i, weigh);
           chunk = CHUNK_SPACE;
         }
       }
       total += units;
-      if (sink !== undefined) sink(chunk, start, i, units);
+      if (sink !== undefined) sink(chunk, base + start, base + i, units);
     }
     return total;
+  }
+
+  /**
+   * Thousandths of a token in text[from, to). `weigh` charges long white space by length.
+   * Units add up: for any cut at the start of a line that holds something besides white
+   * space, units(a) + units(b) === units(a + b).
+   */
+  return function scan(text: string, from: number, to: number, weigh: boolean, sink?: ChunkSink): number {
+    const n = to - from;
+    if (!(n > 0)) return 0;
+    if (scanning) return scanCodes(codeUnits(text, from, n, new Uint16Array(n + 2)), n, weigh, sink, from);
+    scanning = true;
+    try {
+      return scanCodes(codeUnits(text, from, n, undefined), n, weigh, sink, from);
+    } finally {
+      scanning = false;
+    }
   };
 }
-
 /** The calibrated estimate's scan. */
 export const scan: Scan = createScan(TABLES);
 

@@ -2,7 +2,7 @@ import fc from "fast-check";
 import { encode } from "gpt-tokenizer/encoding/cl100k_base";
 import { describe, expect, it } from "vitest";
 import { TABLES } from "../../../processors/fit/count-tables.ts";
-import { createScan, LONG_SPACE, scan, SPACE_CHARS_PER_TOKEN, units } from "../../../processors/fit/count.ts";
+import { createScan, LONG_SPACE, scan, SPACE_CHARS_PER_TOKEN, units, weighUnits } from "../../../processors/fit/count.ts";
 import { count, weigh } from "../../../processors/fit/index.ts";
 import { samples } from "./samples.ts";
 
@@ -41,6 +41,50 @@ describe("count: the token estimate", () => {
       const theirs = [...p.text.matchAll(CL100K_SPLIT)].map((m) => m[0]);
       expect(ours, p.file).toEqual(theirs);
     }
+  });
+
+  it("FIT-11 the estimate splits random text where cl100k's pre-tokenizer does, lone surrogates included", () => {
+    // Astral characters are left out: the estimate sorts them by plane and block, not by Unicode's tables.
+    const unit = fc.oneof(
+      fc.constantFrom("a", "Z", "s", "t", "'", " ", "  ", "\t", "\n", "\r", ".", "(", "_", "-", "1", "23", "é", "ß", "ы", "中", "。", "٣", "\u00a0", "\u3000", "\ud800", "\udc00", "\u0000", "\u007f"),
+      fc.string({ unit: "binary", maxLength: 3 }).filter((s) => !/[\ud800-\udbff][\udc00-\udfff]/.test(s)),
+    );
+    fc.assert(
+      fc.property(fc.array(unit, { maxLength: 60 }), (parts) => {
+        const text = parts.join("");
+        if (/[\ud800-\udbff][\udc00-\udfff]/.test(text)) return true;
+        const ours: string[] = [];
+        scan(text, 0, text.length, false, (_kind, s, e) => ours.push(text.slice(s, e)));
+        expect(ours).toEqual([...text.matchAll(CL100K_SPLIT)].map((m) => m[0]));
+      }),
+      { numRuns: 3000 },
+    );
+  });
+
+  it("FIT-11 the estimate of part of a text is the estimate of that part on its own, whatever follows it", () => {
+    fc.assert(
+      fc.property(fc.string({ unit: fc.constantFrom("a", "B", " ", "\n", "\t", ".", "1", "é", "中", "'", "\ud800", "\udc00"), maxLength: 80 }), fc.nat(80), fc.nat(80), (text, x, y) => {
+        const from = Math.min(x, y, text.length);
+        const to = Math.min(Math.max(x, y), text.length);
+        return scan(text, from, to, false) === units(text.slice(from, to)) && scan(text, from, to, true) === weighUnits(text.slice(from, to));
+      }),
+    );
+    for (const p of pieces.slice(0, 10)) {
+      const cut = p.text.indexOf("\n", p.text.length >> 1) + 1;
+      expect(scan(p.text, cut, p.text.length, false), p.file).toBe(units(p.text.slice(cut)));
+    }
+  });
+
+  it("FIT-11 the estimate is the same from a sink that itself estimates, and for a text of over a million characters", () => {
+    for (const p of pieces.slice(0, 5)) {
+      const inner: number[] = [];
+      const outer = scan(p.text, 0, p.text.length, false, (_k, s, e) => inner.push(units(p.text.slice(s, e))));
+      expect(outer, p.file).toBe(units(p.text));
+      expect(inner.length, p.file).toBeGreaterThan(0);
+    }
+    const line = "2026-12-01 15:04:05 status installed libc-bin:amd64 2.36-9+deb12u4 (über, 中文)\n";
+    const big = line.repeat(Math.ceil(1_100_000 / line.length));
+    expect(units(big)).toBe(units(line) * (big.length / line.length));
   });
 
   it("FIT-11 the estimate is deterministic: whole thousandths of a token, the same for the same text from any estimator built from the tables", () => {
