@@ -20,17 +20,10 @@ import { redisFailure } from "../../store/redis/errors.ts";
 import { Keys } from "../../store/redis/keys.ts";
 import { runScript } from "../../store/redis/scripts.ts";
 import { uid } from "../support/events.ts";
+import { rejectionOf } from "../support/promises.ts";
 import { endpoints } from "../support/kafka.ts";
 import { startPrivateRedis, type PrivateRedis } from "../support/private-redis.ts";
 
-async function rejectionOf(p: Promise<unknown>): Promise<unknown> {
-  try {
-    await p;
-  } catch (err) {
-    return err;
-  }
-  throw new Error("expected the promise to reject");
-}
 
 const ask = (requestId: string) => ({ kind: "ask" as const, ask: { requestId, runId: "r1", inputTokens: 10, worst: 1, maxSteps: -1, maxTokens: -1, deadline: -1, now: Date.now() } });
 

@@ -1,5 +1,3 @@
-import { execFile } from "node:child_process";
-import { promisify } from "node:util";
 import { Redis } from "ioredis";
 import type { Producer } from "kafkajs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -8,7 +6,7 @@ import { loopCallsProcessor, type LoopEnv } from "../../processors/loops/calls-p
 import { RedisLoopStore } from "../../processors/loops/redis-store.ts";
 import type { WaitingApproval } from "../../processors/loops/waiting.ts";
 import { staticConfig } from "../../processors/runner/config-table.ts";
-import { endpointsEnv, EXACTLY_ONCE_PRODUCER } from "../../processors/runner/endpoints.ts";
+import { EXACTLY_ONCE_PRODUCER } from "../../processors/runner/endpoints.ts";
 import { createLogger } from "../../processors/runner/log.ts";
 import type { Processor } from "../../processors/runner/processor.ts";
 import { startProcessor, type RunningProcessor } from "../../processors/runner/runner.ts";
@@ -17,18 +15,9 @@ import type { Serde } from "../../schemas/serde.ts";
 import type { Decision, ToolCall } from "../../schemas/types.ts";
 import { Keys } from "../../store/redis/keys.ts";
 import { toolCall, uid } from "../support/events.ts";
+import { oz0 } from "../support/oz0.ts";
 import { collect, endpoints, groupAtEnd, kafka, serde } from "../support/kafka.ts";
 
-const run = promisify(execFile);
-
-/** `oz0 ...` run as a person runs it: a process of its own, from the checkout's bin. */
-function oz0(args: string[], extra: Record<string, string> = {}) {
-  const env = { ...process.env, ...endpointsEnv(endpoints()), OZ0_LOG_LEVEL: "error", ...extra };
-  return run("npx", ["oz0", ...args], { env, timeout: 120_000 }).then(
-    (r) => ({ code: 0, out: r.stdout, err: r.stderr }),
-    (e: { code?: number; stdout?: string; stderr?: string }) => ({ code: e.code ?? 1, out: e.stdout ?? "", err: e.stderr ?? "" }),
-  );
-}
 
 describe("oz0 approval: a loop that waits for a person is listed, approved or denied from the command line", () => {
   let s: Serde;

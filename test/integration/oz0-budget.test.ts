@@ -1,5 +1,3 @@
-import { execFile } from "node:child_process";
-import { promisify } from "node:util";
 import { Redis } from "ioredis";
 import type { Producer } from "kafkajs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -9,24 +7,15 @@ import { limitsEnv } from "../../processors/limits/index.ts";
 import { limitsJobsProcessor } from "../../processors/limits/jobs-processor.ts";
 import { limitsModelCallsProcessor } from "../../processors/limits/model-calls-processor.ts";
 import { staticConfig } from "../../processors/runner/config-table.ts";
-import { endpointsEnv, EXACTLY_ONCE_PRODUCER } from "../../processors/runner/endpoints.ts";
+import { EXACTLY_ONCE_PRODUCER } from "../../processors/runner/endpoints.ts";
 import type { RunningProcessor } from "../../processors/runner/runner.ts";
 import type { Serde } from "../../schemas/serde.ts";
 import type { AuditEvent, Decision, JobEvent, ModelCall } from "../../schemas/types.ts";
 import { Keys } from "../../store/redis/keys.ts";
 import { uid } from "../support/events.ts";
+import { oz0 } from "../support/oz0.ts";
 import { collect, endpoints, kafka, serde, startOnKafka } from "../support/kafka.ts";
 
-const run = promisify(execFile);
-
-/** `oz0 ...` run as a person runs it: a process of its own. */
-function oz0(args: string[]) {
-  const env = { ...process.env, ...endpointsEnv(endpoints()), OZ0_LOG_LEVEL: "error" };
-  return run("npx", ["oz0", ...args], { env, timeout: 120_000 }).then(
-    (r) => ({ code: 0, out: r.stdout, err: r.stderr }),
-    (e: { code?: number; stdout?: string; stderr?: string }) => ({ code: e.code ?? 1, out: e.stdout ?? "", err: e.stderr ?? "" }),
-  );
-}
 
 describe("oz0 approval: a budget request waits for a person, is listed, and is approved with a larger budget or denied", () => {
   let s: Serde;

@@ -1,27 +1,16 @@
-import { execFile } from "node:child_process";
-import { promisify } from "node:util";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { RedisLoopStore } from "../../processors/loops/redis-store.ts";
 import { utcDay } from "../../processors/loops/store.ts";
 import type { DoctorReport } from "../../processors/runner/doctor.ts";
-import { endpointsEnv, EXACTLY_ONCE_PRODUCER } from "../../processors/runner/endpoints.ts";
+import { EXACTLY_ONCE_PRODUCER } from "../../processors/runner/endpoints.ts";
 import type { Serde } from "../../schemas/serde.ts";
 import type { DeadLetter } from "../../schemas/types.ts";
 import { Keys } from "../../store/redis/keys.ts";
 import { uid } from "../support/events.ts";
+import { oz0 } from "../support/oz0.ts";
 import { endpoints, kafka, serde } from "../support/kafka.ts";
 
-const run = promisify(execFile);
-
-/** `oz0 doctor` run as a person runs it: a process of its own. */
-function doctor(args: string[], extra: Record<string, string> = {}) {
-  const env = { ...process.env, ...endpointsEnv(endpoints()), OZ0_LOG_LEVEL: "error", ...extra };
-  return run("npx", ["oz0", "doctor", ...args], { env, timeout: 120_000 }).then(
-    (r) => ({ code: 0, out: r.stdout, err: r.stderr }),
-    (e: { code?: number; stdout?: string; stderr?: string }) => ({ code: e.code ?? 1, out: e.stdout ?? "", err: e.stderr ?? "" }),
-  );
-}
 
 describe("oz0 doctor: the pipeline's health at a glance, read from the real services", () => {
   let s: Serde;
@@ -47,7 +36,7 @@ describe("oz0 doctor: the pipeline's health at a glance, read from the real serv
   afterAll(() => redis?.disconnect());
 
   it("LOOP-9 shows every processor's lag and rate, the planted dead letter by processor and reason, and the tool looping in three tenants with its kill switch", async () => {
-    const r = await doctor(["--json", "--sample", "0.5"]);
+    const r = await oz0(["doctor", "--json", "--sample", "0.5"]);
     expect(r.code, r.err).toBe(0);
     const report = JSON.parse(r.out) as DoctorReport;
     expect(report.services.map((x) => [x.name, x.ok])).toEqual([
@@ -66,7 +55,7 @@ describe("oz0 doctor: the pipeline's health at a glance, read from the real serv
     expect(planted[0]?.last_at).toBeGreaterThan(Date.now() - 600_000);
     expect(report.looping?.tools.filter((t) => t.tool === tool)).toEqual([expect.objectContaining({ plugin: "doctor_docs", tenants: [`${tool}-t1`, `${tool}-t2`, `${tool}-t3`], loops: 3 })]);
 
-    const text = await doctor(["--sample", "0"]);
+    const text = await oz0(["doctor", "--sample", "0"]);
     expect(text.code).toBe(0);
     expect(text.out).toContain(`${processor}  invalid  1`);
     expect(text.out).toContain(`doctor_docs/${tool}  3 tenants`);
@@ -74,7 +63,7 @@ describe("oz0 doctor: the pipeline's health at a glance, read from the real serv
   });
 
   it("a service that does not answer is named, nothing is started, and the exit status is 1", async () => {
-    const r = await doctor(["--json", "--sample", "0"], { OZ0_REDIS_URL: "redis://127.0.0.1:1" });
+    const r = await oz0(["doctor", "--json", "--sample", "0"], { OZ0_REDIS_URL: "redis://127.0.0.1:1" });
     expect(r.code).toBe(1);
     const report = JSON.parse(r.out) as DoctorReport;
     const down = report.services.find((x) => x.name === "redis");
@@ -82,7 +71,7 @@ describe("oz0 doctor: the pipeline's health at a glance, read from the real serv
     expect(down?.error).toMatch(/ECONNREFUSED|connect|closed/i);
     expect(report.services.find((x) => x.name === "kafka")?.ok).toBe(true);
     expect(report.looping).toBeNull();
-    const usage = await doctor(["--hours", "zero"]);
+    const usage = await oz0(["doctor", "--hours", "zero"]);
     expect(usage.code).toBe(2);
   });
 });

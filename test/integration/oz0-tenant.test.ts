@@ -1,12 +1,9 @@
-import { execFile } from "node:child_process";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
 import { fromConfig } from "../../processors/audit-sink/derive.ts";
 import { CONFIG_TOPIC } from "../../processors/runner/config-table.ts";
-import { endpointsEnv } from "../../processors/runner/endpoints.ts";
 import { TraceStore } from "../../processors/trace-sink/store.ts";
 import { partsByJob } from "../../processors/trace-sink/trace-parts.ts";
 import type { AuditEvent, ConfigRecord } from "../../schemas/types.ts";
@@ -15,18 +12,9 @@ import { FileStore } from "../../store/files.ts";
 import { minioClient } from "../../store/objects.ts";
 import { PayloadKeys } from "../../store/payload-keys.ts";
 import { jobEvent, uid } from "../support/events.ts";
+import { oz0 } from "../support/oz0.ts";
 import { collect, endpoints, serde } from "../support/kafka.ts";
 
-const run = promisify(execFile);
-
-/** `oz0 ...` run as a person runs it: a process of its own. */
-function oz0(args: string[], extra: Record<string, string> = {}) {
-  const env = { ...process.env, ...endpointsEnv(endpoints()), OZ0_LOG_LEVEL: "error", ...extra };
-  return run("npx", ["oz0", ...args], { env, timeout: 120_000 }).then(
-    (r) => ({ code: 0, out: r.stdout, err: r.stderr }),
-    (e: { code?: number; stdout?: string; stderr?: string }) => ({ code: e.code ?? 1, out: e.stdout ?? "", err: e.stderr ?? "" }),
-  );
-}
 
 describe("oz0 tenant and oz0 quota set: a tenant's settings changed from the command line, validated and audited", () => {
   it("OFF-13 LIM-4 LIM-10 offload, spend and quotas (one for a month only) are published to the configuration table with the reason and who changed them; tool-policy shows the result", async () => {

@@ -6,18 +6,10 @@ import { PayloadKeys } from "../../store/payload-keys.ts";
 import { inspect } from "node:util";
 import { endpoints } from "../support/kafka.ts";
 import { uid } from "../support/events.ts";
+import { rejectionOf } from "../support/promises.ts";
 
 const DAY = 24 * 60 * 60 * 1000;
 
-/** The rejection of a promise, for comparing errors whole. */
-async function rejectionOf(p: Promise<unknown>): Promise<unknown> {
-  try {
-    await p;
-  } catch (err) {
-    return err;
-  }
-  throw new Error("expected the promise to reject");
-}
 
 describe("the file store in real MinIO", () => {
   let clock = Date.UTC(2026, 0, 1);
