@@ -7,6 +7,7 @@
  */
 import kafkajs from "kafkajs";
 import { toConfigRecords } from "../config/load.ts";
+import { MONTH } from "../config/quotas.ts";
 import { diffTenant } from "../config/tenant-change.ts";
 import { editTenant, newTenant, type TenantEdit } from "../config/tenant-edit.ts";
 import type { TenantSettings } from "../config/tenant.ts";
@@ -171,7 +172,7 @@ export async function quotaSet(args: string[]): Promise<string> {
   if ((kind !== "person" && kind !== "team") || !id || usd === undefined || rest.length > 0) throw usage(`quota set takes person or team, an id and an amount in USD (or none)\n\n${help}`);
   if (!values.tenant) throw usage(`quota set: give the tenant the quota is in (--tenant T)\n\n${help}`);
   const amount = written("usd", usd, ["none"]);
-  if (values.month !== undefined && !/^\d{4}-(0[1-9]|1[0-2])$/.test(values.month)) throw usage(`--month ${values.month}: give the month as YYYY-MM (UTC), such as 2026-12\n`);
+  if (values.month !== undefined && !MONTH.test(values.month)) throw usage(`--month ${values.month}: give the month as YYYY-MM (UTC), such as 2026-12\n`);
   const section = `${values.month === undefined ? "quotas" : `quotas.per_month.${values.month}`}.per_${kind}` as const;
   const edit: TenantEdit = { [section]: { [id]: amount === "none" ? null : amount } };
   return applyChange({ tenant: values.tenant, edit, reason: values.reason, as: values.as, json: values.json, command: "quota set" });

@@ -47,7 +47,8 @@ export function quotaOf(quotas: TenantQuotas | undefined, kind: QuotaKind, id: s
 }
 
 const QUOTA_KEYS = ["person", "team", "per_person", "per_team", "per_month"] as const;
-const MONTH = /^\d{4}-(0[1-9]|1[0-2])$/;
+/** A calendar month as quotas name it: `YYYY-MM` (UTC). */
+export const MONTH = /^\d{4}-(0[1-9]|1[0-2])$/;
 
 /** Parses `quotas:` of a tenant's settings; undefined when left out. */
 export function readQuotas(v: Value): TenantQuotas | undefined {

@@ -4,6 +4,7 @@
  * names sort in offset order), holding one AuditEvent per line as JSON.
  */
 import type { AuditEvent } from "../../schemas/types.ts";
+import { utcDay } from "../loops/store.ts";
 
 export const LOG_ROOT = "log";
 
@@ -35,13 +36,9 @@ export function objectName(r: ObjectRange): string {
  */
 export const DAY_ROOT = "days";
 
-export function utcDayOf(ts: number): string {
-  return new Date(ts).toISOString().slice(0, 10);
-}
-
 /** The index markers of a log object, one per day of its entries. */
 export function dayMarkers(r: ObjectRange, entries: readonly Pick<AuditEvent, "ts">[]): string[] {
-  const days = [...new Set(entries.map((e) => utcDayOf(e.ts)))].sort();
+  const days = [...new Set(entries.map((e) => utcDay(e.ts)))].sort();
   const tail = objectName(r).slice(LOG_ROOT.length + 1, -".jsonl".length);
   return days.map((day) => `${DAY_ROOT}/${day}/${tail}`);
 }

@@ -17,7 +17,8 @@ import type { Client, ObjectLockInfo } from "minio";
 import type { AuditEvent } from "../../schemas/types.ts";
 import { minioFailure } from "../../store/minio-errors.ts";
 import { TransientError } from "../runner/errors.ts";
-import { DAY_ROOT, dayMarkers, decodeLines, encodeLines, listAfter, LOG_ROOT, objectName, parseDayMarker, parseObjectName, partitionPrefix, uncoveredRuns, utcDayOf, type ObjectRange } from "./log-objects.ts";
+import { utcDay } from "../loops/store.ts";
+import { DAY_ROOT, dayMarkers, decodeLines, encodeLines, listAfter, LOG_ROOT, objectName, parseDayMarker, parseObjectName, partitionPrefix, uncoveredRuns, type ObjectRange } from "./log-objects.ts";
 
 export type LockMode = "COMPLIANCE" | "GOVERNANCE";
 
@@ -251,7 +252,7 @@ export class AuditLog {
   async read(options: { readonly since?: number } = {}): Promise<AuditRead> {
     const originals: ListedVersion[] = [];
     const altered: string[] = [];
-    const fromDay = options.since === undefined ? null : utcDayOf(options.since);
+    const fromDay = options.since === undefined ? null : utcDay(options.since);
     const days = fromDay === null ? null : await this.indexedDays();
     let skipped = 0;
     for (const [name, versions] of await this.versions()) {
