@@ -5,6 +5,7 @@
 import type { Decision } from "../../schemas/types.ts";
 import type { CallAnswer, ChildAnswer } from "./admission.ts";
 import type { TimeoutLimit } from "./job-timeout.ts";
+import type { QuotaRefusal } from "./quota-calls.ts";
 import { microsToUsd } from "./money.ts";
 import type { TreeSettings } from "./tree-settings.ts";
 
@@ -120,8 +121,6 @@ export function forecastJudgement(s: TreeSettings, chance: number, threshold: nu
       `The job waits for a person to raise the budget before it reaches the wall: raise limits.max_cost_usd of agent ${s.rootAgent}, or give the job a larger --budget.`,
   };
 }
-
-type QuotaRefusal = { kind: "person" | "team"; id: string; setting: string; quota: number; spent: number; reserved: number };
 
 const quotaRaise = (setting: string, tenant: string) => `a person raises ${setting} in the settings of tenant ${tenant} (tenants/${tenant}.yaml, or oz0 quota set), or the quota starts anew next month`;
 

@@ -18,7 +18,7 @@ import { agentOf, settingsFor, treeSettings, type LimitsEnv } from "./env.ts";
 import { recordFinishedTree } from "./forecast-calls.ts";
 import { jobTimeout } from "./job-timeout.ts";
 import { microsToUsd } from "./money.ts";
-import { quotaChildCheck, quotaRefusal, type QuotaCheck } from "./quota-calls.ts";
+import { quotaChildCheck, quotaRefusal, type QuotaRefusal } from "./quota-calls.ts";
 import { NO_LIMIT, type TreeSettings } from "./tree-settings.ts";
 
 export const LIMITS_JOBS = "limits-jobs";
@@ -58,8 +58,7 @@ function childNumbers(s: TreeSettings, a: ChildAnswer, depth: number): Record<st
 }
 
 /** The quota that refused a child, as a refused model call's numbers say it. */
-function quotaNumbers(q: QuotaCheck | null): Record<string, number> {
-  const refused = quotaRefusal(q);
+function quotaNumbers(refused: QuotaRefusal | null): Record<string, number> {
   return refused ? { quota_spent_usd: microsToUsd(refused.spent), ...(refused.quota < 0 ? {} : { quota_usd: microsToUsd(refused.quota) }) } : {};
 }
 
@@ -91,8 +90,9 @@ async function child(e: JobEvent & { parent_job_id: string }, env: LimitsEnv, ph
     quotaSpent: quota !== null && quota.answer.code !== "allow",
     ...ownClock(e),
   });
-  const judgement = childJudgement(settings, answer, { quota: quota && { refusal: quotaRefusal(quota), tenant: e.tenant, month: quota.month }, timeoutLimit: timeout.limit });
-  const numbers = answer.code === "quota" ? { ...childNumbers(settings, answer, e.depth), ...quotaNumbers(quota) } : childNumbers(settings, answer, e.depth);
+  const refusal = quotaRefusal(quota);
+  const judgement = childJudgement(settings, answer, { quota: quota && { refusal, tenant: e.tenant, month: quota.month }, timeoutLimit: timeout.limit });
+  const numbers = answer.code === "quota" ? { ...childNumbers(settings, answer, e.depth), ...quotaNumbers(refusal) } : childNumbers(settings, answer, e.depth);
   return [decision(e, phase, judgement, numbers, e.parent_job_id)];
 }
 

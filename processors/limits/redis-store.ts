@@ -179,14 +179,22 @@ export function redisLimitsStore(redis: Redis, keys: Keys, options: RedisLimitsO
 
     budgetRequests: () =>
       guarded("reading the budget requests", keys.budgetRequests(), async () => {
+        const members = await redis.zrange(keys.budgetRequests(), 0, -1);
+        // One read a tree, all at once (the trees' keys sit in slots of their own).
+        const read = await Promise.all(
+          members.map((member) => {
+            const [tenant = "", tree = "", approval = ""] = member.split("\n");
+            return redis.hmget(keys.limits(tenant, tree), `breq:${approval}`, `bans:${approval}`);
+          }),
+        );
         const out: BudgetRequest[] = [];
-        for (const member of await redis.zrange(keys.budgetRequests(), 0, -1)) {
-          const [tenant = "", tree = "", approval = ""] = member.split("\n");
-          const [request, answer] = await redis.hmget(keys.limits(tenant, tree), `breq:${approval}`, `bans:${approval}`);
+        const gone: string[] = [];
+        read.forEach(([request, answer], i) => {
           // Answered, or expired with its tree: it waits no more.
-          if (request == null || answer != null) await redis.zrem(keys.budgetRequests(), member);
+          if (request == null || answer != null) gone.push(members[i] as string);
           else out.push(JSON.parse(request) as BudgetRequest);
-        }
+        });
+        if (gone.length > 0) await redis.zrem(keys.budgetRequests(), ...gone);
         return out;
       }),
 
