@@ -9,6 +9,7 @@ import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import { parsePlugin, type PluginManifest, type PluginTool } from "../config/plugin.ts";
@@ -29,12 +30,12 @@ export const MCP_HELP = `oz0 mcp --plugin <oz0-plugin.yaml> [--tool ID] --tenant
 oz0 mcp --tenant T --agent A [--name NAME] [options] -- <server command...>
 
 An MCP server over stdio for an agent, in front of the plugin's own MCP server (started as a
-child over stdio): every tools/call is decided by the guard rails before the server sees it,
+child over stdio, or reached over Streamable HTTP when the manifest's mcp is a URL): every tools/call is decided by the guard rails before the server sees it,
 and the agent reads the result as the pipeline delivers it (fitted, offloaded to a stub that
 oz.read_result pages through, or as it was). tools/list gives the server's tools as they are,
 and oz.read_result.
 
-  --plugin FILE      the plugin's manifest; its tool's mcp command starts the server
+  --plugin FILE      the plugin's manifest; its tool's mcp command starts the server (or its URL reaches it)
   --tool ID          which of the manifest's tools (default: its only one)
   --name NAME        without a manifest: the plugin's name on the events (default: the command's)
   --tenant T         the tenant the calls are for (required)
@@ -72,13 +73,11 @@ const OPTIONS = {
   help: { type: "boolean", short: "h" },
 } as const;
 
-/** What the server is and what the events call it. */
-interface Upstream {
-  readonly command: string;
-  readonly args: string[];
+/** How the server is reached (a command to start over stdio, or a Streamable HTTP URL) and what the events call it. */
+type Upstream = ({ readonly command: string; readonly args: string[] } | { readonly url: URL }) & {
   readonly plugin: string;
   readonly tool: string;
-}
+};
 
 function positiveInt(value: string | undefined, flag: string, fallback: number): number {
   if (value === undefined) return fallback;
@@ -108,7 +107,8 @@ async function upstreamOf(values: { plugin?: string; tool?: string; name?: strin
     if (!parsed.ok) throw usage(`${parsed.errors.map((e) => e.message).join("\n")}\n`);
     const tool = pickTool(parsed.value, values.tool, values.plugin);
     const argv = command.length > 0 ? command : tool.mcp;
-    if (typeof argv === "string") throw usage(`${values.plugin}: the tool ${tool.id} is reached at ${argv}; oz0 mcp starts servers over stdio: give the command after --\n`);
+    // A URL: the server runs already, reached over Streamable HTTP.
+    if (typeof argv === "string") return { url: new URL(argv), plugin: parsed.value.name, tool: tool.id };
     const [cmd, ...args] = argv;
     if (cmd === undefined) throw usage(`${values.plugin}: the tool ${tool.id} has no command\n`);
     return { command: cmd, args, plugin: parsed.value.name, tool: tool.id };
@@ -173,7 +173,7 @@ export async function mcpCommand(argv: string[]): Promise<number> {
   const runtime = await RuntimeClient.connect(endpoints, { log, timeoutMs: answerMs, listen: ["callDecision", "delivered", "decidedCall"] });
   const { files, close: closeFiles } = gatewayFiles(endpoints);
   const client = new Client({ name: "oz0-mcp", version: "1" });
-  await client.connect(new StdioClientTransport({ command: upstream.command, args: upstream.args, stderr: "inherit" }));
+  await client.connect("url" in upstream ? new StreamableHTTPClientTransport(upstream.url) : new StdioClientTransport({ command: upstream.command, args: upstream.args, stderr: "inherit" }));
   const ownsJob = values.job === undefined;
   if (ownsJob) await runtime.publishJobEvents([startedEvent(ctx, values.principal ?? "mcp")]);
 
@@ -195,7 +195,7 @@ export async function mcpCommand(argv: string[]): Promise<number> {
     process.stdin.once("end", () => resolve());
   });
   await server.connect(new StdioServerTransport());
-  log.info("the gateway is up", { plugin: upstream.plugin, tool: upstream.tool, run: ctx.run_id, server: upstream.command });
+  log.info("the gateway is up", { plugin: upstream.plugin, tool: upstream.tool, run: ctx.run_id, server: "url" in upstream ? upstream.url.href : upstream.command });
   await closed;
   log.info("the session ends", { calls: gateway.calls });
   if (ownsJob) await runtime.publishJobEvents([{ ...startedEvent(ctx, values.principal ?? "mcp"), id: randomUUID(), kind: "ended", outcome: "completed" }]).catch(() => undefined);

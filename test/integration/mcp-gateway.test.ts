@@ -13,6 +13,11 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { Server } from "@modelcontextprotocol/sdk/server/index.js";
+import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
+import { createServer as createHttpServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import { CallToolRequestSchema, ListToolsRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 import kafkajs from "kafkajs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { publishLoadConfig } from "../../bench/load/publish-config.ts";
@@ -230,6 +235,45 @@ describe("oz0 mcp: the gateway between the official SDK's client and the referen
     const other = await files.store({ tenant, tree: `${job}-other` }, Buffer.from("another tree's file"));
     await call(client, "list_allowed_directories", { archive: other.ref });
     expect(existsSync(join(filesDir, other.ref.slice("oz0-file:sha256:".length)))).toBe(false);
+  }, 300_000);
+
+  it("a server reached over Streamable HTTP (the manifest's mcp a URL): its calls are decided and delivered as over stdio", async () => {
+    // A server of the official SDK over Streamable HTTP on loopback, in this process.
+    const served: string[] = [];
+    const mcp = new Server({ name: "lookup", version: "1" }, { capabilities: { tools: {} } });
+    mcp.setRequestHandler(ListToolsRequestSchema, () => ({ tools: [{ name: "lookup", description: "Looks a word up.", inputSchema: { type: "object", properties: { word: { type: "string" } }, required: ["word"] } }] }));
+    mcp.setRequestHandler(CallToolRequestSchema, (req) => {
+      const word = String(req.params.arguments?.word);
+      served.push(word);
+      return { content: [{ type: "text", text: `${word}: a word` }] };
+    });
+    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: () => randomUUID() });
+    await mcp.connect(transport);
+    const http = createHttpServer((req, res) => void transport.handleRequest(req, res));
+    await new Promise<void>((resolve) => http.listen(0, "127.0.0.1", resolve));
+    const port = (http.address() as AddressInfo).port;
+    try {
+      const manifest = join(dir, "mcp_http.yaml");
+      await writeFile(manifest, `name: mcp_http\ntools:\n  - id: mcp_http\n    mcp: "http://127.0.0.1:${port}/mcp"\n    results: {fit: false}\n`);
+      const transportToGateway = new StdioClientTransport({
+        command: "npx",
+        args: ["tsx", "bin/oz0.ts", "mcp", "--plugin", manifest, "--tenant", tenant, "--agent", "mcp-everything", "--timeout-ms", String(CALL_MS)],
+        cwd: ROOT,
+        env: { ...(process.env as Record<string, string>), ...endpointsEnv(endpoints()), OZ0_LOG_LEVEL: "warn" },
+        stderr: "inherit",
+      });
+      const client = new Client({ name: "mcp-gateway-test", version: "1" });
+      await client.connect(transportToGateway, { timeout: 120_000 });
+      clients.push(client);
+      expect((await client.listTools()).tools.map((t) => t.name)).toEqual(["lookup", "oz.read_result"]);
+      const answer = await call(client, "lookup", { word: "gateway" });
+      expect(answer.isError).toBeFalsy();
+      expect(answer.content).toEqual([{ type: "text", text: "gateway: a word" }]);
+      expect(served).toEqual(["gateway"]);
+    } finally {
+      await mcp.close().catch(() => undefined);
+      await new Promise<void>((resolve) => http.close(() => resolve()));
+    }
   }, 300_000);
 
   it("SYS-2 server-everything's structured content and image pass whole when small, as the server gave them", async () => {
