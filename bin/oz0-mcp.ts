@@ -12,6 +12,9 @@ import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js"
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
+import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
+import { createServer as createHttpServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { parsePlugin, type PluginManifest, type PluginTool } from "../config/plugin.ts";
 import { McpGateway, type GatewayFiles } from "../client/mcp/gateway.ts";
 import { RuntimeClient, type CallContext } from "../client/runtime-client.ts";
@@ -28,6 +31,7 @@ import { servicesForCommand } from "./services.ts";
 
 export const MCP_HELP = `oz0 mcp --plugin <oz0-plugin.yaml> [--tool ID] --tenant T --agent A [--job J] [options]
 oz0 mcp --tenant T --agent A [--name NAME] [options] -- <server command...>
+oz0 mcp --plugin <oz0-plugin.yaml> --tenant T --agent A --listen 127.0.0.1:8930   (agents over Streamable HTTP)
 
 An MCP server over stdio for an agent, in front of the plugin's own MCP server (started as a
 child over stdio, or reached over Streamable HTTP when the manifest's mcp is a URL): every tools/call is decided by the guard rails before the server sees it,
@@ -47,6 +51,8 @@ and oz.read_result.
   --timeout-ms N     how long the pipeline has to decide a call or deliver a result (default 30000)
   --files-dir DIR    where files handed to a call are put (FILE-1; default <tmp>/oz0-files)
   --inline-max N     a result above N bytes is stored in the file store and published by ref (default 262144)
+  --listen [HOST:]PORT  serve agents over Streamable HTTP at /mcp instead of stdio (host default 127.0.0.1):
+                     each MCP session is a job of its own (with --job, a run of that job), with its own server
 
 Endpoints come from the environment (OZ0_KAFKA_BROKERS, OZ0_REGISTRY_URL, OZ0_REDIS_URL,
 OZ0_MINIO_URL, ...), else the local stack. The pipeline must know the plugin's manifest
@@ -70,6 +76,7 @@ const OPTIONS = {
   "timeout-ms": { type: "string" },
   "files-dir": { type: "string" },
   "inline-max": { type: "string" },
+  listen: { type: "string" },
   help: { type: "boolean", short: "h" },
 } as const;
 
@@ -163,43 +170,128 @@ export async function mcpCommand(argv: string[]): Promise<number> {
   const { values } = parse(MCP_HELP, own, OPTIONS);
   if (values.help) throw new Exit(0, MCP_HELP, "stdout");
   if (!values.tenant || !values.agent) throw usage(`--tenant and --agent are required\n\n${MCP_HELP}`);
+  const listen = values.listen === undefined ? undefined : listenAddress(values.listen);
+  if (listen && (values.tree !== undefined || values.run !== undefined)) throw usage(`--tree and --run name one session's; with --listen each session is a job (or, with --job, a run) of its own\n`);
   const upstream = await upstreamOf(values, command);
-  const job = values.job ?? `mcp-${randomUUID()}`;
-  const ctx: CallContext = { tenant: values.tenant, tree_id: values.tree ?? job, job_id: job, run_id: values.run ?? `${job}-run`, agent: values.agent, origin: "model" };
-  const log: Logger = createLogger({ component: "oz0-mcp", tenant: ctx.tenant, job: ctx.job_id });
+  const log: Logger = createLogger({ component: "oz0-mcp", tenant: values.tenant });
   const answerMs = positiveInt(values["timeout-ms"], "timeout-ms", 30_000);
-
   const endpoints = await servicesForCommand();
   const runtime = await RuntimeClient.connect(endpoints, { log, timeoutMs: answerMs, listen: ["callDecision", "delivered", "decidedCall"] });
   const { files, close: closeFiles } = gatewayFiles(endpoints);
-  const client = new Client({ name: "oz0-mcp", version: "1" });
-  await client.connect("url" in upstream ? new StreamableHTTPClientTransport(upstream.url) : new StdioClientTransport({ command: upstream.command, args: upstream.args, stderr: "inherit" }));
-  const ownsJob = values.job === undefined;
-  if (ownsJob) await runtime.publishJobEvents([startedEvent(ctx, values.principal ?? "mcp")]);
+  const principal = values.principal ?? "mcp";
+  const settings = { answerMs, filesDir: values["files-dir"] ?? join(tmpdir(), "oz0-files"), inlineMaxBytes: positiveInt(values["inline-max"], "inline-max", 256 * 1024) };
 
-  const gateway = new McpGateway({
-    runtime,
-    upstream: client,
-    files,
-    session: ctx,
-    target: { plugin: upstream.plugin, tool: upstream.tool },
-    log,
-    settings: { answerMs, filesDir: values["files-dir"] ?? join(tmpdir(), "oz0-files"), inlineMaxBytes: positiveInt(values["inline-max"], "inline-max", 256 * 1024) },
-  });
-  const server = new Server({ name: `oz0-mcp ${upstream.plugin}`, version: "1" }, { capabilities: { tools: { listChanged: true } } });
-  gateway.attach(server);
+  /** One session: its job (made here unless --job), its own connection to the server, its gateway and its MCP server. */
+  const open = async (n: number): Promise<Session> => {
+    const ownsJob = values.job === undefined;
+    const job = values.job ?? `mcp-${randomUUID()}`;
+    const run = values.run ?? (listen && !ownsJob ? `${job}-run-${randomUUID().slice(0, 8)}` : `${job}-run`);
+    const ctx: CallContext = { tenant: values.tenant as string, tree_id: values.tree ?? job, job_id: job, run_id: run, agent: values.agent as string, origin: "model" };
+    const slog = log.child({ job, run, session: n });
+    const client = new Client({ name: "oz0-mcp", version: "1" });
+    await client.connect("url" in upstream ? new StreamableHTTPClientTransport(upstream.url) : new StdioClientTransport({ command: upstream.command, args: upstream.args, stderr: "inherit" }));
+    if (ownsJob) await runtime.publishJobEvents([startedEvent(ctx, principal)]);
+    const gateway = new McpGateway({ runtime, upstream: client, files, session: ctx, target: { plugin: upstream.plugin, tool: upstream.tool }, log: slog, settings });
+    const server = new Server({ name: `oz0-mcp ${upstream.plugin}`, version: "1" }, { capabilities: { tools: { listChanged: true } } });
+    gateway.attach(server);
+    let closing: Promise<void> | undefined;
+    const close = (): Promise<void> =>
+      (closing ??= (async () => {
+        slog.info("the session ends", { calls: gateway.calls });
+        gateway.close();
+        if (ownsJob) await runtime.publishJobEvents([{ ...startedEvent(ctx, principal), id: randomUUID(), kind: "ended", outcome: "completed" }]).catch(() => undefined);
+        await Promise.allSettled([client.close(), server.close()]);
+      })());
+    slog.info("a session starts", { plugin: upstream.plugin, tool: upstream.tool, server: "url" in upstream ? upstream.url.href : upstream.command });
+    return { server, client, close };
+  };
+
+  try {
+    if (listen) await serveHttp(listen, open, log);
+    else await serveStdio(await open(0));
+  } finally {
+    await runtime.close().catch(() => undefined);
+    closeFiles();
+  }
+  return 0;
+}
+
+interface Session {
+  readonly server: Server;
+  readonly client: Client;
+  close(): Promise<void>;
+}
+
+/** One session over stdio, until the agent closes its end or the server goes. */
+async function serveStdio(session: Session): Promise<void> {
   const closed = new Promise<void>((resolve) => {
-    server.onclose = () => resolve();
-    client.onclose = () => resolve();
+    session.server.onclose = () => resolve();
+    session.client.onclose = () => resolve();
     // The agent closing its end is the end of the session.
     process.stdin.once("end", () => resolve());
   });
-  await server.connect(new StdioServerTransport());
-  log.info("the gateway is up", { plugin: upstream.plugin, tool: upstream.tool, run: ctx.run_id, server: "url" in upstream ? upstream.url.href : upstream.command });
+  await session.server.connect(new StdioServerTransport());
   await closed;
-  log.info("the session ends", { calls: gateway.calls });
-  if (ownsJob) await runtime.publishJobEvents([{ ...startedEvent(ctx, values.principal ?? "mcp"), id: randomUUID(), kind: "ended", outcome: "completed" }]).catch(() => undefined);
-  await Promise.allSettled([client.close(), server.close(), runtime.close()]);
-  closeFiles();
-  return 0;
+  await session.close();
+}
+
+/** `--listen HOST:PORT`: where the Streamable HTTP endpoint listens; loopback unless a host is named. */
+export function listenAddress(value: string): { host: string; port: number } {
+  const m = /^(?:(\[[0-9a-fA-F:]+\]|[^:]+):)?(\d+)$/.exec(value);
+  const port = Number(m?.[2]);
+  if (!m || !Number.isInteger(port) || port < 0 || port > 65535) throw usage(`--listen ${value}: expected [HOST:]PORT, such as 127.0.0.1:8930\n`);
+  return { host: (m[1] ?? "127.0.0.1").replace(/^\[|\]$/g, ""), port };
+}
+
+const LOOPBACK = new Set(["127.0.0.1", "::1", "localhost"]);
+
+/**
+ * Agents over Streamable HTTP at `/mcp`: each MCP session (an initialize without a session ID)
+ * is a session of its own, with its own job (or run of --job) and its own connection to the
+ * server. Listening on loopback, a request whose Host is not a loopback name is refused (a page
+ * in a browser cannot reach it by DNS rebinding). Runs until SIGINT or SIGTERM.
+ */
+async function serveHttp(at: { host: string; port: number }, open: (n: number) => Promise<Session>, log: Logger): Promise<void> {
+  const sessions = new Map<string, { transport: StreamableHTTPServerTransport; session: Session }>();
+  let opened = 0;
+  const http = createHttpServer((req, res) => {
+    void (async () => {
+      const host = (req.headers.host ?? "").replace(/:\d+$/, "").replace(/^\[|\]$/g, "");
+      if (LOOPBACK.has(at.host) && !LOOPBACK.has(host)) return void res.writeHead(403).end("a loopback gateway answers loopback hosts only\n");
+      if (new URL(req.url ?? "/", "http://gateway").pathname !== "/mcp") return void res.writeHead(404).end("the MCP endpoint is /mcp\n");
+      const id = req.headers["mcp-session-id"];
+      const known = typeof id === "string" ? sessions.get(id) : undefined;
+      if (known) return known.transport.handleRequest(req, res);
+      if (typeof id === "string") return void res.writeHead(404).end(`no session ${id}: initialize a new one\n`);
+      const session = await open(++opened);
+      const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
+        sessionIdGenerator: () => randomUUID(),
+        onsessioninitialized: (sid) => void sessions.set(sid, { transport, session }),
+      });
+      transport.onclose = () => {
+        if (transport.sessionId) sessions.delete(transport.sessionId);
+        void session.close();
+      };
+      await session.server.connect(transport);
+      await transport.handleRequest(req, res);
+      // A first request that was not an initialize opened nothing the agent can go on with.
+      if (transport.sessionId === undefined) await session.close();
+    })().catch((err: unknown) => {
+      log.error("an HTTP request to the gateway failed", { error: err instanceof Error ? err.message : String(err) });
+      if (!res.headersSent) res.writeHead(500).end();
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    http.once("error", reject);
+    http.listen(at.port, at.host, () => resolve());
+  });
+  const address = http.address() as AddressInfo;
+  log.info("the gateway listens", { url: `http://${address.family === "IPv6" ? `[${address.address}]` : address.address}:${address.port}/mcp` });
+  process.stderr.write(`oz0 mcp: listening on http://${at.host.includes(":") ? `[${at.host}]` : at.host}:${address.port}/mcp\n`);
+  await new Promise<void>((resolve) => {
+    process.once("SIGINT", () => resolve());
+    process.once("SIGTERM", () => resolve());
+  });
+  await new Promise<void>((resolve) => http.close(() => resolve()));
+  await Promise.allSettled([...sessions.values()].map((s) => s.session.close()));
 }

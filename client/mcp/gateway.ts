@@ -92,13 +92,14 @@ export class McpGateway {
   /** The decisions that name a call of this session by its call ID (`subject`), kept until the call is settled. */
   readonly #bySubject = new Map<string, Decision[]>();
   readonly #heard = new Map<string, () => void>();
+  readonly #unlisten: () => void;
   #calls = 0;
 
   constructor(deps: GatewayDeps) {
     this.#d = deps;
     this.#answerMs = deps.settings.answerMs ?? 30_000;
     this.#inlineMax = deps.settings.inlineMaxBytes ?? 256 * 1024;
-    deps.runtime.onCallDecision((d) => {
+    this.#unlisten = deps.runtime.onCallDecision((d) => {
       const kept = this.#bySubject.get(d.subject);
       if (kept === undefined || d.run_id !== deps.session.run_id) return;
       kept.push(d);
@@ -113,6 +114,11 @@ export class McpGateway {
     this.#d.upstream.setNotificationHandler(ToolListChangedNotificationSchema, async () => {
       await server.sendToolListChanged().catch(() => undefined);
     });
+  }
+
+  /** Stops hearing the runtime client's decisions: the session is over. */
+  close(): void {
+    this.#unlisten();
   }
 
   /** Calls made through the gateway so far (tools/call requests answered). */

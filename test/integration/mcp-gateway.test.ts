@@ -13,9 +13,11 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { spawn } from "node:child_process";
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
-import { createServer as createHttpServer } from "node:http";
+import { createServer as createHttpServer, request as httpRequest } from "node:http";
 import type { AddressInfo } from "node:net";
 import { CallToolRequestSchema, ListToolsRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 import kafkajs from "kafkajs";
@@ -273,6 +275,54 @@ describe("oz0 mcp: the gateway between the official SDK's client and the referen
     } finally {
       await mcp.close().catch(() => undefined);
       await new Promise<void>((resolve) => http.close(() => resolve()));
+    }
+  }, 300_000);
+
+  it("agents over Streamable HTTP (--listen): each MCP session is a run of its own, so two sessions' same calls are no loop; a Host that is not loopback is refused", async () => {
+    const probe = createHttpServer();
+    await new Promise<void>((resolve) => probe.listen(0, "127.0.0.1", resolve));
+    const port = (probe.address() as AddressInfo).port;
+    await new Promise<void>((resolve) => probe.close(() => resolve()));
+    const gatewayProcess = spawn("npx", ["tsx", "bin/oz0.ts", "mcp", "--plugin", join(CONFIG_DIR, "plugins/mcp_fs.yaml"), "--tenant", tenant, "--agent", "mcp-stopper", "--listen", `127.0.0.1:${port}`, "--timeout-ms", String(CALL_MS), "--", "node", FS_SERVER, dir], {
+      cwd: ROOT,
+      env: { ...process.env, ...endpointsEnv(endpoints()), OZ0_LOG_LEVEL: "warn" },
+      stdio: ["ignore", "ignore", "pipe"],
+    });
+    let stderr = "";
+    gatewayProcess.stderr.on("data", (c: Buffer) => (stderr += c.toString()));
+    try {
+      for (let waited = 0; !stderr.includes("oz0 mcp: listening on") && waited < 120_000; waited += 200) await new Promise((r) => setTimeout(r, 200));
+      expect(stderr).toContain(`oz0 mcp: listening on http://127.0.0.1:${port}/mcp`);
+      const url = new URL(`http://127.0.0.1:${port}/mcp`);
+      // A page served from another name that resolves to loopback (DNS rebinding) sends its own Host.
+      const refused = await new Promise<number>((resolve, reject) => {
+        const req = httpRequest({ host: "127.0.0.1", port, path: "/mcp", method: "POST", headers: { host: `attacker.example:${port}`, "content-type": "application/json" } }, (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+        });
+        req.once("error", reject);
+        req.end("{}");
+      });
+      expect(refused).toBe(403);
+
+      const target = join(dir, "http-written.txt");
+      const args = { path: target, content: "two sessions, same call" };
+      for (const n of [1, 2]) {
+        const client = new Client({ name: `mcp-http-${n}`, version: "1" });
+        await client.connect(new StreamableHTTPClientTransport(url));
+        clients.push(client);
+        // Twice in each session: a third in one run would be a loop (on_loop: stop, repeats 3).
+        for (let i = 0; i < 2; i++) {
+          const answer = await call(client, "write_file", args).catch((err: unknown) => {
+            throw new Error(`session ${n}, call ${i + 1}: ${err instanceof Error ? err.message : String(err)}; the gateway said: ${stderr.slice(-3000)}`);
+          });
+          expect(answer.isError, JSON.stringify(answer)).toBeFalsy();
+        }
+        await client.close();
+      }
+      expect(await readFile(target, "utf8")).toBe("two sessions, same call");
+    } finally {
+      gatewayProcess.kill("SIGTERM");
     }
   }, 300_000);
 
