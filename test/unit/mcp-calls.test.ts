@@ -12,7 +12,7 @@ import {
   waitUntil,
   type ListedTool,
 } from "../../client/mcp/calls.ts";
-import { pickTool } from "../../bin/oz0-mcp.ts";
+import { listenAddress, pickTool } from "../../bin/oz0-mcp.ts";
 import type { PluginManifest } from "../../config/plugin.ts";
 import type { Decision, ResultDelivered } from "../../schemas/types.ts";
 
@@ -82,6 +82,14 @@ describe("the MCP gateway's pure half", () => {
     expect(deliveredAnswer(deliveredOf(JSON.stringify(fitted)))).toEqual(fitted);
     expect(deliveredAnswer(deliveredOf(JSON.stringify({ content: [{ type: "text", text: "too big" }] }), true))).toMatchObject({ isError: true });
     expect(deliveredAnswer(deliveredOf("{nope"))).toMatchObject({ isError: true, content: [{ type: "text", text: expect.stringContaining("not JSON") as string }] });
+  });
+
+  it("--listen takes [HOST:]PORT, loopback unless a host is named, and says what it expects otherwise", () => {
+    expect(listenAddress("8930")).toEqual({ host: "127.0.0.1", port: 8930 });
+    expect(listenAddress("0.0.0.0:8930")).toEqual({ host: "0.0.0.0", port: 8930 });
+    expect(listenAddress("[::1]:8930")).toEqual({ host: "::1", port: 8930 });
+    expect(() => listenAddress("127.0.0.1:http")).toThrow(/expected \[HOST:\]PORT/);
+    expect(() => listenAddress("70000")).toThrow(/expected \[HOST:\]PORT/);
   });
 
   it("the session's tool is the one named, else the manifest's only one; otherwise the error lists the tools", () => {
