@@ -35,6 +35,7 @@ import { redisClient } from "../store/redis/client.ts";
 import { Keys } from "../store/redis/keys.ts";
 import { BENCH_AGENTS, modelCalls, toolCalls, type EventKind } from "./pipeline/events.ts";
 import { identityProcessor } from "./pipeline/subjects.ts";
+import { deleteKeys, scanKeys } from "../store/redis/slots.ts";
 
 const { values } = parseArgs({
   options: {
@@ -168,7 +169,7 @@ async function round<Env>(processor: Processor<unknown, Env>, env: Env, parts: P
  */
 async function stateDigest(prefix: string): Promise<{ keys: number; digest: string }> {
   const found: string[] = [];
-  for await (const batch of redis.scanStream({ match: `${prefix}:*`, count: 1000 }) as AsyncIterable<string[]>) found.push(...batch);
+  for await (const batch of scanKeys(redis, `${prefix}:*`, 1000)) found.push(...batch);
   const entries: string[] = [];
   for (const key of found) {
     const type = await redis.type(key);
@@ -195,8 +196,8 @@ async function stateDigest(prefix: string): Promise<{ keys: number; digest: stri
 
 async function cleanup(): Promise<number> {
   let removed = 0;
-  for await (const batch of redis.scanStream({ match: `benchcpu_${uid}_*`, count: 1000 }) as AsyncIterable<string[]>) {
-    if (batch.length > 0) removed += await redis.del(...batch);
+  for await (const batch of scanKeys(redis, `benchcpu_${uid}_*`, 1000)) {
+    if (batch.length > 0) removed += await deleteKeys(redis, batch);
   }
   return removed;
 }

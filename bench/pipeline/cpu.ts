@@ -11,7 +11,7 @@
  * Where there is no `/proc/stat` (not Linux), the machine's column is left empty.
  */
 import { readFileSync } from "node:fs";
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../../store/redis/client.ts";
 
 /** Linux reports `/proc/stat` in USER_HZ, which is 100 on every architecture Node runs on. */
 const USER_HZ = 100;
@@ -132,12 +132,12 @@ export class CpuMeter {
   private timer: NodeJS.Timeout | undefined;
   private pending: Promise<void> = Promise.resolve();
 
-  private readonly redis: Redis | null;
+  private readonly redis: RedisClient | null;
   private readonly everyMs: number;
   private readonly brokerPid: number | null;
 
   /** `brokerPid`: the broker's process on this machine, sampled too (`localBrokerPid`). */
-  constructor(redis: Redis | null, everyMs = 250, brokerPid: number | null = null) {
+  constructor(redis: RedisClient | null, everyMs = 250, brokerPid: number | null = null) {
     this.redis = redis;
     this.everyMs = everyMs;
     this.brokerPid = brokerPid;

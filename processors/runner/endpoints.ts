@@ -6,13 +6,17 @@
 import type { RedisOptions } from "ioredis";
 import { logLevel, type KafkaConfig, type ProducerConfig, type SASLOptions } from "kafkajs";
 import { LOCAL_STACK } from "../../stack/local.ts";
+import { redisClusterFlag } from "../../store/redis/client.ts";
 import { createLogger, kafkaLogCreator, type Logger } from "./log.ts";
 import { RememberingPartitioner } from "./partitioner.ts";
 
 export interface Endpoints {
   kafkaBrokers: string[];
   registryUrl: string;
+  /** `OZ0_REDIS_URL`: one node's URL, or a Redis Cluster's seed nodes separated by commas. */
   redisUrl: string;
+  /** `OZ0_REDIS_CLUSTER`: whether Redis is a cluster, when the URL alone does not say (`store/redis/client.ts`). */
+  redisCluster?: boolean;
   /** `OZ0_REDIS_USERNAME`: a Redis ACL user kept out of the URL (`store/redis/client.ts`). */
   redisUsername?: string;
   /** `OZ0_REDIS_PASSWORD`: Redis AUTH kept out of the URL, so the URL can be shown. */
@@ -29,10 +33,12 @@ type Env = Record<string, string | undefined>;
 
 export function endpointsFromEnv(env: Env = process.env): Endpoints {
   const get = (k: keyof typeof LOCAL): string => env[k] || LOCAL[k];
+  const redisCluster = redisClusterFlag(env.OZ0_REDIS_CLUSTER);
   return {
     kafkaBrokers: get("OZ0_KAFKA_BROKERS").split(",").map((s) => s.trim()).filter(Boolean),
     registryUrl: get("OZ0_REGISTRY_URL").replace(/\/+$/, ""),
     redisUrl: get("OZ0_REDIS_URL"),
+    ...(redisCluster !== undefined ? { redisCluster } : {}),
     ...(env.OZ0_REDIS_USERNAME ? { redisUsername: env.OZ0_REDIS_USERNAME } : {}),
     ...(env.OZ0_REDIS_PASSWORD ? { redisPassword: env.OZ0_REDIS_PASSWORD } : {}),
     minioUrl: get("OZ0_MINIO_URL"),
@@ -51,6 +57,7 @@ export function endpointsEnv(e: Endpoints): Record<string, string> {
     OZ0_KAFKA_BROKERS: e.kafkaBrokers.join(","),
     OZ0_REGISTRY_URL: e.registryUrl,
     OZ0_REDIS_URL: e.redisUrl,
+    ...(e.redisCluster !== undefined ? { OZ0_REDIS_CLUSTER: e.redisCluster ? "1" : "0" } : {}),
     ...(e.redisUsername ? { OZ0_REDIS_USERNAME: e.redisUsername } : {}),
     ...(e.redisPassword ? { OZ0_REDIS_PASSWORD: e.redisPassword } : {}),
     OZ0_MINIO_URL: e.minioUrl,

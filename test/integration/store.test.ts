@@ -1,15 +1,15 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Redis } from "ioredis";
 import { Keys } from "../../store/redis/keys.ts";
 import { runScript } from "../../store/redis/scripts.ts";
 import { minioClient, ObjectStore, refOf } from "../../store/objects.ts";
 import { endpoints } from "../support/kafka.ts";
 import { uid } from "../support/events.ts";
+import { redisClient, type RedisClient } from "../../store/redis/client.ts";
 
 describe("state in real Redis", () => {
-  let redis: Redis;
+  let redis: RedisClient;
   beforeAll(() => {
-    redis = new Redis(endpoints().redisUrl);
+    redis = redisClient(endpoints());
   });
   afterAll(() => redis?.disconnect());
 
