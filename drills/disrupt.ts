@@ -17,6 +17,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { endpointsEnv } from "../processors/runner/endpoints.ts";
+import { isRedisCluster } from "../store/redis/client.ts";
 import { answersById, conflicting, dumpState, duplicates, feed, openLab, OutputReader, producerOf, stateDifferences, unmatchedEarly, Worker, type Lab, type Services } from "./lab.ts";
 import type { DrillRow } from "./report.ts";
 import { drillSubject, type SubjectName } from "./subjects.ts";
@@ -166,6 +167,9 @@ async function stopAll(workers: Worker[]): Promise<number> {
 
 export async function disruptDrill(s: Services, o: DisruptOptions): Promise<DrillRow> {
   const say = o.say ?? (() => {});
+  if (o.disruption.kind === "outage" && o.disruption.service === "redis" && isRedisCluster(s.endpoints)) {
+    throw new Error("the Redis outage drill stops the local stack's single Redis (stack/down.sh --only redis), but this drill's Redis is a cluster: run it with OZ0_REDIS_URL naming the single node");
+  }
   const subject = await drillSubject(o.subject);
   const events = subject.kind.make(o.events, `dr-${Date.now().toString(36)}`, 7);
   const messages = events.map((e) => ({ key: e.key, value: s.serde.encode(subject.kind.schema, e.value) }));
