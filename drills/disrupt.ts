@@ -10,7 +10,7 @@
  * - every input's answers, duplicates dropped, must equal the reference's, numbers (counts,
  *   spend) included,
  * - the Redis state must equal the reference's, key by key,
- * - for a service outage, the processor must have lived through it (no exit).
+ * - for a service outage or a slot migration, the processor must have lived through it (no exit).
  */
 import { execFile } from "node:child_process";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -20,6 +20,7 @@ import { endpointsEnv } from "../processors/runner/endpoints.ts";
 import { isRedisCluster } from "../store/redis/client.ts";
 import { answersById, conflicting, dumpState, duplicates, feed, openLab, OutputReader, producerOf, stateDifferences, unmatchedEarly, Worker, type Lab, type Services } from "./lab.ts";
 import type { DrillRow } from "./report.ts";
+import { reshard } from "./reshard.ts";
 import { drillSubject, type SubjectName } from "./subjects.ts";
 
 export type StackService = "kafka" | "redis" | "minio" | "registry";
@@ -29,7 +30,9 @@ export type Disruption =
   /** Another instance joins the group (odd times) or the oldest leaves it (even times): a rebalance mid-stream. */
   | { readonly kind: "rebalance" }
   /** Stop the service (SIGTERM, or SIGKILL with `kill`), keep it down `downMs`, start it again. */
-  | { readonly kind: "outage"; readonly service: StackService; readonly kill: boolean; readonly downMs: number };
+  | { readonly kind: "outage"; readonly service: StackService; readonly kill: boolean; readonly downMs: number }
+  /** Redis Cluster only: up to `slots` slots move from the fullest master to the emptiest (`redis-cli --cluster reshard`) while inputs keep coming. */
+  | { readonly kind: "reshard"; readonly slots: number };
 
 export interface DisruptOptions {
   readonly subject: SubjectName;
@@ -65,12 +68,14 @@ export async function startStack(): Promise<void> {
 export function describe(d: Disruption, times: number): string {
   if (d.kind === "kill9") return `kill -9 x${times}`;
   if (d.kind === "rebalance") return `rebalance x${times}`;
+  if (d.kind === "reshard") return `reshard ${d.slots} slots x${times}`;
   return `${d.service} ${d.kill ? "killed" : "stopped"} ${(d.downMs / 1000).toFixed(0)} s x${times}`;
 }
 
 function command(o: DisruptOptions): string {
   const d = o.disruption;
   const base = `npm run drill -- ${d.kind} --subject ${o.subject} --events ${o.events} --rate ${o.rate} --times ${o.times}`;
+  if (d.kind === "reshard") return `${base} --slots ${d.slots}`;
   return d.kind !== "outage" ? base : `${base} --service ${d.service}${d.kill ? " --kill" : ""} --down-seconds ${d.downMs / 1000}`;
 }
 
@@ -102,6 +107,7 @@ async function run(s: Services, lab: Lab, messages: ReadonlyArray<{ key: string;
     await worker.ready;
     const at = Array.from({ length: times }, (_, k) => Math.floor(((k + 1) * messages.length) / (times + 1)));
     const disruptions: Array<Promise<void>> = [];
+    let resharding: Promise<void> = Promise.resolve();
     await feed(producer, lab.input, messages, o.rate, async (sent) => {
       if (at.length === 0 || sent < (at[0] as number)) return;
       at.shift();
@@ -135,6 +141,17 @@ async function run(s: Services, lab: Lab, messages: ReadonlyArray<{ key: string;
           planned = false;
         }
         restarts++;
+      } else if (d.kind === "reshard") {
+        restarts++;
+        say(`  moving ${d.slots} slots after ${sent} sent`);
+        // The inputs keep coming while the slots move, one migration after the other.
+        resharding = resharding.then(async () => {
+          const moved = await reshard(s.redis, s.endpoints, d.slots);
+          say(`  ${moved.slots} slots moved from ${moved.from} to ${moved.to} in ${(moved.ms / 1000).toFixed(1)} s`);
+        });
+        // Awaited with the others once the inputs are sent; marked handled so a failure meanwhile is not unhandled.
+        resharding.catch(() => undefined);
+        disruptions.push(resharding);
       } else {
         say(`  ${d.kill ? "killing" : "stopping"} ${d.service} after ${sent} sent, for ${d.downMs / 1000} s`);
         await stopService(d.service, d.kill);
@@ -169,6 +186,9 @@ export async function disruptDrill(s: Services, o: DisruptOptions): Promise<Dril
   const say = o.say ?? (() => {});
   if (o.disruption.kind === "outage" && o.disruption.service === "redis" && isRedisCluster(s.endpoints)) {
     throw new Error("the Redis outage drill stops the local stack's single Redis (stack/down.sh --only redis), but this drill's Redis is a cluster: run it with OZ0_REDIS_URL naming the single node");
+  }
+  if (o.disruption.kind === "reshard" && !isRedisCluster(s.endpoints)) {
+    throw new Error("the reshard drill moves slots of a Redis Cluster, but OZ0_REDIS_URL names one node: start the stack's cluster (bash stack/up.sh --redis-cluster) and run it with OZ0_STACK_REDIS=cluster");
   }
   const subject = await drillSubject(o.subject);
   const events = subject.kind.make(o.events, `dr-${Date.now().toString(36)}`, 7);
@@ -212,6 +232,7 @@ export async function disruptDrill(s: Services, o: DisruptOptions): Promise<Dril
     };
     if (o.disruption.kind === "kill9") checks[`restarted ${o.times} times`] = result.restarts === o.times;
     else if (o.disruption.kind === "rebalance") checks[`${o.times} rebalances`] = result.restarts === o.times && result.unplannedExits === 0;
+    else if (o.disruption.kind === "reshard") checks[`${o.times} slot migrations, the processor alive`] = result.restarts === o.times && result.unplannedExits === 0;
     else checks["the processor lived through it"] = result.unplannedExits === 0;
     return {
       drill: describe(o.disruption, o.times),

@@ -360,7 +360,9 @@ start_redis() {
   wait_for redis 30
 }
 
-# start_redis_cluster_node <port>: one master of the cluster profile, AOF as the single node's
+# start_redis_cluster_node <port>: one master of the cluster profile, AOF as the single node's;
+# a master that gives all its slots away stays a master (no replica migration), so a reshard
+# never leaves the profile with fewer than three
 start_redis_cluster_node() {
   local port="$1" svc="redis-cluster-$1"
   if already_running "$svc"; then
@@ -371,6 +373,7 @@ start_redis_cluster_node() {
   mkdir -p "$REDIS_CLUSTER_DIR/$port"
   if ! redis-server --port "$port" --bind 127.0.0.1 --protected-mode yes \
     --cluster-enabled yes --cluster-config-file nodes.conf --cluster-node-timeout 5000 \
+    --cluster-allow-replica-migration no \
     --save "" --appendonly yes --appendfsync always --dir "$REDIS_CLUSTER_DIR/$port" --daemonize yes \
     --pidfile "$(pid_file "$svc")" --logfile "$LOG_DIR/$svc.log" 9>&-; then
     fail "$svc" "redis-server refused to start"

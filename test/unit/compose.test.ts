@@ -140,7 +140,7 @@ describe("STACK docker-compose.yml", () => {
       const command = words(services[name]?.command);
       expect(command, name).toContain("--cluster-enabled yes");
       expect(command, name).toContain("--appendfsync always");
-      expect(command, name).toBe(words(services.redis?.command).replace("redis-server", "redis-server --cluster-enabled yes --cluster-config-file nodes.conf --cluster-node-timeout 5000"));
+      expect(command, name).toBe(words(services.redis?.command).replace("redis-server", "redis-server --cluster-enabled yes --cluster-config-file nodes.conf --cluster-node-timeout 5000 --cluster-allow-replica-migration no"));
     }
     expect(words(services["redis-cluster-init"]?.command)).toMatch(/redis-cli --cluster create .* --cluster-replicas 0 --cluster-yes/);
     const cluster = services["pipeline-cluster"] ?? {};
