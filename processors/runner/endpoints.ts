@@ -31,13 +31,20 @@ const LOCAL = LOCAL_STACK;
 
 type Env = Record<string, string | undefined>;
 
+/** `OZ0_STACK_REDIS`: which Redis of the local stack is meant when OZ0_REDIS_URL is not set, as `stack/env.sh` reads it. */
+function stackRedis(env: Env): "node" | "cluster" {
+  const v = env.OZ0_STACK_REDIS || "node";
+  if (v !== "node" && v !== "cluster") throw new Error(`OZ0_STACK_REDIS=${JSON.stringify(v)}: use node (one Redis, the default) or cluster (the local stack's Redis Cluster)`);
+  return v;
+}
+
 export function endpointsFromEnv(env: Env = process.env): Endpoints {
   const get = (k: keyof typeof LOCAL): string => env[k] || LOCAL[k];
   const redisCluster = redisClusterFlag(env.OZ0_REDIS_CLUSTER);
   return {
     kafkaBrokers: get("OZ0_KAFKA_BROKERS").split(",").map((s) => s.trim()).filter(Boolean),
     registryUrl: get("OZ0_REGISTRY_URL").replace(/\/+$/, ""),
-    redisUrl: get("OZ0_REDIS_URL"),
+    redisUrl: env.OZ0_REDIS_URL || (stackRedis(env) === "cluster" ? get("OZ0_REDIS_CLUSTER_URL") : LOCAL.OZ0_REDIS_URL),
     ...(redisCluster !== undefined ? { redisCluster } : {}),
     ...(env.OZ0_REDIS_USERNAME ? { redisUsername: env.OZ0_REDIS_USERNAME } : {}),
     ...(env.OZ0_REDIS_PASSWORD ? { redisPassword: env.OZ0_REDIS_PASSWORD } : {}),

@@ -16,6 +16,14 @@ describe("OZ0_REDIS_URL naming a Redis Cluster", () => {
     expect(endpointsFromEnv({ OZ0_REDIS_URL: "redis://a:7000" }).redisCluster).toBeUndefined();
   });
 
+  it("OZ0_STACK_REDIS=cluster means the local stack's cluster when OZ0_REDIS_URL is not set", () => {
+    expect(endpointsFromEnv({ OZ0_STACK_REDIS: "cluster" }).redisUrl).toBe("redis://127.0.0.1:17000,redis://127.0.0.1:17001,redis://127.0.0.1:17002");
+    expect(endpointsFromEnv({ OZ0_STACK_REDIS: "cluster", OZ0_REDIS_CLUSTER_URL: "redis://c:7000,redis://c:7001" }).redisUrl).toBe("redis://c:7000,redis://c:7001");
+    expect(endpointsFromEnv({ OZ0_STACK_REDIS: "cluster", OZ0_REDIS_URL: "redis://r:6379" }).redisUrl).toBe("redis://r:6379");
+    expect(endpointsFromEnv({}).redisUrl).toBe("redis://127.0.0.1:16379");
+    expect(() => endpointsFromEnv({ OZ0_STACK_REDIS: "both" })).toThrow(/OZ0_STACK_REDIS="both": use node .* or cluster/);
+  });
+
   it("the flag travels to a child process with the other endpoints", () => {
     const env = { OZ0_KAFKA_BROKERS: "k:9092", OZ0_REGISTRY_URL: "http://reg:8081", OZ0_REDIS_URL: "redis://a:7000", OZ0_REDIS_CLUSTER: "1", OZ0_MINIO_URL: "http://m:9000", OZ0_MINIO_ACCESS_KEY: "ak", OZ0_MINIO_SECRET_KEY: "sk" };
     expect(endpointsEnv(endpointsFromEnv(env))).toEqual(env);
