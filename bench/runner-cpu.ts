@@ -43,7 +43,7 @@ import { isRedisCluster, redisClient, redisWhere, type RedisClient, type RedisEn
 import { Keys } from "../store/redis/keys.ts";
 import { BENCH_AGENTS, modelCalls, toolCalls, type EventKind } from "./pipeline/events.ts";
 import { identityProcessor } from "./pipeline/subjects.ts";
-import { deleteKeys, hashTag, scanKeys } from "../store/redis/slots.ts";
+import { deleteKeys, hashTag, scanKeys, scanNodes } from "../store/redis/slots.ts";
 
 const { values } = parseArgs({
   options: {
@@ -190,10 +190,10 @@ async function round<Env>(processor: Processor<unknown, Env>, env: Env, parts: P
  * follows its hash tag (`:loop:calls`), not by its run's name, so the digest stays comparable
  * when the way a run's keys are named changes; the states themselves tell the runs apart.
  */
-async function stateDigest(redis: RedisClient, prefix: string): Promise<{ keys: number; digest: string }> {
+async function stateDigest(redis: RedisClient, prefix: string): Promise<{ keys: number; digest: string; byTag: string }> {
   const found: string[] = [];
   for await (const batch of scanKeys(redis, `${prefix}:*`, 1000)) found.push(...batch);
-  const entries: string[] = [];
+  const entries: Array<{ kind: string; entry: string }> = [];
   for (const key of found) {
     const type = await redis.type(key);
     // Contents in a fixed order: a set's or a hash's own order (and DUMP) follows insertion, which concurrency varies.
@@ -209,12 +209,17 @@ async function stateDigest(redis: RedisClient, prefix: string): Promise<{ keys: 
               : type === "list"
                 ? await redis.lrange(key, 0, -1)
                 : `(a ${type})`;
-    entries.push(`${key.slice(key.lastIndexOf("}") + 1)}\u0000${type}\u0000${JSON.stringify(content)}\n`);
+    entries.push({ kind: tagKind(key), entry: `${key.slice(key.lastIndexOf("}") + 1)}\u0000${type}\u0000${JSON.stringify(content)}\n` });
   }
-  entries.sort();
-  const h = createHash("sha256");
-  for (const e of entries) h.update(e);
-  return { keys: found.length, digest: h.digest("hex").slice(0, 16) };
+  const digest = (list: readonly string[]): string => {
+    const h = createHash("sha256");
+    for (const e of [...list].sort()) h.update(e);
+    return h.digest("hex").slice(0, 16);
+  };
+  // A digest per kind of hash tag too, so a state that differs says where.
+  const kinds = [...new Set(entries.map((e) => e.kind))].sort();
+  const byTag = kinds.map((k) => `${k} ${digest(entries.filter((e) => e.kind === k).map((e) => e.entry))}`).join(", ");
+  return { keys: found.length, digest: digest(entries.map((e) => e.entry)), byTag };
 }
 
 async function cleanup(): Promise<number> {
@@ -223,6 +228,12 @@ async function cleanup(): Promise<number> {
     for await (const batch of scanKeys(redis, `benchcpu_${uid}_*`, 1000)) removed += await deleteKeys(redis, batch);
   }
   return removed;
+}
+
+/** The kind of a key's hash tag: `run`, `tree`, `tenant`, `loops`, ... */
+function tagKind(key: string): string {
+  const tag = hashTag(key);
+  return tag === key ? "(no tag)" : (tag.split(":")[0] ?? tag);
 }
 
 /** Bytes of Redis state by hash tag kind (`run`, `tree`, `tenant`, `loops`, ...): tags, keys, bytes, and the biggest tag. */
@@ -235,11 +246,12 @@ interface Footprint {
 async function footprint(redis: RedisClient, prefix: string): Promise<Footprint> {
   const kinds = new Map<string, { tags: Set<string>; keys: number; bytes: number }>();
   const byTag = new Map<string, number>();
-  for await (const batch of scanKeys(redis, `${prefix}:*`, 1000)) {
-    const sizes = await Promise.all(batch.map((key) => redis.memory("USAGE", key, "SAMPLES", 0)));
+  // MEMORY USAGE goes to the node that holds the key: ioredis' Cluster does not route it by key.
+  for await (const { node, keys: batch } of scanNodes(redis, `${prefix}:*`, 1000)) {
+    const sizes = await Promise.all(batch.map((key) => node.memory("USAGE", key, "SAMPLES", 0)));
     batch.forEach((key, i) => {
       const tag = hashTag(key);
-      const kind = tag === key ? "(no tag)" : (tag.split(":")[0] ?? tag);
+      const kind = tagKind(key);
       const bytes = sizes[i] ?? 0;
       const k = kinds.get(kind) ?? { tags: new Set<string>(), keys: 0, bytes: 0 };
       k.tags.add(tag);
@@ -269,7 +281,7 @@ interface Subject {
 }
 const SUBJECTS: Subject[] = [...(ONLY !== "processor" ? [{ key: "identity", label: "runner-identity" }] : []), ...(ONLY !== "identity" ? TARGETS.map((t) => ({ key: t.key, label: t.label, target: t })) : [])];
 const samples = new Map<string, Sample[]>(SUBJECTS.map((s) => [s.key, []]));
-const states = new Map<string, { keys: number; digest: string }>();
+const states = new Map<string, { keys: number; digest: string; byTag: string }>();
 const footprints = new Map<string, Footprint>();
 
 function processorRound(t: Target, r: number, parts: Partitioned): Promise<Sample> {
@@ -332,7 +344,7 @@ if (samples.has("redis") && samples.has("cluster")) {
 }
 for (const s of processors) {
   const st = states.get(s.key);
-  if (st) lines.push(`${s.label} Redis state: ${st.keys} keys, digest ${st.digest}`);
+  if (st) lines.push(`${s.label} Redis state: ${st.keys} keys, digest ${st.digest} (by hash tag: ${st.byTag})`);
 }
 for (const s of processors) {
   const f = footprints.get(s.key);

@@ -7,7 +7,7 @@
  * grouping by hash tag is grouping by slot: two tags may share a slot, which costs a pipeline
  * more, never a wrong answer.
  */
-import { Cluster } from "ioredis";
+import { Cluster, type Redis } from "ioredis";
 import { TransientError } from "../../processors/runner/errors.ts";
 import type { RedisClient } from "./client.ts";
 
@@ -87,14 +87,19 @@ export async function execBySlot(redis: RedisClient, phases: ReadonlyArray<reado
   return out;
 }
 
-/** Every key matching a pattern, on every master of a cluster, in batches as SCAN gives them. */
-export async function* scanKeys(redis: RedisClient, match: string, count = 500): AsyncGenerator<string[]> {
+/** Every key matching a pattern with the node that holds it (each master of a cluster), in batches as SCAN gives them. */
+export async function* scanNodes(redis: RedisClient, match: string, count = 500): AsyncGenerator<{ node: Redis; keys: string[] }> {
   const nodes = isCluster(redis) ? redis.nodes("master") : [redis];
   for (const node of nodes) {
-    for await (const batch of node.scanStream({ match, count }) as AsyncIterable<string[]>) {
-      if (batch.length > 0) yield batch;
+    for await (const keys of node.scanStream({ match, count }) as AsyncIterable<string[]>) {
+      if (keys.length > 0) yield { node, keys };
     }
   }
+}
+
+/** Every key matching a pattern, on every master of a cluster, in batches as SCAN gives them. */
+export async function* scanKeys(redis: RedisClient, match: string, count = 500): AsyncGenerator<string[]> {
+  for await (const { keys } of scanNodes(redis, match, count)) yield keys;
 }
 
 /** Deletes keys, one DEL a slot (a cluster refuses a DEL across slots); gives how many existed. */
