@@ -5,12 +5,15 @@
  *   npm run drill -- rebalance [--subject S|all] [--events N] [--rate R] [--times K]
  *   npm run drill -- outage --service kafka|redis|minio|registry [--kill] [--down-seconds D] [--drain-seconds W] [--subject S|all] [--events N] [--rate R] [--times K]
  *   npm run drill -- reshard [--slots N] [--subject S|all] [--events N] [--rate R] [--times K]   (Redis Cluster: OZ0_STACK_REDIS=cluster)
+ *   npm run drill -- plant | script-flush | oom [--down-seconds D] [--subject loop-calls|limits-model-calls|all] [--events N] [--rate R] [--times K]
  *   npm run drill -- fuzz [--subject loop-calls|limits-model-calls|fit-results|all] [--messages N] [--rate R]
  *
  * S is loop-calls, limits-model-calls, fit-results or fit-offload. Each drill works in labs of
  * its own (topics `drill.<lab>.*`, Redis keys `drill_<lab>:*`, a bucket `drill-<lab>`, removed
  * at the end) and never touches the live pipeline's data; an outage drill does stop and start
- * the stack's service (stack/down.sh --only, stack/up.sh). Prints a Markdown table (also
+ * the stack's service (stack/down.sh --only, stack/up.sh), and the Redis drills plant a key over
+ * one run's state (plant), flush Redis' scripts (script-flush) or make Redis refuse writes for a
+ * while (oom, maxmemory set to a byte, then set back). Prints a Markdown table (also
  * written to bench/out/drills.md) and exits 1 when a drill fails its checks.
  */
 import { mkdir, writeFile } from "node:fs/promises";
@@ -21,7 +24,7 @@ import { endpointsFromEnv, kafkaConfig } from "../processors/runner/endpoints.ts
 import { createLogger } from "../processors/runner/log.ts";
 import { Serde } from "../schemas/serde.ts";
 import { minioClient } from "../store/objects.ts";
-import { disruptDrill, type Disruption, type StackService } from "../drills/disrupt.ts";
+import { disruptDrill, REDIS_DISRUPTIONS, REDIS_SUBJECTS, type Disruption, type StackService } from "../drills/disrupt.ts";
 import { drillTable, passed, type DrillRow } from "../drills/report.ts";
 import { FUZZ_SUBJECTS, fuzzDrill, fuzzTables, type FuzzResult, type FuzzSubject } from "../drills/fuzz.ts";
 import { isSubjectName, SUBJECT_NAMES, type SubjectName } from "../drills/subjects.ts";
@@ -48,6 +51,9 @@ const usage = [
   "       npm run drill -- rebalance [--subject S|all] [--events N] [--rate R] [--times K]",
   "       npm run drill -- outage --service kafka|redis|minio|registry [--kill] [--down-seconds D] [--drain-seconds W] [--subject S|all] [--events N] [--rate R] [--times K]",
   "       npm run drill -- reshard [--slots N] [--subject S|all] [--events N] [--rate R] [--times K]   (on a Redis Cluster)",
+  "       npm run drill -- plant [--subject loop-calls|limits-model-calls] [--events N] [--rate R] [--times K]",
+  "       npm run drill -- script-flush [--subject loop-calls|limits-model-calls|all] [--events N] [--rate R] [--times K]",
+  "       npm run drill -- oom [--down-seconds D] [--subject loop-calls|limits-model-calls|all] [--events N] [--rate R] [--times K]",
   "       npm run drill -- fuzz [--subject loop-calls|limits-model-calls|fit-results|all] [--messages N] [--rate R]",
   `       S is one of ${SUBJECT_NAMES.join(", ")}`,
 ].join("\n");
@@ -62,7 +68,7 @@ const times = Number(values.times);
 const downMs = Number(values["down-seconds"]) * 1000;
 const drainMs = Number(values["drain-seconds"]) * 1000;
 if (!(events > 0 && rate > 0 && Number.isInteger(times) && times >= 0 && downMs >= 0)) fail("--events, --rate, --times and --down-seconds take positive numbers");
-const subjects: SubjectName[] = values.subject === "all" ? [...SUBJECT_NAMES] : isSubjectName(values.subject) ? [values.subject] : fail(`unknown subject ${values.subject}`);
+const subjects: SubjectName[] = values.subject === "all" ? (REDIS_DISRUPTIONS.has(drill ?? "") ? [...REDIS_SUBJECTS] : [...SUBJECT_NAMES]) : isSubjectName(values.subject) ? [values.subject] : fail(`unknown subject ${values.subject}`);
 const SERVICES: readonly StackService[] = ["kafka", "redis", "minio", "registry"];
 const fuzzSubjects: FuzzSubject[] = values.subject === "all" ? [...FUZZ_SUBJECTS] : FUZZ_SUBJECTS.filter((s) => s === values.subject);
 const messages = Number(values.messages);
@@ -70,6 +76,9 @@ if (drill === "fuzz" && !(fuzzSubjects.length > 0 && Number.isInteger(messages) 
 let disruption: Disruption | null = null;
 if (drill === "kill9") disruption = { kind: "kill9" };
 else if (drill === "rebalance") disruption = { kind: "rebalance" };
+else if (drill === "plant") disruption = { kind: "plant" };
+else if (drill === "script-flush") disruption = { kind: "script-flush" };
+else if (drill === "oom") disruption = { kind: "oom", downMs };
 else if (drill === "outage") {
   const service = SERVICES.find((s) => s === values.service) ?? fail(`--service takes ${SERVICES.join(", ")}`);
   disruption = { kind: "outage", service, kill: values.kill, downMs };

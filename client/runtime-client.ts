@@ -11,6 +11,7 @@
  * | oz0.model-calls (ModelCall ask) | oz0.admissions | Decision: allow, refuse, stop, wait |
  * | oz0.jobs (JobEvent child_ask) | oz0.admissions | Decision |
  * | oz0.tool-calls.requested (oz.read_result) | oz0.results-delivered | ResultDelivered |
+ * | oz0.tool-calls.requested (ToolCall) | oz0.tool-calls | ToolCall: the call as decided (a filled-in budget, resolved files) |
  *
  * Usage reports, re-warms and the job and wait lifecycle are published without an answer to
  * await: their decisions (a crossed spend share, a wait too long) come on oz0.admissions
@@ -32,6 +33,8 @@ export const ANSWERS = {
   admission: { topic: "oz0.admissions", schema: "Decision", processors: "limits-model-calls and limits-jobs" },
   callDecision: { topic: "oz0.call-decisions", schema: "Decision", processors: "loop-calls (after budget-fill-in)" },
   delivered: { topic: "oz0.results-delivered", schema: "ResultDelivered", processors: "fit-results (tool results) and read-result (oz.read_result calls)" },
+  /** The call as the pipeline decides it (FIT-15's budget, FILE-1's paths), by the call's own event ID. Not listened for unless asked. */
+  decidedCall: { topic: "oz0.tool-calls", schema: "ToolCall", processors: "budget-fill-in" },
 } as const satisfies Record<string, { topic: TopicName; schema: SchemaName; processors: string }>;
 
 export type AnswerKind = keyof typeof ANSWERS;
@@ -40,7 +43,11 @@ interface AnswerOf {
   admission: Decision;
   callDecision: Decision;
   delivered: ResultDelivered;
+  decidedCall: ToolCall;
 }
+
+/** The answers listened for unless a client says otherwise: each costs reading every record of its topic. */
+export const DEFAULT_ANSWERS: readonly AnswerKind[] = ["admission", "callDecision", "delivered"];
 
 /** No answer came in time, or the client closed first. Retriable: the pipeline may be behind. */
 export class NoAnswer extends Error {
@@ -64,6 +71,7 @@ const WHAT: Record<AnswerKind, string> = {
   admission: "an admission or refusal",
   callDecision: "a call decision",
   delivered: "a delivered result",
+  decidedCall: "the call as decided",
 };
 
 export function noAnswerMessage(awaited: AnswerKind, inputId: string, timeoutMs: number): string {
@@ -77,7 +85,7 @@ export function noAnswerMessage(awaited: AnswerKind, inputId: string, timeoutMs:
 
 export interface RuntimeClientOptions {
   log?: Logger;
-  /** The answers to listen for; each costs reading every record of its topic. @default all three */
+  /** The answers to listen for; each costs reading every record of its topic. @default DEFAULT_ANSWERS (all but decidedCall) */
   listen?: readonly AnswerKind[];
   /** How long an await lasts unless told. @default 30000 */
   timeoutMs?: number;
@@ -191,6 +199,7 @@ export class RuntimeClient {
   private readonly timeoutMs: number;
   private readonly answers: { [K in AnswerKind]: Correlator<AnswerOf[K]> };
   private readonly admissionListeners = new Set<(d: Decision) => void>();
+  private readonly callDecisionListeners = new Set<(d: Decision) => void>();
   private readonly seen = new SeenIds();
 
   private constructor(endpoints: Endpoints, opts: RuntimeClientOptions) {
@@ -199,10 +208,10 @@ export class RuntimeClient {
     this.producer = this.kafka.producer(EXACTLY_ONCE_PRODUCER);
     this.replies = this.kafka.consumer({ groupId: this.group, readUncommitted: opts.answersBeforeCommit ?? true });
     this.serde = new Serde({ registryUrl: endpoints.registryUrl });
-    this.listening = [...new Set(opts.listen ?? (Object.keys(ANSWERS) as AnswerKind[]))];
+    this.listening = [...new Set(opts.listen ?? DEFAULT_ANSWERS)];
     this.timeoutMs = opts.timeoutMs ?? 30_000;
     const keep = { keepMs: opts.keepMs };
-    this.answers = { admission: new Correlator(keep), callDecision: new Correlator(keep), delivered: new Correlator(keep) };
+    this.answers = { admission: new Correlator(keep), callDecision: new Correlator(keep), delivered: new Correlator(keep), decidedCall: new Correlator(keep) };
   }
 
   /** Connects, registers the schemas and listens for answers from now on. */
@@ -240,7 +249,7 @@ export class RuntimeClient {
         const kind = kindOf.get(batch.topic);
         if (!kind) return;
         for (const m of batch.messages) {
-          const answer = await this.serde.decode<{ id: string; input_id: string }>(ANSWERS[kind].schema, m.value).catch((err: unknown) => {
+          const answer = await this.serde.decode<{ id: string; input_id?: string }>(ANSWERS[kind].schema, m.value).catch((err: unknown) => {
             this.log.debug("an answer did not decode; skipped", { topic: batch.topic, partition: batch.partition, offset: m.offset, error: err });
             return undefined;
           });
@@ -252,15 +261,26 @@ export class RuntimeClient {
     await ready;
   }
 
-  private take(kind: AnswerKind, answer: { id: string; input_id: string }): void {
+  private take(kind: AnswerKind, answer: { id: string; input_id?: string }): void {
+    // The call as decided keeps the event ID of the call it answers: correlated by it, and
+    // its copies (an aborted transaction's, then its replay's) dropped by it too.
+    if (kind === "decidedCall") {
+      if (this.seen.first(`${kind}:${answer.id}`)) this.answers.decidedCall.deliver(answer.id, answer as ToolCall);
+      return;
+    }
+    const inputId = answer.input_id ?? "";
     // A copy of an answer taken already (read before its commit, then its replay's): dropped.
     if (!this.seen.first(`${kind}:${answer.id}`)) return;
     if (kind === "admission") {
       const d = answer as Decision;
       for (const f of this.admissionListeners) f(d);
-      this.answers.admission.deliver(d.input_id, d);
-    } else if (kind === "callDecision") this.answers.callDecision.deliver(answer.input_id, answer as Decision);
-    else this.answers.delivered.deliver(answer.input_id, answer as ResultDelivered);
+      this.answers.admission.deliver(inputId, d);
+    } else if (kind === "callDecision") {
+      const d = answer as Decision;
+      for (const f of this.callDecisionListeners) f(d);
+      this.answers.callDecision.deliver(inputId, d);
+    }
+    else this.answers.delivered.deliver(inputId, answer as ResultDelivered);
   }
 
   private async publish<T>(topic: TopicName, schema: SchemaName, key: (e: T) => string, events: readonly T[]): Promise<void> {
@@ -333,6 +353,16 @@ export class RuntimeClient {
     return this.exchange("callDecision", call.id, timeoutMs, () => this.publishToolCalls([call]));
   }
 
+  /**
+   * The call as the pipeline decided it, with the arguments the tool is to be called with (a
+   * budget filled in, file arguments resolved), on oz0.tool-calls by the call's event ID. Needs
+   * a client that listens for `decidedCall`; await it beside `requestToolCall`, whose decision
+   * comes in the same transaction.
+   */
+  awaitDecidedCall(eventId: string, timeoutMs?: number): Promise<ToolCall> {
+    return this.await("decidedCall", eventId, timeoutMs);
+  }
+
   /** A tool result: what does the model read? */
   async deliverToolResult(result: ToolResult, timeoutMs?: number): Promise<ResultDelivered> {
     return this.exchange("delivered", result.id, timeoutMs, () => this.publishToolResults([result]));
@@ -350,6 +380,16 @@ export class RuntimeClient {
   onAdmission(listener: (d: Decision) => void): () => void {
     this.admissionListeners.add(listener);
     return () => this.admissionListeners.delete(listener);
+  }
+
+  /**
+   * Every decision on oz0.call-decisions as it comes, such as the one that settles a call that
+   * waited for a person: that one answers the person's answer (its `input_id`), and names the
+   * call by its `subject` (the call ID). Returns a function that stops it.
+   */
+  onCallDecision(listener: (d: Decision) => void): () => void {
+    this.callDecisionListeners.add(listener);
+    return () => this.callDecisionListeners.delete(listener);
   }
 
   private async exchange<K extends AnswerKind>(kind: K, eventId: string, timeoutMs: number | undefined, publish: () => Promise<void>): Promise<AnswerOf[K]> {

@@ -21,9 +21,14 @@ import { isRedisCluster } from "../store/redis/client.ts";
 import { answersById, conflicting, dumpState, duplicates, feed, openLab, OutputReader, producerOf, stateDifferences, unmatchedEarly, Worker, type Lab, type Services } from "./lab.ts";
 import type { DrillRow } from "./report.ts";
 import { reshard } from "./reshard.ts";
+import { masterNodes } from "../store/redis/slots.ts";
 import { drillSubject, type SubjectName } from "./subjects.ts";
 
 export type StackService = "kafka" | "redis" | "minio" | "registry";
+
+/** The disruptions of Redis itself, and the subjects that keep state there to disrupt. */
+export const REDIS_DISRUPTIONS: ReadonlySet<string> = new Set(["plant", "script-flush", "oom"]);
+export const REDIS_SUBJECTS: readonly SubjectName[] = ["loop-calls", "limits-model-calls"];
 
 export type Disruption =
   | { readonly kind: "kill9" }
@@ -32,7 +37,17 @@ export type Disruption =
   /** Stop the service (SIGTERM, or SIGKILL with `kill`), keep it down `downMs`, start it again. */
   | { readonly kind: "outage"; readonly service: StackService; readonly kill: boolean; readonly downMs: number }
   /** Redis Cluster only: up to `slots` slots move from the fullest master to the emptiest (`redis-cli --cluster reshard`) while inputs keep coming. */
-  | { readonly kind: "reshard"; readonly slots: number };
+  | { readonly kind: "reshard"; readonly slots: number }
+  /**
+   * A string planted with SET over one run's (or tree's) state, as an operator's mistake or a key
+   * of another version would be: the commands on it fail with WRONGTYPE, for good. Only that
+   * key's inputs may be dead-lettered; every other input is answered as in the reference.
+   */
+  | { readonly kind: "plant" }
+  /** SCRIPT FLUSH, as a failover that lost the script cache: the scripts are loaded again, nothing lost. */
+  | { readonly kind: "script-flush" }
+  /** Redis refuses writes with OOM (maxmemory set below its use, noeviction) for `downMs`: unhealthy, then ready again, nothing lost. */
+  | { readonly kind: "oom"; readonly downMs: number };
 
 export interface DisruptOptions {
   readonly subject: SubjectName;
@@ -49,7 +64,8 @@ export interface DisruptOptions {
 
 /** What a drill's worker is told: a stable instance name (so a restart fences what the killed one left open) and a short session. */
 export function workerEnv(s: Services, lab: string, slot = 0): Record<string, string> {
-  return { ...endpointsEnv(s.endpoints), OZ0_INSTANCE_ID: `drill-${lab}-${slot}`, OZ0_KAFKA_SESSION_TIMEOUT_MS: "6000", OZ0_PARTITIONS_CONCURRENTLY: "4" };
+  // A short retry bound, so a dependency that fails for a drill's few seconds shows as not ready.
+  return { ...endpointsEnv(s.endpoints), OZ0_INSTANCE_ID: `drill-${lab}-${slot}`, OZ0_KAFKA_SESSION_TIMEOUT_MS: "6000", OZ0_PARTITIONS_CONCURRENTLY: "4", OZ0_RETRY_UNHEALTHY_AFTER_MS: "2000" };
 }
 
 const exec = promisify(execFile);
@@ -69,6 +85,9 @@ export function describe(d: Disruption, times: number): string {
   if (d.kind === "kill9") return `kill -9 x${times}`;
   if (d.kind === "rebalance") return `rebalance x${times}`;
   if (d.kind === "reshard") return `reshard ${d.slots} slots x${times}`;
+  if (d.kind === "plant") return `WRONGTYPE key planted x${times}`;
+  if (d.kind === "script-flush") return `SCRIPT FLUSH x${times}`;
+  if (d.kind === "oom") return `Redis OOM ${(d.downMs / 1000).toFixed(0)} s x${times}`;
   return `${d.service} ${d.kill ? "killed" : "stopped"} ${(d.downMs / 1000).toFixed(0)} s x${times}`;
 }
 
@@ -76,6 +95,7 @@ function command(o: DisruptOptions): string {
   const d = o.disruption;
   const base = `npm run drill -- ${d.kind} --subject ${o.subject} --events ${o.events} --rate ${o.rate} --times ${o.times}`;
   if (d.kind === "reshard") return `${base} --slots ${d.slots}`;
+  if (d.kind === "oom") return `${base} --down-seconds ${d.downMs / 1000}`;
   return d.kind !== "outage" ? base : `${base} --service ${d.service}${d.kill ? " --kill" : ""} --down-seconds ${d.downMs / 1000}`;
 }
 
@@ -83,10 +103,42 @@ interface RunResult {
   readonly restarts: number;
   /** Worker exits the drill did not cause. */
   readonly unplannedExits: number;
+  /** plant: the message keys (runs or trees) whose state was planted over. */
+  readonly planted: readonly string[];
+  /** plant: what the planted inputs write beside their own state, shared with other runs (a tenant's month). */
+  readonly shared: readonly string[];
+  /** oom: whether a worker reported itself not ready while Redis refused. */
+  readonly unhealthySeen: boolean;
+}
+
+/** What a plant disruption needs of the inputs: the state key and the message key of the input about to be sent. */
+export type PlantTarget = (index: number) => { readonly redisKey: string; readonly messageKey: string; readonly shared: readonly string[] } | null;
+
+/**
+ * Redis refuses every write (OOM) until the returned function puts its memory settings back:
+ * maxmemory set to 1 byte under the noeviction policy.
+ */
+async function refuseWrites(redis: Services["redis"]): Promise<() => Promise<void>> {
+  // Every master of a cluster, each keeping its own settings to restore.
+  const restores = await Promise.all(
+    masterNodes(redis).map(async (node) => {
+      const [, maxmemory] = (await node.config("GET", "maxmemory")) as [string, string];
+      const [, policy] = (await node.config("GET", "maxmemory-policy")) as [string, string];
+      await node.config("SET", "maxmemory-policy", "noeviction");
+      await node.config("SET", "maxmemory", "1");
+      return async () => {
+        await node.config("SET", "maxmemory", maxmemory);
+        await node.config("SET", "maxmemory-policy", policy);
+      };
+    }),
+  );
+  return async () => {
+    await Promise.all(restores.map((r) => r()));
+  };
 }
 
 /** Feeds the lab while its worker runs, disrupting it `times` times; the worker still running is left in `workers`. */
-async function run(s: Services, lab: Lab, messages: ReadonlyArray<{ key: string; value: Buffer }>, o: DisruptOptions, times: number, workers: Worker[]): Promise<RunResult> {
+async function run(s: Services, lab: Lab, messages: ReadonlyArray<{ key: string; value: Buffer }>, o: DisruptOptions, times: number, workers: Worker[], target: PlantTarget = () => null): Promise<RunResult> {
   const say = o.say ?? (() => {});
   const producer = producerOf(s.kafka);
   await producer.connect();
@@ -98,6 +150,9 @@ async function run(s: Services, lab: Lab, messages: ReadonlyArray<{ key: string;
   let restarts = 0;
   let unplannedExits = 0;
   let planned = false;
+  const planted: string[] = [];
+  const shared: string[] = [];
+  let restore: (() => Promise<void>) | null = null;
   const watch = (w: Worker): void =>
     void w.exited.then(() => {
       if (!planned) unplannedExits++;
@@ -152,6 +207,28 @@ async function run(s: Services, lab: Lab, messages: ReadonlyArray<{ key: string;
         // Awaited with the others once the inputs are sent; marked handled so a failure meanwhile is not unhandled.
         resharding.catch(() => undefined);
         disruptions.push(resharding);
+      } else if (d.kind === "plant") {
+        const t = target(sent);
+        if (t === null) throw new Error(`the ${lab.subject.name} drill keeps no Redis state per run or tree to plant a key over`);
+        await s.redis.set(t.redisKey, "planted by the drill: not this key's type");
+        planted.push(t.messageKey);
+        shared.push(...t.shared);
+        say(`  a string planted over ${t.redisKey} after ${sent} sent`);
+      } else if (d.kind === "script-flush") {
+        await Promise.all(masterNodes(s.redis).map((node) => node.script("FLUSH")));
+        say(`  SCRIPT FLUSH after ${sent} sent`);
+      } else if (d.kind === "oom") {
+        say(`  Redis refuses writes (OOM) after ${sent} sent, for ${d.downMs / 1000} s`);
+        restore = await refuseWrites(s.redis);
+        disruptions.push(
+          (async () => {
+            await sleep(d.downMs);
+            const r = restore;
+            restore = null;
+            await r?.();
+            say("  Redis takes writes again");
+          })(),
+        );
       } else {
         say(`  ${d.kill ? "killing" : "stopping"} ${d.service} after ${sent} sent, for ${d.downMs / 1000} s`);
         await stopService(d.service, d.kill);
@@ -167,10 +244,18 @@ async function run(s: Services, lab: Lab, messages: ReadonlyArray<{ key: string;
       }
     });
     await Promise.all(disruptions);
-    return { restarts, unplannedExits };
+    return { restarts, unplannedExits, planted, shared, unhealthySeen: workers.some((w) => w.unhealthySeen) };
   } finally {
+    // A drill that failed midway never leaves Redis refusing writes.
+    const r = restore as (() => Promise<void>) | null;
+    await r?.().catch(() => undefined);
     await producer.disconnect().catch(() => undefined);
   }
+}
+
+/** Whether a Redis key of the lab belongs to one of the planted runs or trees (its ID inside the key's hash tag or name). */
+function ofPlanted(key: string, planted: readonly string[]): boolean {
+  return planted.some((p) => new RegExp(`${p.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}(?![\\w-])`).test(key));
 }
 
 async function stopAll(workers: Worker[]): Promise<number> {
@@ -191,6 +276,9 @@ export async function disruptDrill(s: Services, o: DisruptOptions): Promise<Dril
     throw new Error("the reshard drill moves slots of a Redis Cluster, but OZ0_REDIS_URL names one node: start the stack's cluster (bash stack/up.sh --redis-cluster) and run it with OZ0_STACK_REDIS=cluster");
   }
   const subject = await drillSubject(o.subject);
+  if (REDIS_DISRUPTIONS.has(o.disruption.kind) && subject.stateKey === undefined) {
+    throw new Error(`${describe(o.disruption, o.times)} disrupts Redis state, which ${o.subject} keeps none of: drill ${REDIS_SUBJECTS.join(" or ")}`);
+  }
   const events = subject.kind.make(o.events, `dr-${Date.now().toString(36)}`, 7);
   const messages = events.map((e) => ({ key: e.key, value: s.serde.encode(subject.kind.schema, e.value) }));
   const want = events.filter((e) => e.answered).map((e) => e.value.id);
@@ -207,21 +295,45 @@ export async function disruptDrill(s: Services, o: DisruptOptions): Promise<Dril
     const refMissing = await readers[0].waitFor(want, o.drainMs ?? 90_000);
     await stopAll(workers);
     say(`${o.subject}: drill run, ${describe(o.disruption, o.times)}`);
-    const result = await run(s, drill, messages, o, o.times, workers);
+    const target: PlantTarget = (index) => {
+      const e = events[index];
+      const redisKey = e ? subject.stateKey?.(drill.keys, e.value) : undefined;
+      return e && redisKey ? { redisKey, messageKey: e.key, shared: subject.sharedState?.(e.value) ?? [] } : null;
+    };
+    const result = await run(s, drill, messages, o, o.times, workers, target);
     const lost = await readers[1].waitFor(want, o.drainMs ?? 90_000);
     if (lost > 0) for (const w of workers) say(`  a worker's last log lines:\n${w.log.split("\n").slice(-12).join("\n")}`);
     // Late duplicates would arrive after the answers: give them a moment to show.
     await sleep(1_500);
+    // Ready again once every answer is out: no batch still failing past the retry bound.
+    const healthyAtEnd = workers.every((w) => w.stats.failing === null);
     const peakRss = await stopAll(workers);
     const ref = answersById(readers[0].outputs);
     const got = answersById(readers[1].outputs);
+    // plant: the inputs of the planted run or tree may be dead-lettered, with the server's WRONGTYPE; no other input may be.
+    const plantedIds = new Set(events.filter((e) => result.planted.includes(e.key)).map((e) => e.value.id));
+    const deadOf = (id: string): boolean => (got.get(id) ?? []).some((a) => a.startsWith('{"dead":true'));
     let differing = 0;
+    let plantedDead = 0;
+    let plantedWrong = 0;
     for (const id of want) {
-      if (JSON.stringify(ref.get(id) ?? []) !== JSON.stringify(got.get(id) ?? [])) differing++;
+      const same = JSON.stringify(ref.get(id) ?? []) === JSON.stringify(got.get(id) ?? []);
+      if (!plantedIds.has(id)) {
+        if (!same) differing++;
+      } else if (!same) {
+        const answers = got.get(id) ?? [];
+        if (answers.length > 0 && answers.every((a) => a.startsWith('{"dead":true') && a.includes("WRONGTYPE"))) plantedDead++;
+        else plantedWrong++;
+      }
     }
+    const deadElsewhere = want.filter((id) => !plantedIds.has(id) && deadOf(id)).length;
     const refState = await dumpState(s.redis, reference);
     const drillState = await dumpState(s.redis, drill);
-    const stateDiff = stateDifferences(refState, drillState);
+    // The planted run's or tree's own keys differ; so do the totals its inputs share with others
+    // (a tenant's month lacks the spends of the asks dead-lettered), which are left out too.
+    const allDiff = stateDifferences(refState, drillState);
+    const stateDiff = allDiff.filter((k) => !ofPlanted(k, result.planted) && !result.shared.some((f) => k.includes(f)));
+    if (allDiff.length > stateDiff.length) say(`  left out of the state comparison: ${allDiff.length - stateDiff.length} keys of the planted key's run or tree, or shared by its inputs (${allDiff.filter((k) => !stateDiff.includes(k)).join(", ")})`);
     for (const key of stateDiff.slice(0, 2)) say(`  ${key}: reference ${(refState.get(key) ?? "(none)").slice(0, 300)} / drill ${(drillState.get(key) ?? "(none)").slice(0, 300)}`);
     const checks: Record<string, boolean> = {
       "reference complete": refMissing === 0,
@@ -234,6 +346,11 @@ export async function disruptDrill(s: Services, o: DisruptOptions): Promise<Dril
     else if (o.disruption.kind === "rebalance") checks[`${o.times} rebalances`] = result.restarts === o.times && result.unplannedExits === 0;
     else if (o.disruption.kind === "reshard") checks[`${o.times} slot migrations, the processor alive`] = result.restarts === o.times && result.unplannedExits === 0;
     else checks["the processor lived through it"] = result.unplannedExits === 0;
+    if (o.disruption.kind === "plant") {
+      checks["the planted key's inputs answered as the reference or dead-lettered with WRONGTYPE"] = plantedWrong === 0 && plantedDead > 0;
+      checks["no other input dead-lettered"] = deadElsewhere === 0;
+    }
+    if (o.disruption.kind === "oom") checks["not ready while Redis refused, ready again after"] = result.unhealthySeen && healthyAtEnd;
     return {
       drill: describe(o.disruption, o.times),
       subject: o.subject,
@@ -250,6 +367,11 @@ export async function disruptDrill(s: Services, o: DisruptOptions): Promise<Dril
         ...(unmatchedEarly(readers[2].outputs, readers[1].outputs) > 0 ? [`${unmatchedEarly(readers[2].outputs, readers[1].outputs)} outputs read before their commit were not committed as read`] : []),
         ...(stateDiff.length > 0 ? [`${stateDiff.length} Redis keys differ, such as ${stateDiff.slice(0, 3).join(", ")}`] : []),
         ...(result.unplannedExits > 0 ? [`the processor exited ${result.unplannedExits} times on its own`] : []),
+        ...(plantedWrong > 0 ? [`${plantedWrong} inputs of the planted key were neither answered as the reference nor dead-lettered with WRONGTYPE`] : []),
+        ...(deadElsewhere > 0 ? [`${deadElsewhere} inputs of keys nobody planted over were dead-lettered`] : []),
+        ...(o.disruption.kind === "plant" && plantedDead === 0 ? ["no input of the planted key was dead-lettered: the plant came after its last input"] : []),
+        ...(o.disruption.kind === "oom" && !result.unhealthySeen ? ["no worker reported itself not ready while Redis refused writes"] : []),
+        ...(o.disruption.kind === "oom" && !healthyAtEnd ? ["the worker still reported itself not ready at the end"] : []),
       ],
       seconds: (Date.now() - started) / 1000,
       command: command(o),

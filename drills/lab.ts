@@ -109,6 +109,8 @@ export interface WorkerStats {
   out: number;
   deadLetters: number;
   rss: number;
+  /** The dependency a batch has been failing on past the retry bound (the processor is not ready), or null. */
+  failing: string | null;
 }
 
 /** A processor in a process of its own (drills/worker.ts), which the drill may kill. */
@@ -116,8 +118,10 @@ export class Worker {
   readonly child: ChildProcess;
   readonly ready: Promise<void>;
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-  stats: WorkerStats = { in: 0, out: 0, deadLetters: 0, rss: 0 };
+  stats: WorkerStats = { in: 0, out: 0, deadLetters: 0, rss: 0, failing: null };
   peakRss = 0;
+  /** Whether the worker ever reported itself not ready (a dependency failing past the retry bound). */
+  unhealthySeen = false;
   private stderrTail = "";
 
   constructor(subject: string, lab: string, env: Record<string, string> = {}) {
@@ -140,8 +144,9 @@ export class Worker {
           const v = JSON.parse(line) as Partial<WorkerStats> & { ready?: boolean };
           if (v.ready) markReady();
           else if (typeof v.in === "number") {
-            this.stats = v as WorkerStats;
+            this.stats = { ...(v as WorkerStats), failing: v.failing ?? null };
             this.peakRss = Math.max(this.peakRss, this.stats.rss);
+            if (this.stats.failing !== null) this.unhealthySeen = true;
           }
         } catch {
           // not a stats line

@@ -12,6 +12,7 @@ import { loopCallsProcessor, RedisLoopStore, type LoopEnv } from "../processors/
 import { staticConfig } from "../processors/runner/config-table.ts";
 import { DEAD_LETTER_TOPIC } from "../processors/runner/runner.ts";
 import type { SchemaName } from "../schemas/catalog.ts";
+import type { ModelCall, ToolCall } from "../schemas/types.ts";
 import type { FileStore } from "../store/files.ts";
 import { Keys } from "../store/redis/keys.ts";
 import { topic as topicSpec, type TopicName, type TopicSpec } from "../topology/topics.ts";
@@ -28,6 +29,13 @@ export interface DrillSubject {
   env(redis: RedisClient, keys: Keys, files: () => Promise<FileStore>): Promise<unknown>;
   /** Tenants whose files a lab of this subject stores (erased with the lab). */
   readonly tenants: readonly string[];
+  /** The Redis key of the state an input's run or tree keeps (the plant drill writes over it); none for a subject without such state. */
+  stateKey?(keys: Keys, input: unknown): string;
+  /**
+   * What else an input's run or tree writes that other runs share (a tenant's month of spend),
+   * as the text its keys carry: an input that is dead-lettered leaves those short of its share.
+   */
+  sharedState?(input: unknown): readonly string[];
 }
 
 /** An offload threshold low enough that most of the corpus's results are stored in MinIO. */
@@ -45,9 +53,30 @@ const fitEnv: FitEnv = {
 export async function drillSubject(name: SubjectName): Promise<DrillSubject> {
   switch (name) {
     case "loop-calls":
-      return { name, processor: loopCallsProcessor, kind: toolCalls, env: (redis, keys) => Promise.resolve<LoopEnv>({ config, store: new RedisLoopStore(redis, keys) }), tenants: [] };
+      return {
+        name,
+        processor: loopCallsProcessor,
+        kind: toolCalls,
+        env: (redis, keys) => Promise.resolve<LoopEnv>({ config, store: new RedisLoopStore(redis, keys) }),
+        tenants: [],
+        stateKey: (keys, input) => {
+          const call = input as ToolCall;
+          return keys.loopLane(call.tenant, call.run_id, "calls");
+        },
+      };
     case "limits-model-calls":
-      return { name, processor: limitsModelCallsProcessor, kind: modelCalls, env: (redis, keys) => Promise.resolve(limitsEnv({ redis, config, keys })), tenants: [] };
+      return {
+        name,
+        processor: limitsModelCallsProcessor,
+        kind: modelCalls,
+        env: (redis, keys) => Promise.resolve(limitsEnv({ redis, config, keys })),
+        tenants: [],
+        stateKey: (keys, input) => {
+          const ask = input as ModelCall;
+          return keys.limits(ask.tenant, ask.tree_id);
+        },
+        sharedState: (input) => [`{tenant:${(input as ModelCall).tenant}}`],
+      };
     case "fit-results":
       return { name, processor: fitResultsProcessor, kind: toolResults(await loadCorpus()), env: () => Promise.resolve(fitEnv), tenants: [] };
     case "fit-offload":

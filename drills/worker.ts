@@ -6,7 +6,8 @@
  * It runs the processor unchanged under the real runner and transport, on the lab's topics and
  * Redis keys (drills/subjects.ts), with the Kafka client in a thread of its own as the pipeline
  * runs it (`OZ0_KAFKA_THREAD`). On stdout it writes JSON lines: `{"ready":true}` once its
- * consumer runs, then `{"in","out","deadLetters","rss"}` every 200 ms. SIGTERM stops it
+ * consumer runs, then `{"in","out","deadLetters","rss","failing"}` every 200 ms (`failing`: the
+ * dependency a batch fails on past the retry bound, while the processor is not ready). SIGTERM stops it
  * gracefully; SIGKILL is what the drills are about.
  */
 import { redisClient } from "../store/redis/client.ts";
@@ -51,7 +52,7 @@ const say = (v: unknown): void => void process.stdout.write(`${JSON.stringify(v)
 say({ ready: true });
 const timer = setInterval(() => {
   const { in: inputs, out, deadLetters } = running.stats;
-  say({ in: inputs, out, deadLetters, rss: process.memoryUsage().rss });
+  say({ in: inputs, out, deadLetters, rss: process.memoryUsage().rss, failing: running.failing()?.dependency ?? null });
 }, 200);
 
 let stopping = false;

@@ -12,7 +12,7 @@
  */
 import { readFileSync } from "node:fs";
 import type { RedisClient } from "../../store/redis/client.ts";
-import { isCluster } from "../../store/redis/slots.ts";
+import { masterNodes } from "../../store/redis/slots.ts";
 
 /** Linux reports `/proc/stat` in USER_HZ, which is 100 on every architecture Node runs on. */
 const USER_HZ = 100;
@@ -149,8 +149,7 @@ export class CpuMeter {
     if (this.redis) {
       try {
         // A cluster's CPU is its masters' together.
-        const nodes = isCluster(this.redis) ? this.redis.nodes("master") : [this.redis];
-        const each = await Promise.all(nodes.map(async (node) => redisCpuSeconds(await node.info("cpu"))));
+        const each = await Promise.all(masterNodes(this.redis).map(async (node) => redisCpuSeconds(await node.info("cpu"))));
         redis = each.some((x) => x === null) ? null : each.reduce<number>((a, b) => a + (b ?? 0), 0);
       } catch {
         redis = null;

@@ -149,6 +149,19 @@ export function fitResult(r: ToolResult, text: string): Outcome {
   };
 }
 
+/**
+ * What is weighed and kept when a result is offloaded: a fitted result's text itself (with its
+ * fit note in `_meta`), not the `{content, truncated, fit}` envelope around it, so the file's
+ * lines are the text's and `oz.read_result` reads them by range; any other result as it is.
+ */
+export function offloadable(content: string): string | McpResult {
+  const mcp = readMcpResult(content);
+  if ("error" in mcp || mcp._meta?.[META_KEY] === undefined) return content;
+  const fitted = mcp.structuredContent as { content?: unknown } | undefined;
+  if (typeof fitted?.content !== "string") return content;
+  return { content: [{ type: "text", text: fitted.content }], ...(mcp.isError ? { isError: true } : {}), _meta: mcp._meta };
+}
+
 /** Offloads what the model would read when it is too big (OFF-1, OFF-3, OFF-12). */
 async function offloaded(r: ToolResult, outcome: Outcome, env: FitEnv): Promise<Outcome> {
   if ("invalid" in outcome) return outcome;
@@ -159,7 +172,7 @@ async function offloaded(r: ToolResult, outcome: Outcome, env: FitEnv): Promise<
   const value = first.value as ResultDelivered;
   const { decision, delivered: replaced } = await offloadResult(
     // OFF-9: the result's labels are kept with the file, so read_result's clearance check applies to it.
-    { result: value.content, threshold: await env.threshold(r), origin: r.origin, name: `${r.tool}.${r.function}`, tenant: r.tenant, tree: r.tree_id, labels: r.labels },
+    { result: offloadable(value.content), threshold: await env.threshold(r), origin: r.origin, name: `${r.tool}.${r.function}`, tenant: r.tenant, tree: r.tree_id, labels: r.labels },
     env,
   );
   if (replaced === null) return outcome;

@@ -87,10 +87,14 @@ export async function execBySlot(redis: RedisClient, phases: ReadonlyArray<reado
   return out;
 }
 
+/** The connections of every master: a cluster's masters, or the one node. For what each server does on its own (SCAN, INFO, CONFIG, SCRIPT). */
+export function masterNodes(redis: RedisClient): Redis[] {
+  return isCluster(redis) ? redis.nodes("master") : [redis];
+}
+
 /** Every key matching a pattern with the node that holds it (each master of a cluster), in batches as SCAN gives them. */
 export async function* scanNodes(redis: RedisClient, match: string, count = 500): AsyncGenerator<{ node: Redis; keys: string[] }> {
-  const nodes = isCluster(redis) ? redis.nodes("master") : [redis];
-  for (const node of nodes) {
+  for (const node of masterNodes(redis)) {
     for await (const keys of node.scanStream({ match, count }) as AsyncIterable<string[]>) {
       if (keys.length > 0) yield { node, keys };
     }

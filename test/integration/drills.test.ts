@@ -3,7 +3,8 @@
  * is killed, rebalanced, or loses a service of the stack while inputs stream in, and its answers
  * and Redis state must equal an undisturbed reference run of the same inputs.
  */
-import { describe, inject, it } from "vitest";
+import { describe, expect, inject, it } from "vitest";
+import type { DrillRow } from "../../drills/report.ts";
 import { drillServices, expectClean } from "../support/drills.ts";
 
 const { drill } = drillServices();
@@ -58,6 +59,33 @@ describe("fault drills", () => {
   outage("SYS-1 the schema registry down: known schemas keep working", async () => {
     expectClean(await drill({ subject: "loop-calls", events: 600, rate: 100, times: 1, disruption: { kind: "outage", service: "registry", kill: false, downMs: 3_000 } }), 600, true);
   }, 600_000);
+
+  /** A plant drill: the planted key's inputs are dead-lettered (some) or answered as the reference, every other input as the reference. */
+  function expectIsolated(row: DrillRow, inputs: number): void {
+    expect(row.inputs).toBe(inputs);
+    expect(row.lost).toBe(0);
+    expect(row.deadLettered).toBeGreaterThan(0);
+    expect(row.deadLettered).toBeLessThan(inputs / 10);
+    expect(row.details).toEqual([]);
+    for (const [name, ok] of Object.entries(row.checks)) expect(ok, name).toBe(true);
+  }
+
+  it("SYS-3 a WRONGTYPE key planted over one run's loop state mid-stream: only that run's calls are dead-lettered, every other run is decided as undisturbed", async () => {
+    expectIsolated(await drill({ subject: "loop-calls", events: 600, rate: 300, times: 1, disruption: { kind: "plant" } }), 600);
+  }, 240_000);
+
+  it("SYS-4 a WRONGTYPE key planted over one tree's limits mid-stream: only that tree's asks are dead-lettered, every other tree admitted as undisturbed", async () => {
+    expectIsolated(await drill({ subject: "limits-model-calls", events: 600, rate: 300, times: 1, disruption: { kind: "plant" } }), 600);
+  }, 240_000);
+
+  it("SYS-3 SCRIPT FLUSH twice mid-stream (a failover that lost the script cache): the scripts load again, nothing lost, the same decisions and state", async () => {
+    expectClean(await drill({ subject: "loop-calls", events: 600, rate: 300, times: 2, disruption: { kind: "script-flush" } }), 600, true);
+    expectClean(await drill({ subject: "limits-model-calls", events: 600, rate: 300, times: 2, disruption: { kind: "script-flush" } }), 600, true);
+  }, 400_000);
+
+  it("SYS-4 Redis refusing writes with OOM for 8 s mid-stream: the processor is not ready, then ready again, and nothing is lost", async () => {
+    expectClean(await drill({ subject: "limits-model-calls", events: 900, rate: 150, times: 1, disruption: { kind: "oom", downMs: 8_000 } }), 900, true);
+  }, 400_000);
 
   it("SYS-3 a rebalance mid-run: no loop missed, the same decisions and loop state", async () => {
     expectClean(await drill({ subject: "loop-calls", events: 600, rate: 300, times: 2, disruption: { kind: "rebalance" } }), 600, true);

@@ -7,6 +7,9 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { setTimeout as sleep } from "node:timers/promises";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { Client } from "minio";
 import { redisLimitsStore } from "../../processors/limits/redis-store.ts";
 import { RedisLoopStore } from "../../processors/loops/redis-store.ts";
@@ -135,6 +138,51 @@ describe("Redis failures from a private server, broken on purpose", () => {
     }
     await sleep(1_000);
   });
+
+  it("SYS-3 LOADING (a server still loading its data set after a restart) is transient, and the same read succeeds once it has loaded", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "oz0-loading-"));
+    const first = await startPrivateRedis("pw", { dir, args: ["--enable-debug-command", "yes"] });
+    const loadingKeys = new Keys("loading");
+    try {
+      const setup = redisClient({ redisUrl: `redis://127.0.0.1:${first.port}`, redisPassword: first.password });
+      // A data set big enough that loading it takes a while: a million keys of 200 bytes.
+      await setup.call("DEBUG", "POPULATE", "1000000", "filler", "200");
+      await setup.hset(loadingKeys.limits("acme", "t-loading"), "steps", "1");
+      await setup.save();
+      setup.disconnect();
+      await first.stop();
+      const again = await startPrivateRedis("pw", { dir, port: first.port, noWait: true });
+      // The ready check would wait for the load to end, as a fresh connection does; a connection
+      // that was up before the server went, as the pipeline's is, meets LOADING instead.
+      const eager = redisClient({ redisUrl: `redis://127.0.0.1:${first.port}`, redisPassword: first.password }, { enableReadyCheck: false, maxRetriesPerRequest: 0, retryStrategy: (n) => (n > 100 ? null : 20) });
+      try {
+        let err: TransientError | undefined;
+        for (let i = 0; i < 500 && err === undefined; i++) {
+          try {
+            await redisLimitsStore(eager, loadingKeys).read("acme", "t-loading", "job-1");
+          } catch (e) {
+            // Refused connections come first, while the server starts; then LOADING.
+            if (e instanceof TransientError && e.message.includes("LOADING")) err = e;
+          }
+          await sleep(10);
+        }
+        expect(err, "a read while the server loads").toBeInstanceOf(TransientError);
+        expect((err as TransientError).dependency).toBe("redis");
+        expect((err as TransientError).message).toContain("LOADING");
+        for (let waited = 0; waited < 60_000; waited += 200) {
+          // Not async_loading:0, which INFO shows while it loads too.
+          if (/^loading:0\r?$/m.test(await eager.info("persistence").catch(() => "loading:1"))) break;
+          await sleep(200);
+        }
+        expect(await eager.hget(loadingKeys.limits("acme", "t-loading"), "steps")).toBe("1");
+      } finally {
+        eager.disconnect();
+        await again.stop();
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 120_000);
 
   it("SYS-3 a lost connection (the server gone) is transient", async () => {
     await server.stop();

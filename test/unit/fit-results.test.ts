@@ -152,6 +152,16 @@ describe("fit processor", () => {
     expect(JSON.stringify(entry)).not.toContain(stub.outline);
   });
 
+  it("OFF-3 OFF-6 a fitted result heavier than the threshold keeps the fitted text as the file, not its envelope, so its lines are the text's; the stub keeps the fit note", async () => {
+    const env = memoryEnv(1_000);
+    const { out } = await deliver(result({ view: "full", budget: 20_000 }), env);
+    const read = JSON.parse(out?.content ?? "{}") as { structuredContent: { offloaded: { ref: string; lines: number } }; _meta: Record<string, unknown> };
+    const stored = env.stored.get(read.structuredContent.offloaded.ref)?.toString();
+    expect(stored).toBe(PAGE);
+    expect(read.structuredContent.offloaded.lines).toBe(PAGE.split("\n").length);
+    expect(read._meta[META_KEY]).toMatchObject({ view: "full", budget: 20_000 });
+  });
+
   it("OFF-14 with the default threshold an answer fitted to its default budget stays inline", async () => {
     const env = memoryEnv(10_000);
     const { out } = await deliver(result({ budget: 8000 }), env);

@@ -1,0 +1,285 @@
+/**
+ * The MCP gateway (`oz0 mcp`): an MCP server to the agent and an MCP client to the plugin's own
+ * server, asking the guard rails about every call through the runtime client.
+ *
+ * - `tools/list`: the server's tools, input schemas untouched, and `oz.read_result` (OFF-7).
+ * - `tools/call`: published to `oz0.tool-calls.requested`; the server is called only on an
+ *   `allow` or a `report`, with the arguments as the pipeline decided them (a filled-in budget,
+ *   FIT-15; file arguments as local paths, FILE-1). A `wait` waits for a person (or the
+ *   approval's deadline), telling the agent so with progress notifications; `stop` and
+ *   `refuse` give the agent the pipeline's words as a tool error.
+ * - The server's result goes to `oz0.tool-results` (stored as a file of the tree first when it
+ *   is big, so large bytes never pass through Kafka) and the agent reads what the pipeline
+ *   delivered for it: fitted, offloaded, as it was, or a failed call.
+ *
+ * Without an answer from the pipeline in time, the agent gets an error saying what to check;
+ * the server is never called without a decision, and every result the server gave is published.
+ */
+import { mkdir, writeFile, chmod, rename } from "node:fs/promises";
+import { join } from "node:path";
+import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import type { Server } from "@modelcontextprotocol/sdk/server/index.js";
+import { CallToolRequestSchema, ListToolsRequestSchema, ToolListChangedNotificationSchema, type CallToolResult, type Tool } from "@modelcontextprotocol/sdk/types.js";
+import type { Logger } from "../../processors/runner/log.ts";
+import type { Decision, ToolCall } from "../../schemas/types.ts";
+import type { FileReader } from "../../store/files.ts";
+import { FILES_META_KEY } from "../../processors/files/arguments.ts";
+import { REF_PREFIX } from "../../store/objects.ts";
+import { NoAnswer, readResultCall, type CallContext, type ReadResultArgs, type RuntimeClient } from "../runtime-client.ts";
+import { READ_RESULT_NAME } from "../read-result.ts";
+import {
+  approvalOf,
+  callArguments,
+  deliveredAnswer,
+  failedAnswer,
+  listedTools,
+  noAnswerText,
+  refusedAnswer,
+  requestOf,
+  serverErrorAnswer,
+  toolCallEvent,
+  toolResultEvent,
+  waitingMessage,
+  waitUntil,
+  type ListedTool,
+  type Target,
+  type ToolAnswer,
+} from "./calls.ts";
+
+/** Where the gateway keeps and reads the tree's files (MinIO, by the file store). */
+export interface GatewayFiles {
+  store(owner: { tenant: string; tree: string }, bytes: Buffer, options?: { labels?: readonly string[] }): Promise<{ ref: string; size: number }>;
+  read(reader: FileReader, ref: string): Promise<{ bytes: Buffer }>;
+  /** The call's tree as a reader, with its earlier turns (FILE-3). */
+  reader(tenant: string, tree: string): Promise<FileReader>;
+}
+
+export interface GatewaySettings {
+  /** How long the pipeline has to decide a call and to deliver a result. @default 30000 */
+  readonly answerMs?: number;
+  /** A result weighing more than this is stored as a file of the tree and published by ref. @default 262144 */
+  readonly inlineMaxBytes?: number;
+  /** How often a waiting call tells the agent it still waits. @default 15000 */
+  readonly progressEveryMs?: number;
+  /** How long after a wait's deadline the pipeline has to decide it. @default 60000 */
+  readonly deadlineGraceMs?: number;
+  /** A wait whose decision names no deadline waits this long at most. @default 86400000 */
+  readonly waitMaxMs?: number;
+  /** How long the server has to answer a call. @default 600000 */
+  readonly serverMs?: number;
+  /** Where files handed to a call are put (FILE-1), one per digest. */
+  readonly filesDir: string;
+}
+
+export interface GatewayDeps {
+  readonly runtime: RuntimeClient;
+  readonly upstream: Client;
+  readonly files: GatewayFiles;
+  readonly session: CallContext;
+  readonly target: Target;
+  readonly log: Logger;
+  readonly settings: GatewaySettings;
+}
+
+type Extra = { signal: AbortSignal; _meta?: { progressToken?: string | number }; sendNotification: (n: { method: "notifications/progress"; params: { progressToken: string | number; progress: number; total?: number; message?: string } }) => Promise<void> };
+
+const asResult = (a: ToolAnswer): CallToolResult => a as unknown as CallToolResult;
+
+export class McpGateway {
+  readonly #d: GatewayDeps;
+  readonly #answerMs: number;
+  readonly #inlineMax: number;
+  /** The decisions that name a call of this session by its call ID (`subject`), kept until the call is settled. */
+  readonly #bySubject = new Map<string, Decision[]>();
+  readonly #heard = new Map<string, () => void>();
+  #calls = 0;
+
+  constructor(deps: GatewayDeps) {
+    this.#d = deps;
+    this.#answerMs = deps.settings.answerMs ?? 30_000;
+    this.#inlineMax = deps.settings.inlineMaxBytes ?? 256 * 1024;
+    deps.runtime.onCallDecision((d) => {
+      const kept = this.#bySubject.get(d.subject);
+      if (kept === undefined || d.run_id !== deps.session.run_id) return;
+      kept.push(d);
+      this.#heard.get(d.subject)?.();
+    });
+  }
+
+  /** Installs the handlers on the agent's side, and passes the server's tool-list changes on. */
+  attach(server: Server): void {
+    server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: (await this.tools()) as Tool[] }));
+    server.setRequestHandler(CallToolRequestSchema, async (req, extra) => asResult(await this.call(req.params.name, req.params.arguments, req.params._meta, extra as unknown as Extra)));
+    this.#d.upstream.setNotificationHandler(ToolListChangedNotificationSchema, async () => {
+      await server.sendToolListChanged().catch(() => undefined);
+    });
+  }
+
+  /** Calls made through the gateway so far (tools/call requests answered). */
+  get calls(): number {
+    return this.#calls;
+  }
+
+  async tools(): Promise<ListedTool[]> {
+    const all: ListedTool[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await this.#d.upstream.listTools(cursor ? { cursor } : undefined);
+      all.push(...(page.tools as ListedTool[]));
+      cursor = page.nextCursor;
+    } while (cursor);
+    return listedTools(all);
+  }
+
+  async call(name: string, args: Record<string, unknown> | undefined, meta: Record<string, unknown> | undefined, extra: Extra): Promise<ToolAnswer> {
+    this.#calls += 1;
+    try {
+      if (name === READ_RESULT_NAME) return await this.readResult(args ?? {});
+      return await this.toolCall(name, callArguments(args, meta), extra);
+    } catch (err) {
+      if (err instanceof NoAnswer) return failedAnswer(noAnswerText(name, err));
+      this.#d.log.error("a call through the gateway failed", { function: name, error: err instanceof Error ? err.message : String(err) });
+      return failedAnswer(`The call of ${name} failed in the gateway: ${err instanceof Error ? err.message : String(err)}`);
+    }
+  }
+
+  private async readResult(args: Record<string, unknown>): Promise<ToolAnswer> {
+    const d = await this.#d.runtime.readResult(readResultCall(this.#d.session, args as unknown as ReadResultArgs), this.#answerMs);
+    return deliveredAnswer(d);
+  }
+
+  private async toolCall(name: string, args: Record<string, unknown>, extra: Extra): Promise<ToolAnswer> {
+    const call = toolCallEvent(this.#d.session, this.#d.target, name, args);
+    this.#bySubject.set(call.call_id, []);
+    try {
+      return await this.decideAndCall(name, call, extra);
+    } finally {
+      this.#bySubject.delete(call.call_id);
+      this.#heard.delete(call.call_id);
+    }
+  }
+
+  private async decideAndCall(name: string, call: ToolCall, extra: Extra): Promise<ToolAnswer> {
+    const { runtime } = this.#d;
+    // The call as decided comes in the transaction of its decision; awaited first, so it is
+    // not missed, and given up on at once if the decision never comes.
+    const decidedP = runtime.awaitDecidedCall(call.id, this.#answerMs);
+    decidedP.catch(() => undefined);
+    let decision = await runtime.requestToolCall(call, this.#answerMs);
+    const decided = await decidedP.catch((err: unknown) => {
+      // A decision came but not the decided call: the arguments as asked, logged.
+      this.#d.log.warn("the decided call did not come with its decision; the call goes with its arguments as asked", { event: call.id, error: err instanceof Error ? err.message : String(err) });
+      return call;
+    });
+    if (decision.verdict === "wait") decision = await this.waitForPerson(call, decision, extra);
+    if (decision.verdict === "stop" || decision.verdict === "refuse" || decision.verdict === "wait") return refusedAnswer(decision);
+    // allow, report: the server is called with the arguments the pipeline decided on.
+    const answer = await this.callServer(name, decided, extra);
+    return this.deliver(decided, answer);
+  }
+
+  /**
+   * A `wait`: the decision that settles the call (a person's answer, the deadline, the loop it
+   * waited behind), which names the call by its call ID; the agent is told it waits, and why,
+   * until it comes. An escalation (another `wait`) changes what the agent is told.
+   */
+  private async waitForPerson(call: ToolCall, wait: Decision, extra: Extra): Promise<Decision> {
+    const s = this.#d.settings;
+    const until = waitUntil(wait, Date.now(), s.waitMaxMs ?? 86_400_000) + (s.deadlineGraceMs ?? 60_000);
+    let message = waitingMessage(wait);
+    const token = extra._meta?.progressToken;
+    let progress = 0;
+    const tell = (): void => {
+      if (token === undefined) return;
+      progress += 1;
+      extra.sendNotification({ method: "notifications/progress", params: { progressToken: token, progress, message } }).catch(() => undefined);
+    };
+    tell();
+    const timer = setInterval(tell, s.progressEveryMs ?? 15_000);
+    try {
+      return await new Promise<Decision>((resolve, reject) => {
+        const settle = (): void => {
+          for (const d of this.#bySubject.get(call.call_id)?.splice(0) ?? []) {
+            if (d.input_id === call.id) continue; // the wait itself, or a copy of it
+            if (d.verdict !== "wait") return finish(() => resolve(d));
+            message = waitingMessage(d);
+          }
+        };
+        const timeout = setTimeout(() => finish(() => reject(new NoAnswer("callDecision", call.id, until - wait.ts, `no decision settled the call ${call.id} (approval ${approvalOf(wait) ?? "unnamed"}) by its deadline; check the loop processors' lag (oz0 doctor) and oz0 approval list`))), Math.max(1_000, until - Date.now()));
+        const finish = (done: () => void): void => {
+          clearTimeout(timeout);
+          extra.signal.removeEventListener("abort", aborted);
+          done();
+        };
+        const aborted = (): void => finish(() => resolve(wait));
+        extra.signal.addEventListener("abort", aborted, { once: true });
+        this.#heard.set(call.call_id, settle);
+        settle();
+      });
+    } finally {
+      clearInterval(timer);
+    }
+  }
+
+  private async callServer(name: string, decided: ToolCall, extra: Extra): Promise<ToolAnswer> {
+    const request = requestOf(JSON.parse(decided.arguments) as Record<string, unknown>);
+    const meta = request._meta ? await this.handFiles(decided, request._meta) : undefined;
+    const token = extra._meta?.progressToken;
+    try {
+      const result = await this.#d.upstream.callTool({ name, arguments: request.arguments, ...(meta ? { _meta: meta } : {}) }, undefined, {
+        timeout: this.#d.settings.serverMs ?? 600_000,
+        signal: extra.signal,
+        resetTimeoutOnProgress: true,
+        // The server's own progress passes to the agent under the agent's token.
+        ...(token !== undefined
+          ? { onprogress: (p: { progress: number; total?: number; message?: string }) => void extra.sendNotification({ method: "notifications/progress", params: { progressToken: token, ...p } }).catch(() => undefined) }
+          : {}),
+      });
+      return result as unknown as ToolAnswer;
+    } catch (err) {
+      return serverErrorAnswer(name, err);
+    }
+  }
+
+  /**
+   * FILE-1: the files the pipeline resolved for the call (`_meta["oz0/files"]`, argument name to
+   * `/oz0/files/<hex>`) put under the gateway's files folder, read-only, and named by that path.
+   */
+  private async handFiles(call: ToolCall, meta: Record<string, unknown>): Promise<Record<string, unknown>> {
+    const files = meta[FILES_META_KEY];
+    if (files === null || typeof files !== "object" || Array.isArray(files)) return meta;
+    const dir = this.#d.settings.filesDir;
+    const local: Record<string, string> = {};
+    let reader: FileReader | undefined;
+    for (const [arg, path] of Object.entries(files as Record<string, unknown>)) {
+      const hex = typeof path === "string" ? path.split("/").pop() ?? "" : "";
+      if (!/^[0-9a-f]{64}$/.test(hex)) continue;
+      reader ??= await this.#d.files.reader(call.tenant, call.tree_id);
+      const file = await this.#d.files.read(reader, `${REF_PREFIX}${hex}`);
+      const to = join(dir, hex);
+      await mkdir(dir, { recursive: true });
+      const partial = `${to}.${process.pid}.part`;
+      await writeFile(partial, file.bytes, { mode: 0o444 });
+      await rename(partial, to);
+      await chmod(to, 0o444);
+      local[arg] = to;
+    }
+    return { ...meta, [FILES_META_KEY]: local };
+  }
+
+  /** Publishes the server's answer (by ref when it is big) and returns what the pipeline delivered. */
+  private async deliver(call: ToolCall, answer: ToolAnswer): Promise<ToolAnswer> {
+    const json = JSON.stringify(answer);
+    const size = Buffer.byteLength(json);
+    const body = size > this.#inlineMax ? await this.#d.files.store({ tenant: call.tenant, tree: call.tree_id }, Buffer.from(json)) : { content: json };
+    const result = toolResultEvent(call, answer, "content" in body ? body : { ref: body.ref, size });
+    try {
+      return deliveredAnswer(await this.#d.runtime.deliverToolResult(result, this.#answerMs));
+    } catch (err) {
+      if (!(err instanceof NoAnswer)) throw err;
+      // The result is published: the pipeline delivers it when it catches up. The agent is told
+      // the call was made and what to check, never given the undelivered result instead.
+      return failedAnswer(`The call of ${call.function} was made, but the guard rails did not deliver its result in time. ${err.message}`);
+    }
+  }
+}
