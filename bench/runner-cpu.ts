@@ -3,7 +3,7 @@
  * re-encode) beside a processor over real Redis, on the same events: `loop-calls` on tool
  * calls (`--input calls`, the default), or `limits-model-calls` on model calls (`--input models`).
  *
- *   npx tsx bench/runner-cpu.ts [--input calls|models] [--events 20000] [--batch 2500] [--partitions 8] [--concurrency 4] [--rounds 5] [--only identity|processor]
+ *   npx tsx bench/runner-cpu.ts [--input calls|models] [--events 20000] [--batch 2500] [--partitions 8] [--concurrency 4] [--rounds 5] [--only identity|processor] [--on redis|cluster|both] [--memory]
  *
  * The events of `bench/pipeline/events.ts` are encoded once, then handed to the real
  * runner (`startProcessor`) through a Transport stand-in that calls its handler directly with
@@ -14,6 +14,13 @@
  * key under `benchcpu_<uid>_*` is deleted at the end. A warm-up round of each comes first.
  *
  * `--only` runs one subject (for a CPU profile of it: `node --cpu-prof --import tsx bench/runner-cpu.ts --only processor`).
+ *
+ * `--on` says where the processor's Redis state goes: `redis` (OZ0_REDIS_URL, the default),
+ * `cluster` (the Redis Cluster of OZ0_REDIS_CLUSTER_URL, else the local stack's, `stack/up.sh
+ * --redis-cluster`), or `both`, the processor then taking its turn on each in every round, so
+ * one node and the cluster are measured side by side in one run. `--memory` adds the Redis
+ * bytes the warm-up round left (MEMORY USAGE of every key), by hash tag: per run, per tree,
+ * per tenant and in the shared `{loops}` and `{loopstats}` tags.
  *
  * Reported per subject: wall and CPU (user + system) microseconds per event, the median of the
  * rounds, and the ratio of the two subjects' medians. Event timestamps are fixed, so the
@@ -31,10 +38,12 @@ import type { Processor } from "../processors/runner/processor.ts";
 import { startProcessor } from "../processors/runner/runner.ts";
 import { chunks, MAX_SEND_BYTES, topicMessages, type BatchHandler, type OutMessage, type RawRecord, type Transport } from "../processors/runner/transport.ts";
 import { Serde } from "../schemas/serde.ts";
-import { redisClient } from "../store/redis/client.ts";
+import { localStackEnv } from "../bin/stack.ts";
+import { isRedisCluster, redisClient, redisWhere, type RedisClient, type RedisEndpoint } from "../store/redis/client.ts";
 import { Keys } from "../store/redis/keys.ts";
 import { BENCH_AGENTS, modelCalls, toolCalls, type EventKind } from "./pipeline/events.ts";
 import { identityProcessor } from "./pipeline/subjects.ts";
+import { deleteKeys, hashTag, scanKeys, scanNodes } from "../store/redis/slots.ts";
 
 const { values } = parseArgs({
   options: {
@@ -45,6 +54,8 @@ const { values } = parseArgs({
     concurrency: { type: "string", default: "4" },
     rounds: { type: "string", default: "5" },
     only: { type: "string", default: "" },
+    on: { type: "string", default: "redis" },
+    memory: { type: "boolean", default: false },
   },
 });
 const N = Number(values.events);
@@ -53,8 +64,8 @@ const PARTITIONS = Number(values.partitions);
 const CONCURRENCY = Number(values.concurrency);
 const ROUNDS = Number(values.rounds);
 const ONLY = values.only;
-if (![N, BATCH, PARTITIONS, CONCURRENCY, ROUNDS].every((n) => Number.isInteger(n) && n > 0) || !["", "identity", "processor"].includes(ONLY) || !["calls", "models"].includes(values.input)) {
-  process.stderr.write("usage: npx tsx bench/runner-cpu.ts [--input calls|models] [--events N>0] [--batch N>0] [--partitions N>0] [--concurrency N>0] [--rounds N>0] [--only identity|processor]\n");
+if (![N, BATCH, PARTITIONS, CONCURRENCY, ROUNDS].every((n) => Number.isInteger(n) && n > 0) || !["", "identity", "processor"].includes(ONLY) || !["calls", "models"].includes(values.input) || !["redis", "cluster", "both"].includes(values.on)) {
+  process.stderr.write("usage: npx tsx bench/runner-cpu.ts [--input calls|models] [--events N>0] [--batch N>0] [--partitions N>0] [--concurrency N>0] [--rounds N>0] [--only identity|processor] [--on redis|cluster|both] [--memory]\n");
   process.exit(2);
 }
 
@@ -144,9 +155,22 @@ interface Sample {
 const endpoints = endpointsFromEnv();
 const uid = randomUUID().slice(0, 8);
 const serde = new Serde({ registryUrl: endpoints.registryUrl });
-const redis = redisClient(endpoints, PIPELINE_REDIS);
 const config = staticConfig(BENCH_AGENTS.map((a) => ({ kind: "agent" as const, id: a.name, value: a })));
-const prefixOf = (round: number): string => `benchcpu_${uid}_${round}`;
+
+/** Where the processor's state goes: one Redis a target, named for the table. */
+interface Target {
+  readonly key: string;
+  readonly label: string;
+  readonly redis: RedisClient;
+}
+
+function target(key: string, endpoint: RedisEndpoint): Target {
+  return { key, label: `${LABEL} on ${isRedisCluster(endpoint) ? "a Redis Cluster" : "one Redis"} (${redisWhere(endpoint)})`, redis: redisClient(endpoint, PIPELINE_REDIS) };
+}
+
+const clusterEndpoint = (): RedisEndpoint => ({ ...endpoints, redisUrl: process.env.OZ0_REDIS_CLUSTER_URL ?? localStackEnv().OZ0_REDIS_CLUSTER_URL ?? "", redisCluster: true });
+const TARGETS: Target[] = [...(values.on !== "cluster" ? [target("redis", endpoints)] : []), ...(values.on !== "redis" ? [target("cluster", clusterEndpoint())] : [])];
+const prefixOf = (t: Target, round: number): string => `benchcpu_${uid}_${t.key}_${round}`;
 
 async function round<Env>(processor: Processor<unknown, Env>, env: Env, parts: Partitioned): Promise<Sample> {
   const transport = new DirectTransport();
@@ -166,10 +190,10 @@ async function round<Env>(processor: Processor<unknown, Env>, env: Env, parts: P
  * follows its hash tag (`:loop:calls`), not by its run's name, so the digest stays comparable
  * when the way a run's keys are named changes; the states themselves tell the runs apart.
  */
-async function stateDigest(prefix: string): Promise<{ keys: number; digest: string }> {
+async function stateDigest(redis: RedisClient, prefix: string): Promise<{ keys: number; digest: string; byTag: string }> {
   const found: string[] = [];
-  for await (const batch of redis.scanStream({ match: `${prefix}:*`, count: 1000 }) as AsyncIterable<string[]>) found.push(...batch);
-  const entries: string[] = [];
+  for await (const batch of scanKeys(redis, `${prefix}:*`, 1000)) found.push(...batch);
+  const entries: Array<{ kind: string; entry: string }> = [];
   for (const key of found) {
     const type = await redis.type(key);
     // Contents in a fixed order: a set's or a hash's own order (and DUMP) follows insertion, which concurrency varies.
@@ -185,20 +209,61 @@ async function stateDigest(prefix: string): Promise<{ keys: number; digest: stri
               : type === "list"
                 ? await redis.lrange(key, 0, -1)
                 : `(a ${type})`;
-    entries.push(`${key.slice(key.lastIndexOf("}") + 1)}\u0000${type}\u0000${JSON.stringify(content)}\n`);
+    entries.push({ kind: tagKind(key), entry: `${key.slice(key.lastIndexOf("}") + 1)}\u0000${type}\u0000${JSON.stringify(content)}\n` });
   }
-  entries.sort();
-  const h = createHash("sha256");
-  for (const e of entries) h.update(e);
-  return { keys: found.length, digest: h.digest("hex").slice(0, 16) };
+  const digest = (list: readonly string[]): string => {
+    const h = createHash("sha256");
+    for (const e of [...list].sort()) h.update(e);
+    return h.digest("hex").slice(0, 16);
+  };
+  // A digest per kind of hash tag too, so a state that differs says where.
+  const kinds = [...new Set(entries.map((e) => e.kind))].sort();
+  const byTag = kinds.map((k) => `${k} ${digest(entries.filter((e) => e.kind === k).map((e) => e.entry))}`).join(", ");
+  return { keys: found.length, digest: digest(entries.map((e) => e.entry)), byTag };
 }
 
 async function cleanup(): Promise<number> {
   let removed = 0;
-  for await (const batch of redis.scanStream({ match: `benchcpu_${uid}_*`, count: 1000 }) as AsyncIterable<string[]>) {
-    if (batch.length > 0) removed += await redis.del(...batch);
+  for (const { redis } of TARGETS) {
+    for await (const batch of scanKeys(redis, `benchcpu_${uid}_*`, 1000)) removed += await deleteKeys(redis, batch);
   }
   return removed;
+}
+
+/** The kind of a key's hash tag: `run`, `tree`, `tenant`, `loops`, ... */
+function tagKind(key: string): string {
+  const tag = hashTag(key);
+  return tag === key ? "(no tag)" : (tag.split(":")[0] ?? tag);
+}
+
+/** Bytes of Redis state by hash tag kind (`run`, `tree`, `tenant`, `loops`, ...): tags, keys, bytes, and the biggest tag. */
+interface Footprint {
+  readonly kinds: Map<string, { tags: Set<string>; keys: number; bytes: number }>;
+  readonly biggest: { tag: string; bytes: number };
+}
+
+/** MEMORY USAGE (every field counted: SAMPLES 0) of each key under a prefix, by its hash tag. */
+async function footprint(redis: RedisClient, prefix: string): Promise<Footprint> {
+  const kinds = new Map<string, { tags: Set<string>; keys: number; bytes: number }>();
+  const byTag = new Map<string, number>();
+  // MEMORY USAGE goes to the node that holds the key: ioredis' Cluster does not route it by key.
+  for await (const { node, keys: batch } of scanNodes(redis, `${prefix}:*`, 1000)) {
+    const sizes = await Promise.all(batch.map((key) => node.memory("USAGE", key, "SAMPLES", 0)));
+    batch.forEach((key, i) => {
+      const tag = hashTag(key);
+      const kind = tagKind(key);
+      const bytes = sizes[i] ?? 0;
+      const k = kinds.get(kind) ?? { tags: new Set<string>(), keys: 0, bytes: 0 };
+      k.tags.add(tag);
+      k.keys++;
+      k.bytes += bytes;
+      kinds.set(kind, k);
+      byTag.set(tag, (byTag.get(tag) ?? 0) + bytes);
+    });
+  }
+  let biggest = { tag: "-", bytes: 0 };
+  for (const [tag, bytes] of byTag) if (bytes > biggest.bytes) biggest = { tag, bytes };
+  return { kinds, biggest };
 }
 
 function median(xs: readonly number[]): number {
@@ -208,18 +273,21 @@ function median(xs: readonly number[]): number {
 }
 
 const identity = identityProcessor<unknown>(INPUT);
-type SubjectKey = "identity" | "processor";
-const SUBJECTS: ReadonlyArray<{ readonly key: SubjectKey; readonly label: string }> = [
-  { key: "identity", label: "runner-identity" },
-  { key: "processor", label: LABEL },
-].filter((s) => ONLY === "" || s.key === ONLY) as Array<{ key: SubjectKey; label: string }>;
-const samples: Record<SubjectKey, Sample[]> = { identity: [], processor: [] };
-let state: { keys: number; digest: string } | undefined;
+/** A subject of the table: runner-identity, or the processor on one target. */
+interface Subject {
+  readonly key: string;
+  readonly label: string;
+  readonly target?: Target;
+}
+const SUBJECTS: Subject[] = [...(ONLY !== "processor" ? [{ key: "identity", label: "runner-identity" }] : []), ...(ONLY !== "identity" ? TARGETS.map((t) => ({ key: t.key, label: t.label, target: t })) : [])];
+const samples = new Map<string, Sample[]>(SUBJECTS.map((s) => [s.key, []]));
+const states = new Map<string, { keys: number; digest: string; byTag: string }>();
+const footprints = new Map<string, Footprint>();
 
-function processorRound(r: number, parts: Partitioned): Promise<Sample> {
-  const keys = new Keys(prefixOf(r));
-  if (MODELS) return round(limitsModelCallsProcessor as Processor<unknown, ReturnType<typeof limitsEnv>>, limitsEnv({ redis, config, keys }), parts);
-  return round(loopCallsProcessor as Processor<unknown, { config: typeof config; store: RedisLoopStore }>, { config, store: new RedisLoopStore(redis, keys) }, parts);
+function processorRound(t: Target, r: number, parts: Partitioned): Promise<Sample> {
+  const keys = new Keys(prefixOf(t, r));
+  if (MODELS) return round(limitsModelCallsProcessor as Processor<unknown, ReturnType<typeof limitsEnv>>, limitsEnv({ redis: t.redis, config, keys }), parts);
+  return round(loopCallsProcessor as Processor<unknown, { config: typeof config; store: RedisLoopStore }>, { config, store: new RedisLoopStore(t.redis, keys) }, parts);
 }
 
 try {
@@ -227,13 +295,16 @@ try {
   const events = KIND.make(N, "cpu", 1).map((e, i) => ({ key: e.key, value: serde.encode(SCHEMA, { ...e.value, ts: EPOCH + i }) }));
   const parts = batches(events);
   say(`bench ${uid}: ${N} ${MODELS ? "model calls" : "tool calls"} in ${parts.flat().length} batches over ${PARTITIONS} partitions, ${CONCURRENCY} at once; warm-up, then ${ROUNDS} rounds`);
-  // The subjects take turns, round by round, so a change in the machine's load touches both.
+  // The subjects take turns, round by round, so a change in the machine's load touches each.
   for (let r = 0; r <= ROUNDS; r++) {
     const line: string[] = [];
     for (const s of SUBJECTS) {
-      const sample = s.key === "identity" ? await round(identity, undefined, parts) : await processorRound(r, parts);
-      if (s.key === "processor" && r === 0) state = await stateDigest(prefixOf(r));
-      samples[s.key].push(sample);
+      const sample = s.target === undefined ? await round(identity, undefined, parts) : await processorRound(s.target, r, parts);
+      if (s.target !== undefined && r === 0) {
+        states.set(s.key, await stateDigest(s.target.redis, prefixOf(s.target, r)));
+        if (values.memory) footprints.set(s.key, await footprint(s.target.redis, prefixOf(s.target, r)));
+      }
+      samples.get(s.key)?.push(sample);
       line.push(`${s.label} ${sample.wallUs.toFixed(1)} µs/event (cpu ${sample.cpuUs.toFixed(1)})`);
     }
     say(`${r === 0 ? "warm-up" : `round ${r}`}: ${line.join(", ")}`);
@@ -241,28 +312,45 @@ try {
 } finally {
   const removed = await cleanup().catch((err: unknown) => (say(`cleanup failed: ${String(err)}; delete benchcpu_${uid}_* by hand`), 0));
   say(`cleaned up: ${removed} Redis keys under benchcpu_${uid}_*`);
-  redis.disconnect();
+  for (const t of TARGETS) t.redis.disconnect();
 }
 
 for (const s of SUBJECTS) {
-  const digests = new Set(samples[s.key].map((x) => `${x.outputs}/${x.digest}`));
+  const digests = new Set((samples.get(s.key) ?? []).map((x) => `${x.outputs}/${x.digest}`));
   if (digests.size !== 1) throw new Error(`${s.label} wrote different outputs in different rounds: ${[...digests].join(", ")}`);
 }
 /** The warm-up round is left out of the medians. */
-const timed = (key: SubjectKey): Sample[] => samples[key].slice(1);
-const med = (key: SubjectKey, of: (s: Sample) => number): number => median(timed(key).map(of));
+const timed = (key: string): Sample[] => (samples.get(key) ?? []).slice(1);
+const med = (key: string, of: (s: Sample) => number): number => median(timed(key).map(of));
+const first = (key: string): Sample | undefined => samples.get(key)?.[0];
 const lines = [
   `runner CPU per event: ${N} ${MODELS ? "model calls" : "tool calls"}, batches of up to ${BATCH} per partition, ${PARTITIONS} partitions, ${CONCURRENCY} at once; median of ${ROUNDS} rounds; Node ${process.version}`,
   "",
   "| subject | wall µs/event | cpu µs/event | outputs | outputs digest |",
   "| --- | ---: | ---: | ---: | --- |",
-  ...SUBJECTS.map((s) => `| ${s.label} | ${med(s.key, (x) => x.wallUs).toFixed(1)} | ${med(s.key, (x) => x.cpuUs).toFixed(1)} | ${samples[s.key][0]?.outputs ?? 0} | ${samples[s.key][0]?.digest ?? "-"} |`),
+  ...SUBJECTS.map((s) => `| ${s.label} | ${med(s.key, (x) => x.wallUs).toFixed(1)} | ${med(s.key, (x) => x.cpuUs).toFixed(1)} | ${first(s.key)?.outputs ?? 0} | ${first(s.key)?.digest ?? "-"} |`),
   "",
 ];
-if (SUBJECTS.length === 2) {
-  const wall = med("processor", (x) => x.wallUs) / med("identity", (x) => x.wallUs);
-  const cpu = med("processor", (x) => x.cpuUs) / med("identity", (x) => x.cpuUs);
-  lines.push(`${LABEL} per event costs ${wall.toFixed(2)}x runner-identity's wall time (${cpu.toFixed(2)}x its CPU): it runs at ${(1 / wall).toFixed(2)} of runner-identity's rate.`);
+const processors = SUBJECTS.filter((s) => s.target !== undefined);
+if (samples.has("identity")) {
+  for (const s of processors) {
+    const wall = med(s.key, (x) => x.wallUs) / med("identity", (x) => x.wallUs);
+    const cpu = med(s.key, (x) => x.cpuUs) / med("identity", (x) => x.cpuUs);
+    lines.push(`${s.label} per event costs ${wall.toFixed(2)}x runner-identity's wall time (${cpu.toFixed(2)}x its CPU): it runs at ${(1 / wall).toFixed(2)} of runner-identity's rate.`);
+  }
 }
-if (state) lines.push(`${LABEL} Redis state: ${state.keys} keys, digest ${state.digest}`);
+if (samples.has("redis") && samples.has("cluster")) {
+  lines.push(`On the cluster ${LABEL} takes ${(med("cluster", (x) => x.wallUs) / med("redis", (x) => x.wallUs)).toFixed(2)}x the wall time an event it takes on one node (${(med("cluster", (x) => x.cpuUs) / med("redis", (x) => x.cpuUs)).toFixed(2)}x the CPU).`);
+}
+for (const s of processors) {
+  const st = states.get(s.key);
+  if (st) lines.push(`${s.label} Redis state: ${st.keys} keys, digest ${st.digest} (by hash tag: ${st.byTag})`);
+}
+for (const s of processors) {
+  const f = footprints.get(s.key);
+  if (!f) continue;
+  lines.push("", `Redis bytes after the warm-up round, ${s.label} (MEMORY USAGE, SAMPLES 0):`, "", "| hash tag | tags | keys | bytes | bytes per tag |", "| --- | ---: | ---: | ---: | ---: |");
+  for (const [kind, k] of [...f.kinds].sort(([a], [b]) => (a < b ? -1 : 1))) lines.push(`| ${kind} | ${k.tags.size} | ${k.keys} | ${k.bytes} | ${Math.round(k.bytes / k.tags.size)} |`);
+  lines.push("", `The biggest tag: ${f.biggest.tag} with ${f.biggest.bytes} bytes.`);
+}
 process.stdout.write(`${lines.join("\n")}\n`);

@@ -4,6 +4,7 @@
  *   npm run drill -- kill9  [--subject S|all] [--events N] [--rate R] [--times K]
  *   npm run drill -- rebalance [--subject S|all] [--events N] [--rate R] [--times K]
  *   npm run drill -- outage --service kafka|redis|minio|registry [--kill] [--down-seconds D] [--drain-seconds W] [--subject S|all] [--events N] [--rate R] [--times K]
+ *   npm run drill -- reshard [--slots N] [--subject S|all] [--events N] [--rate R] [--times K]   (Redis Cluster: OZ0_STACK_REDIS=cluster)
  *   npm run drill -- plant | script-flush | oom [--down-seconds D] [--subject loop-calls|limits-model-calls|all] [--events N] [--rate R] [--times K]
  *   npm run drill -- fuzz [--subject loop-calls|limits-model-calls|fit-results|all] [--messages N] [--rate R]
  *
@@ -39,6 +40,8 @@ const { values, positionals } = parseArgs({
     kill: { type: "boolean", default: false },
     "down-seconds": { type: "string", default: "10" },
     "drain-seconds": { type: "string", default: "90" },
+    // reshard: slots moved from one master to the next at each disruption.
+    slots: { type: "string", default: "4096" },
     // fuzz: hostile messages in all, split evenly across the subjects.
     messages: { type: "string", default: "100000" },
   },
@@ -47,6 +50,7 @@ const usage = [
   "usage: npm run drill -- kill9  [--subject S|all] [--events N] [--rate R] [--times K]",
   "       npm run drill -- rebalance [--subject S|all] [--events N] [--rate R] [--times K]",
   "       npm run drill -- outage --service kafka|redis|minio|registry [--kill] [--down-seconds D] [--drain-seconds W] [--subject S|all] [--events N] [--rate R] [--times K]",
+  "       npm run drill -- reshard [--slots N] [--subject S|all] [--events N] [--rate R] [--times K]   (on a Redis Cluster)",
   "       npm run drill -- plant [--subject loop-calls|limits-model-calls] [--events N] [--rate R] [--times K]",
   "       npm run drill -- script-flush [--subject loop-calls|limits-model-calls|all] [--events N] [--rate R] [--times K]",
   "       npm run drill -- oom [--down-seconds D] [--subject loop-calls|limits-model-calls|all] [--events N] [--rate R] [--times K]",
@@ -78,6 +82,10 @@ else if (drill === "oom") disruption = { kind: "oom", downMs };
 else if (drill === "outage") {
   const service = SERVICES.find((s) => s === values.service) ?? fail(`--service takes ${SERVICES.join(", ")}`);
   disruption = { kind: "outage", service, kill: values.kill, downMs };
+} else if (drill === "reshard") {
+  const slots = Number(values.slots);
+  if (!(Number.isInteger(slots) && slots > 0 && slots < 16384)) fail("--slots takes a whole number of slots between 1 and 16383");
+  disruption = { kind: "reshard", slots };
 } else if (drill !== "fuzz") disruption = fail(`unknown drill ${drill ?? "(none)"}`);
 
 process.env.OZ0_LOG_LEVEL ??= "warn";

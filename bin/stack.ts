@@ -23,10 +23,10 @@ export function localStackEndpoints(): Endpoints {
   return endpointsFromEnv({ ...process.env, ...localStackEnv() });
 }
 
-/** Runs `stack/<name>.sh`; its output goes to this process's stderr when `show` is set. */
-export function stackScript(name: "up" | "down" | "status", show: boolean, args: string[] = []): Promise<number> {
+/** Runs `stack/<name>.sh`, with `env` added to this process's; its output goes to this process's stderr when `show` is set. */
+export function stackScript(name: "up" | "down" | "status", show: boolean, args: string[] = [], env: Record<string, string> = {}): Promise<number> {
   return new Promise((resolve, reject) => {
-    const child = spawn("bash", [`stack/${name}.sh`, ...args], { cwd: ROOT, stdio: show ? ["ignore", process.stderr, process.stderr] : "ignore" });
+    const child = spawn("bash", [`stack/${name}.sh`, ...args], { cwd: ROOT, env: { ...process.env, ...env }, stdio: show ? ["ignore", process.stderr, process.stderr] : "ignore" });
     child.on("error", reject);
     child.on("exit", (code) => resolve(code ?? 1));
   });

@@ -10,15 +10,18 @@
  * - every input's answers, duplicates dropped, must equal the reference's, numbers (counts,
  *   spend) included,
  * - the Redis state must equal the reference's, key by key,
- * - for a service outage, the processor must have lived through it (no exit).
+ * - for a service outage or a slot migration, the processor must have lived through it (no exit).
  */
 import { execFile } from "node:child_process";
 import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { endpointsEnv } from "../processors/runner/endpoints.ts";
+import { isRedisCluster } from "../store/redis/client.ts";
 import { answersById, conflicting, dumpState, duplicates, feed, openLab, OutputReader, producerOf, stateDifferences, unmatchedEarly, Worker, type Lab, type Services } from "./lab.ts";
 import type { DrillRow } from "./report.ts";
+import { reshard } from "./reshard.ts";
+import { masterNodes } from "../store/redis/slots.ts";
 import { drillSubject, type SubjectName } from "./subjects.ts";
 
 export type StackService = "kafka" | "redis" | "minio" | "registry";
@@ -33,6 +36,8 @@ export type Disruption =
   | { readonly kind: "rebalance" }
   /** Stop the service (SIGTERM, or SIGKILL with `kill`), keep it down `downMs`, start it again. */
   | { readonly kind: "outage"; readonly service: StackService; readonly kill: boolean; readonly downMs: number }
+  /** Redis Cluster only: up to `slots` slots move from the fullest master to the emptiest (`redis-cli --cluster reshard`) while inputs keep coming. */
+  | { readonly kind: "reshard"; readonly slots: number }
   /**
    * A string planted with SET over one run's (or tree's) state, as an operator's mistake or a key
    * of another version would be: the commands on it fail with WRONGTYPE, for good. Only that
@@ -79,6 +84,7 @@ export async function startStack(): Promise<void> {
 export function describe(d: Disruption, times: number): string {
   if (d.kind === "kill9") return `kill -9 x${times}`;
   if (d.kind === "rebalance") return `rebalance x${times}`;
+  if (d.kind === "reshard") return `reshard ${d.slots} slots x${times}`;
   if (d.kind === "plant") return `WRONGTYPE key planted x${times}`;
   if (d.kind === "script-flush") return `SCRIPT FLUSH x${times}`;
   if (d.kind === "oom") return `Redis OOM ${(d.downMs / 1000).toFixed(0)} s x${times}`;
@@ -88,6 +94,7 @@ export function describe(d: Disruption, times: number): string {
 function command(o: DisruptOptions): string {
   const d = o.disruption;
   const base = `npm run drill -- ${d.kind} --subject ${o.subject} --events ${o.events} --rate ${o.rate} --times ${o.times}`;
+  if (d.kind === "reshard") return `${base} --slots ${d.slots}`;
   if (d.kind === "oom") return `${base} --down-seconds ${d.downMs / 1000}`;
   return d.kind !== "outage" ? base : `${base} --service ${d.service}${d.kill ? " --kill" : ""} --down-seconds ${d.downMs / 1000}`;
 }
@@ -112,13 +119,21 @@ export type PlantTarget = (index: number) => { readonly redisKey: string; readon
  * maxmemory set to 1 byte under the noeviction policy.
  */
 async function refuseWrites(redis: Services["redis"]): Promise<() => Promise<void>> {
-  const [, maxmemory] = (await redis.config("GET", "maxmemory")) as [string, string];
-  const [, policy] = (await redis.config("GET", "maxmemory-policy")) as [string, string];
-  await redis.config("SET", "maxmemory-policy", "noeviction");
-  await redis.config("SET", "maxmemory", "1");
+  // Every master of a cluster, each keeping its own settings to restore.
+  const restores = await Promise.all(
+    masterNodes(redis).map(async (node) => {
+      const [, maxmemory] = (await node.config("GET", "maxmemory")) as [string, string];
+      const [, policy] = (await node.config("GET", "maxmemory-policy")) as [string, string];
+      await node.config("SET", "maxmemory-policy", "noeviction");
+      await node.config("SET", "maxmemory", "1");
+      return async () => {
+        await node.config("SET", "maxmemory", maxmemory);
+        await node.config("SET", "maxmemory-policy", policy);
+      };
+    }),
+  );
   return async () => {
-    await redis.config("SET", "maxmemory", maxmemory);
-    await redis.config("SET", "maxmemory-policy", policy);
+    await Promise.all(restores.map((r) => r()));
   };
 }
 
@@ -147,6 +162,7 @@ async function run(s: Services, lab: Lab, messages: ReadonlyArray<{ key: string;
     await worker.ready;
     const at = Array.from({ length: times }, (_, k) => Math.floor(((k + 1) * messages.length) / (times + 1)));
     const disruptions: Array<Promise<void>> = [];
+    let resharding: Promise<void> = Promise.resolve();
     await feed(producer, lab.input, messages, o.rate, async (sent) => {
       if (at.length === 0 || sent < (at[0] as number)) return;
       at.shift();
@@ -180,6 +196,17 @@ async function run(s: Services, lab: Lab, messages: ReadonlyArray<{ key: string;
           planned = false;
         }
         restarts++;
+      } else if (d.kind === "reshard") {
+        restarts++;
+        say(`  moving ${d.slots} slots after ${sent} sent`);
+        // The inputs keep coming while the slots move, one migration after the other.
+        resharding = resharding.then(async () => {
+          const moved = await reshard(s.redis, s.endpoints, d.slots);
+          say(`  ${moved.slots} slots moved from ${moved.from} to ${moved.to} in ${(moved.ms / 1000).toFixed(1)} s`);
+        });
+        // Awaited with the others once the inputs are sent; marked handled so a failure meanwhile is not unhandled.
+        resharding.catch(() => undefined);
+        disruptions.push(resharding);
       } else if (d.kind === "plant") {
         const t = target(sent);
         if (t === null) throw new Error(`the ${lab.subject.name} drill keeps no Redis state per run or tree to plant a key over`);
@@ -188,7 +215,7 @@ async function run(s: Services, lab: Lab, messages: ReadonlyArray<{ key: string;
         shared.push(...t.shared);
         say(`  a string planted over ${t.redisKey} after ${sent} sent`);
       } else if (d.kind === "script-flush") {
-        await s.redis.script("FLUSH");
+        await Promise.all(masterNodes(s.redis).map((node) => node.script("FLUSH")));
         say(`  SCRIPT FLUSH after ${sent} sent`);
       } else if (d.kind === "oom") {
         say(`  Redis refuses writes (OOM) after ${sent} sent, for ${d.downMs / 1000} s`);
@@ -242,6 +269,12 @@ async function stopAll(workers: Worker[]): Promise<number> {
 
 export async function disruptDrill(s: Services, o: DisruptOptions): Promise<DrillRow> {
   const say = o.say ?? (() => {});
+  if (o.disruption.kind === "outage" && o.disruption.service === "redis" && isRedisCluster(s.endpoints)) {
+    throw new Error("the Redis outage drill stops the local stack's single Redis (stack/down.sh --only redis), but this drill's Redis is a cluster: run it with OZ0_REDIS_URL naming the single node");
+  }
+  if (o.disruption.kind === "reshard" && !isRedisCluster(s.endpoints)) {
+    throw new Error("the reshard drill moves slots of a Redis Cluster, but OZ0_REDIS_URL names one node: start the stack's cluster (bash stack/up.sh --redis-cluster) and run it with OZ0_STACK_REDIS=cluster");
+  }
   const subject = await drillSubject(o.subject);
   if (REDIS_DISRUPTIONS.has(o.disruption.kind) && subject.stateKey === undefined) {
     throw new Error(`${describe(o.disruption, o.times)} disrupts Redis state, which ${o.subject} keeps none of: drill ${REDIS_SUBJECTS.join(" or ")}`);
@@ -311,6 +344,7 @@ export async function disruptDrill(s: Services, o: DisruptOptions): Promise<Dril
     };
     if (o.disruption.kind === "kill9") checks[`restarted ${o.times} times`] = result.restarts === o.times;
     else if (o.disruption.kind === "rebalance") checks[`${o.times} rebalances`] = result.restarts === o.times && result.unplannedExits === 0;
+    else if (o.disruption.kind === "reshard") checks[`${o.times} slot migrations, the processor alive`] = result.restarts === o.times && result.unplannedExits === 0;
     else checks["the processor lived through it"] = result.unplannedExits === 0;
     if (o.disruption.kind === "plant") {
       checks["the planted key's inputs answered as the reference or dead-lettered with WRONGTYPE"] = plantedWrong === 0 && plantedDead > 0;

@@ -8,7 +8,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../store/redis/client.ts";
 import kafkajs from "kafkajs";
 import type { Admin, Consumer, Kafka, Producer } from "kafkajs";
 import type { Client as MinioClient } from "minio";
@@ -19,12 +19,13 @@ import { FileStore } from "../store/files.ts";
 import { PayloadKeys } from "../store/payload-keys.ts";
 import { ensureTopics } from "../topology/create.ts";
 import { labNames, type DrillSubject, type LabNames } from "./subjects.ts";
+import { deleteKeys, scanKeys } from "../store/redis/slots.ts";
 
 export interface Services {
   readonly kafka: Kafka;
   readonly admin: Admin;
   readonly serde: Serde;
-  readonly redis: Redis;
+  readonly redis: RedisClient;
   readonly minio: MinioClient;
   /** Handed to worker processes, so they reach the same services. */
   readonly endpoints: Endpoints;
@@ -47,8 +48,8 @@ export async function openLab(s: Services, subject: DrillSubject, lab = newLabId
     subject,
     close: async () => {
       await s.admin.deleteTopics({ topics: names.specs.map((t) => t.name), timeout: 30_000 }).catch(() => undefined);
-      for await (const batch of s.redis.scanStream({ match: `${names.keys.prefix}:*`, count: 500 }) as AsyncIterable<string[]>) {
-        if (batch.length > 0) await s.redis.del(...batch);
+      for await (const batch of scanKeys(s.redis, `${names.keys.prefix}:*`, 500)) {
+        if (batch.length > 0) await deleteKeys(s.redis, batch);
       }
       if (await s.minio.bucketExists(names.bucket)) {
         const store = new FileStore({ client: s.minio, bucket: names.bucket, keys: PayloadKeys.fromEnv() });
@@ -336,11 +337,11 @@ export function unmatchedEarly(early: readonly Output[], committed: readonly Out
  * `memos:<source>`), so which remain depends on where batches happened to start: they are left
  * out. The decisions, compared elsewhere, show that every replay answered as the first time.
  */
-export async function dumpState(redis: Redis, lab: LabNames): Promise<Map<string, string>> {
+export async function dumpState(redis: RedisClient, lab: LabNames): Promise<Map<string, string>> {
   const out = new Map<string, string>();
   const strip = (s: string): string => s.split(lab.lab).join("<lab>");
   const keys: string[] = [];
-  for await (const batch of redis.scanStream({ match: `${lab.keys.prefix}:*`, count: 500 }) as AsyncIterable<string[]>) keys.push(...batch);
+  for await (const batch of scanKeys(redis, `${lab.keys.prefix}:*`, 500)) keys.push(...batch);
   for (const key of keys) {
     const type = await redis.type(key);
     let value: unknown;

@@ -4,7 +4,7 @@
  * apart from the live pipeline and from each other: topics `drill.<lab>.*` (copies of the real
  * ones' configs) and Redis keys under `drill_<lab>`.
  */
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../store/redis/client.ts";
 import type { Processor } from "../processors/runner/processor.ts";
 import { fitResultsProcessor, type FitEnv } from "../processors/fit-results/processor.ts";
 import { limitsEnv, limitsModelCallsProcessor } from "../processors/limits/index.ts";
@@ -26,7 +26,7 @@ export interface DrillSubject {
   readonly processor: Processor<never, unknown>;
   readonly kind: EventKind<{ id: string; ts: number }>;
   /** `files`: the lab's own bucket, for a subject that offloads. */
-  env(redis: Redis, keys: Keys, files: () => Promise<FileStore>): Promise<unknown>;
+  env(redis: RedisClient, keys: Keys, files: () => Promise<FileStore>): Promise<unknown>;
   /** Tenants whose files a lab of this subject stores (erased with the lab). */
   readonly tenants: readonly string[];
   /** The Redis key of the state an input's run or tree keeps (the plant drill writes over it); none for a subject without such state. */

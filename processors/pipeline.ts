@@ -2,7 +2,7 @@
  * The processors `npm start` runs, each with how to build the environment its core needs
  * from the shared connections. A processor joins the pipeline by being listed here.
  */
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../store/redis/client.ts";
 import { FileNotFound } from "../store/file-errors.ts";
 import type { FileStore } from "../store/files.ts";
 import { Keys } from "../store/redis/keys.ts";
@@ -20,7 +20,7 @@ import type { Processor } from "./runner/processor.ts";
 
 export interface PipelineDeps {
   endpoints: Endpoints;
-  redis: Redis;
+  redis: RedisClient;
   config: ConfigView;
   files: FileStore;
 }

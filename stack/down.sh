@@ -6,6 +6,8 @@
 #   bash stack/down.sh --purge    # stop and delete the data dirs (installs are kept)
 #   bash stack/down.sh --only redis [--only kafka] [--kill]
 #                                 # stop only these services (drills), with SIGKILL at once if --kill
+#   bash stack/down.sh --only redis-cluster
+#                                 # stop the Redis Cluster profile's nodes (stopped by a plain down too)
 set -euo pipefail
 
 # shellcheck source=stack/lib.sh
@@ -21,15 +23,15 @@ while (($# > 0)); do
     --only)
       shift
       case "${1:-}" in
-        kafka | registry | redis | minio) only+=("$1") ;;
+        kafka | registry | redis | minio | redis-cluster) only+=("$1") ;;
         *)
-          printf 'stack/down.sh: --only takes kafka, registry, redis or minio, not %s\n' "${1:-nothing}" >&2
+          printf 'stack/down.sh: --only takes kafka, registry, redis, minio or redis-cluster, not %s\n' "${1:-nothing}" >&2
           exit 2
           ;;
       esac
       ;;
     -h | --help)
-      sed -n '2,9p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+      sed -n '2,11p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
       exit 0
       ;;
     *)
@@ -44,11 +46,11 @@ if ((purge)) && ((${#only[@]} > 0)); then
   exit 2
 fi
 
-# selected <service>: true when the service is to be stopped
+# selected <service>: true when the service is to be stopped (a cluster node with redis-cluster)
 selected() {
   local s
   ((${#only[@]} == 0)) && return 0
-  for s in "${only[@]}"; do [[ "$s" == "$1" ]] && return 0; done
+  for s in "${only[@]}"; do [[ "$s" == "$1" || ("$s" == redis-cluster && "$1" == redis-cluster-*) ]] && return 0; done
   return 1
 }
 
@@ -106,6 +108,12 @@ status=0
 stop_service registry 20 || status=1
 stop_service minio 15 || status=1
 stop_service redis 15 || status=1
+for node in $(redis_cluster_nodes); do
+  # the cluster profile only when it was started, so a plain down says nothing of it otherwise
+  if [[ -e "$(pid_file "$node")" ]] || [[ " ${only[*]} " == *" redis-cluster "* ]]; then
+    stop_service "$node" 15 || status=1
+  fi
+done
 stop_service kafka 45 || status=1
 
 if ((purge)); then
@@ -113,7 +121,7 @@ if ((purge)); then
     printf 'stack: not purging: some service did not stop\n' >&2
     exit 1
   fi
-  for svc in "${SERVICES[@]}"; do
+  for svc in "${SERVICES[@]}" redis-cluster; do
     if [[ -d "$DATA_DIR/$svc" ]]; then
       rm -rf "${DATA_DIR:?}/$svc"
       say "$svc: data deleted ($DATA_DIR/$svc)"

@@ -11,6 +11,8 @@
 #   data/<service>/                    state; `down --purge` deletes it
 #   logs/<service>.log                 service logs; logs/install-*.log for installs
 #   run/<service>.pid                  pids of the processes that `up` started
+#   data/redis-cluster/<port>/         each node of the Redis Cluster profile (`up.sh --redis-cluster`);
+#                                      its pid is run/redis-cluster-<port>.pid
 
 OZ0_STACK_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=stack/env.sh
@@ -37,6 +39,22 @@ APICURIO_HOME="$OZ0_STACK_HOME/apicurio-registry-$APICURIO_VERSION"
 MINIO_BIN="$BIN_DIR/minio"
 
 SERVICES=(kafka registry redis minio)
+
+# The Redis Cluster profile: three masters, no replicas, on loopback. Each node also listens on
+# its cluster bus, its port + 10000.
+REDIS_CLUSTER_DIR="$DATA_DIR/redis-cluster"
+redis_cluster_ports() {
+  echo "$OZ0_REDIS_CLUSTER_PORT $((OZ0_REDIS_CLUSTER_PORT + 1)) $((OZ0_REDIS_CLUSTER_PORT + 2))"
+}
+# one pid-tracked service per node: redis-cluster-<port>
+redis_cluster_nodes() {
+  local p
+  for p in $(redis_cluster_ports); do echo "redis-cluster-$p"; done
+}
+# true when the cluster profile was asked for (OZ0_STACK_REDIS=cluster or up.sh --redis-cluster)
+redis_cluster_wanted() {
+  [[ "${OZ0_STACK_REDIS:-node}" == cluster ]]
+}
 
 # ---------------------------------------------------------------------------- output
 
@@ -97,6 +115,8 @@ svc_port() {
     registry) echo "$OZ0_REGISTRY_PORT" ;;
     redis) echo "$OZ0_REDIS_PORT" ;;
     minio) echo "$OZ0_MINIO_PORT" ;;
+    redis-cluster) echo "$OZ0_REDIS_CLUSTER_PORT" ;;
+    redis-cluster-*) echo "${1#redis-cluster-}" ;;
     *) return 1 ;;
   esac
 }
@@ -108,6 +128,7 @@ svc_ports() {
     registry) echo "$OZ0_REGISTRY_PORT $OZ0_REGISTRY_MGMT_PORT" ;;
     redis) echo "$OZ0_REDIS_PORT" ;;
     minio) echo "$OZ0_MINIO_PORT $OZ0_MINIO_CONSOLE_PORT" ;;
+    redis-cluster-*) echo "${1#redis-cluster-} $((${1#redis-cluster-} + 10000))" ;;
     *) return 1 ;;
   esac
 }
@@ -126,6 +147,8 @@ check_ports_distinct() {
   local all
   all="$OZ0_KAFKA_PORT $OZ0_KAFKA_CONTROLLER_PORT $OZ0_REGISTRY_PORT $OZ0_REGISTRY_MGMT_PORT"
   all="$all $OZ0_REDIS_PORT $OZ0_MINIO_PORT $OZ0_MINIO_CONSOLE_PORT"
+  local c
+  for c in $(redis_cluster_ports); do all="$all $c $((c + 10000))"; done
   local p
   for p in $all; do
     if ! [[ "$p" =~ ^[0-9]+$ ]] || ((p < 1 || p > 65535)); then
@@ -163,6 +186,10 @@ pid_matches() {
       cwd="$(readlink "/proc/$pid/cwd" 2>/dev/null || true)"
       [[ "$cmdline" == *redis-server* && "$cwd" == "$DATA_DIR/redis" ]]
       ;;
+    redis-cluster-*)
+      cwd="$(readlink "/proc/$pid/cwd" 2>/dev/null || true)"
+      [[ "$cmdline" == *redis-server* && "$cwd" == "$REDIS_CLUSTER_DIR/${svc#redis-cluster-}" ]]
+      ;;
     minio)
       [[ "$cmdline" == *"$MINIO_BIN server $DATA_DIR/minio "* ]]
       ;;
@@ -172,7 +199,16 @@ pid_matches() {
 
 # prints the pid of the running service this stack started; fails when there is none
 svc_pid() {
-  local f pid
+  local f pid node first=""
+  if [[ "$1" == redis-cluster ]]; then
+    # the cluster runs when every node does; its first node's pid stands for it
+    for node in $(redis_cluster_nodes); do
+      pid="$(svc_pid "$node")" || return 1
+      first="${first:-$pid}"
+    done
+    echo "$first"
+    return 0
+  fi
   f="$(pid_file "$1")"
   [[ -s "$f" ]] || return 1
   pid="$(tr -dc '0-9' <"$f")"
@@ -295,8 +331,27 @@ minio_answers() {
   curl -fsS -m 5 -o /dev/null "http://127.0.0.1:$OZ0_MINIO_PORT/minio/health/ready" 2>/dev/null
 }
 
+# redis_cli_on <port> <args...>: redis-cli against one loopback port, bounded in time
+redis_cli_on() {
+  local port="$1"
+  shift
+  timeout 10 redis-cli -h 127.0.0.1 -p "$port" "$@" 2>/dev/null
+}
+
+# the Redis Cluster answers: every node says cluster_state:ok and knows all three
+redis_cluster_answers() {
+  local p info
+  command -v redis-cli >/dev/null 2>&1 || return 1
+  for p in $(redis_cluster_ports); do
+    info="$(redis_cli_on "$p" cluster info || true)"
+    [[ "$info" == *cluster_state:ok* && "$info" == *cluster_known_nodes:3* && "$info" == *cluster_slots_assigned:16384* ]] || return 1
+  done
+}
+
 svc_answers() {
   case "$1" in
+    redis-cluster) redis_cluster_answers ;;
+    redis-cluster-*) [[ "$(redis_cli_on "${1#redis-cluster-}" ping || true)" == *PONG* ]] ;;
     kafka) kafka_answers ;;
     registry) registry_answers ;;
     redis) redis_answers ;;

@@ -1,15 +1,25 @@
 #!/usr/bin/env bash
 # Prints each service of the local stack: running/stopped (a process that stack/up.sh
 # started), pid, port, and whether it answers (Kafka metadata, registry subjects, Redis
-# PING, MinIO readiness). Exits 0 only when all four answer.
+# PING, MinIO readiness). Exits 0 only when all four answer; with OZ0_STACK_REDIS=cluster the
+# Redis Cluster profile must answer too (cluster_state:ok on its three masters), and it is
+# listed whenever one of its nodes runs.
 set -euo pipefail
 
 # shellcheck source=stack/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
-printf '%-9s %-8s %-8s %-6s %-8s %s\n' service state pid port answers endpoint
+printf '%-13s %-8s %-8s %-6s %-8s %s\n' service state pid port answers endpoint
 all=0
-for svc in "${SERVICES[@]}"; do
+shown=("${SERVICES[@]}")
+cluster_running=0
+for node in $(redis_cluster_nodes); do
+  svc_pid "$node" >/dev/null && cluster_running=1
+done
+if redis_cluster_wanted || ((cluster_running)); then
+  shown+=(redis-cluster)
+fi
+for svc in "${shown[@]}"; do
   state=stopped
   pid=-
   if p="$(svc_pid "$svc")"; then
@@ -19,7 +29,7 @@ for svc in "${SERVICES[@]}"; do
   answers=no
   if svc_answers "$svc"; then
     answers=yes
-  else
+  elif [[ "$svc" != redis-cluster ]] || redis_cluster_wanted; then
     all=1
   fi
   case "$svc" in
@@ -27,8 +37,9 @@ for svc in "${SERVICES[@]}"; do
     registry) endpoint="$OZ0_REGISTRY_URL" ;;
     redis) endpoint="$OZ0_REDIS_URL" ;;
     minio) endpoint="$OZ0_MINIO_URL" ;;
+    redis-cluster) endpoint="$OZ0_REDIS_CLUSTER_URL" ;;
   esac
-  printf '%-9s %-8s %-8s %-6s %-8s %s\n' "$svc" "$state" "$pid" "$(svc_port "$svc")" "$answers" "$endpoint"
+  printf '%-13s %-8s %-8s %-6s %-8s %s\n' "$svc" "$state" "$pid" "$(svc_port "$svc")" "$answers" "$endpoint"
 done
 printf 'cache: %s (logs in %s)\n' "$OZ0_STACK_HOME" "$LOG_DIR"
 exit "$all"

@@ -5,13 +5,33 @@
 #   Apicurio Registry 3.3.3 (kafkasql storage)  127.0.0.1:$OZ0_REGISTRY_PORT     (18081)
 #   Redis (Debian's redis-server, AOF on)       127.0.0.1:$OZ0_REDIS_PORT        (16379)
 #   MinIO (built from source once)              127.0.0.1:$OZ0_MINIO_PORT        (19000)
+# and with --redis-cluster (or OZ0_STACK_REDIS=cluster), beside the single Redis:
+#   Redis Cluster, three masters, no replicas   127.0.0.1:$OZ0_REDIS_CLUSTER_PORT and the
+#                                               two ports after it (17000-17002; buses +10000)
 # Installs go to ${OZ0_STACK_HOME:-~/.cache/oz0-stack} once and are reused. Idempotent: a
 # service that is already running is left alone. Exits non-zero naming the service that
-# failed, why, and its log. Usage: bash stack/up.sh   (or: npm run stack:up)
+# failed, why, and its log. Usage: bash stack/up.sh [--redis-cluster]   (or: npm run stack:up)
 set -euo pipefail
 
 # shellcheck source=stack/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+want_cluster=0
+redis_cluster_wanted && want_cluster=1
+while (($# > 0)); do
+  case "$1" in
+    --redis-cluster) want_cluster=1 ;;
+    -h | --help)
+      sed -n '2,13p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+      exit 0
+      ;;
+    *)
+      printf 'stack/up.sh: unknown argument %s (use --redis-cluster)\n' "$1" >&2
+      exit 2
+      ;;
+  esac
+  shift
+done
 
 check_ports_distinct
 ensure_dirs
@@ -340,6 +360,60 @@ start_redis() {
   wait_for redis 30
 }
 
+# start_redis_cluster_node <port>: one master of the cluster profile, AOF as the single node's;
+# a master that gives all its slots away stays a master (no replica migration), so a reshard
+# never leaves the profile with fewer than three
+start_redis_cluster_node() {
+  local port="$1" svc="redis-cluster-$1"
+  if already_running "$svc"; then
+    return 0
+  fi
+  ports_free "$svc"
+  rotate_log "$svc"
+  mkdir -p "$REDIS_CLUSTER_DIR/$port"
+  if ! redis-server --port "$port" --bind 127.0.0.1 --protected-mode yes \
+    --cluster-enabled yes --cluster-config-file nodes.conf --cluster-node-timeout 5000 \
+    --cluster-allow-replica-migration no \
+    --save "" --appendonly yes --appendfsync always --dir "$REDIS_CLUSTER_DIR/$port" --daemonize yes \
+    --pidfile "$(pid_file "$svc")" --logfile "$LOG_DIR/$svc.log" 9>&-; then
+    fail "$svc" "redis-server refused to start"
+  fi
+  local i
+  for ((i = 0; i < 50; i++)); do
+    [[ -s "$(pid_file "$svc")" ]] && break
+    sleep 0.1
+  done
+  say "$svc: started (pid $(cat "$(pid_file "$svc")" 2>/dev/null || echo '?'))"
+}
+
+# The cluster profile: three masters; the first start joins them into one cluster
+# (`redis-cli --cluster create`), later starts find it in their nodes.conf.
+start_redis_cluster() {
+  local ports p nodes=() assigned
+  ports="$(redis_cluster_ports)"
+  step "redis-cluster: start (three masters on 127.0.0.1, ports ${ports// /, })"
+  command -v redis-server >/dev/null || fail redis-cluster "redis-server not found" "$LOG_DIR/install-redis.log"
+  command -v redis-cli >/dev/null || fail redis-cluster "redis-cli not found (Debian's redis-tools)"
+  for p in $ports; do
+    start_redis_cluster_node "$p"
+    nodes+=("127.0.0.1:$p")
+  done
+  for p in $ports; do wait_for "redis-cluster-$p" 30; done
+  if redis_cluster_answers; then
+    say "redis-cluster: answers (cluster_state:ok, 3 masters)"
+    return 0
+  fi
+  assigned="$(redis_cli_on "${nodes[0]#*:}" cluster info | sed -n 's/^cluster_slots_assigned:\([0-9]*\).*/\1/p')"
+  if [[ "${assigned:-0}" == 0 ]]; then
+    say "redis-cluster: creating the cluster (redis-cli --cluster create ${nodes[*]} --cluster-replicas 0)"
+    if ! timeout 60 redis-cli --cluster create "${nodes[@]}" --cluster-replicas 0 --cluster-yes \
+      >>"$LOG_DIR/redis-cluster-create.log" 2>&1; then
+      fail redis-cluster "redis-cli --cluster create failed" "$LOG_DIR/redis-cluster-create.log"
+    fi
+  fi
+  wait_for redis-cluster 60
+}
+
 start_minio() {
   step "minio: start (127.0.0.1:$OZ0_MINIO_PORT, console $OZ0_MINIO_CONSOLE_PORT)"
   if ! already_running minio; then
@@ -394,6 +468,9 @@ start_registry
 
 wait_job redis "apt-get update and install"
 start_redis
+if ((want_cluster)); then
+  start_redis_cluster
+fi
 
 wait_job minio "4-10 min on 2 cores, once"
 start_minio

@@ -11,7 +11,8 @@
  * Where there is no `/proc/stat` (not Linux), the machine's column is left empty.
  */
 import { readFileSync } from "node:fs";
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../../store/redis/client.ts";
+import { masterNodes } from "../../store/redis/slots.ts";
 
 /** Linux reports `/proc/stat` in USER_HZ, which is 100 on every architecture Node runs on. */
 const USER_HZ = 100;
@@ -132,12 +133,12 @@ export class CpuMeter {
   private timer: NodeJS.Timeout | undefined;
   private pending: Promise<void> = Promise.resolve();
 
-  private readonly redis: Redis | null;
+  private readonly redis: RedisClient | null;
   private readonly everyMs: number;
   private readonly brokerPid: number | null;
 
   /** `brokerPid`: the broker's process on this machine, sampled too (`localBrokerPid`). */
-  constructor(redis: Redis | null, everyMs = 250, brokerPid: number | null = null) {
+  constructor(redis: RedisClient | null, everyMs = 250, brokerPid: number | null = null) {
     this.redis = redis;
     this.everyMs = everyMs;
     this.brokerPid = brokerPid;
@@ -147,7 +148,9 @@ export class CpuMeter {
     let redis: number | null = null;
     if (this.redis) {
       try {
-        redis = redisCpuSeconds(await this.redis.info("cpu"));
+        // A cluster's CPU is its masters' together.
+        const each = await Promise.all(masterNodes(this.redis).map(async (node) => redisCpuSeconds(await node.info("cpu"))));
+        redis = each.some((x) => x === null) ? null : each.reduce<number>((a, b) => a + (b ?? 0), 0);
       } catch {
         redis = null;
       }

@@ -48,6 +48,7 @@ import { ThreadedCollector, type OutputTopic } from "./collect.ts";
 import { CpuMeter, type CpuSpent } from "./cpu.ts";
 import { BENCH_AGENTS, loadCorpus, modelCalls, toolCalls, toolResults, type BenchEvent, type EventKind } from "./events.ts";
 import { identityProcessor, startPassthrough, startTransactionalPassthrough, startUnderRunner, type RunningSubject, type SubjectContext } from "./subjects.ts";
+import { deleteKeys, scanKeys } from "../../store/redis/slots.ts";
 
 const { values } = parseArgs({
   options: {
@@ -370,8 +371,8 @@ async function cleanup(): Promise<void> {
   const topics = plans.flatMap((p) => p.specs.map((s) => s.name));
   await admin.deleteTopics({ topics, timeout: 30_000 }).catch((err: unknown) => say(`deleting the bench topics failed (${String(err)}); delete bench.${uid}.* by hand`));
   let removed = 0;
-  for await (const batch of redis.scanStream({ match: `${keys.prefix}:*`, count: 500 }) as AsyncIterable<string[]>) {
-    if (batch.length > 0) removed += await redis.del(...batch);
+  for await (const batch of scanKeys(redis, `${keys.prefix}:*`, 500)) {
+    if (batch.length > 0) removed += await deleteKeys(redis, batch);
   }
   say(`cleaned up: ${topics.length} topics, ${removed} Redis keys under ${keys.prefix}:`);
 }

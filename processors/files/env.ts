@@ -2,7 +2,7 @@
  * How the pipeline builds what the file rules need from its shared connections: the Redis
  * state of trees, turns and thresholds, and the file store.
  */
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../../store/redis/client.ts";
 import type { AgentDefinition } from "../../config/agent.ts";
 import { resolveOffloadThreshold, type OffloadThreshold } from "../../config/resolve.ts";
 import type { TenantSettings } from "../../config/tenant.ts";
@@ -12,7 +12,7 @@ import type { ConfigView } from "../runner/config-table.ts";
 import type { FileArgumentsEnv } from "./arguments.ts";
 import { RedisFilesState, type FilesState } from "./state.ts";
 
-export function filesState(redis: Redis, keys: Keys = new Keys()): FilesState {
+export function filesState(redis: RedisClient, keys: Keys = new Keys()): FilesState {
   return new RedisFilesState(redis, keys);
 }
 

@@ -7,7 +7,7 @@
  * Every record is kept per tenant and tree (FILE-5): tree IDs may be chosen, so two tenants
  * may use the same one, and neither ever sees or changes the other's record.
  */
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../../store/redis/client.ts";
 import type { OffloadThreshold } from "../../config/resolve.ts";
 import type { FileReader } from "../../store/files.ts";
 import { Keys } from "../../store/redis/keys.ts";
@@ -72,10 +72,10 @@ async function redisStep<T>(what: string, key: string, step: () => Promise<T>): 
 }
 
 export class RedisFilesState implements FilesState {
-  readonly #redis: Redis;
+  readonly #redis: RedisClient;
   readonly #keys: Keys;
 
-  constructor(redis: Redis, keys: Keys = new Keys()) {
+  constructor(redis: RedisClient, keys: Keys = new Keys()) {
     this.#redis = redis;
     this.#keys = keys;
   }

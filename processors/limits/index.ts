@@ -3,7 +3,7 @@
  * processors, one per input topic (`oz0.model-calls`, `oz0.jobs`), sharing one Redis hash per
  * tree (see docs/limits.md).
  */
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../../store/redis/client.ts";
 import { Keys } from "../../store/redis/keys.ts";
 import type { ConfigView } from "../runner/config-table.ts";
 import type { LimitsEnv } from "./env.ts";
@@ -21,7 +21,7 @@ export { DEFAULT_PRICES } from "./prices.ts";
 export type { LimitsEnv } from "./env.ts";
 
 /** Builds the environment both limits processors share, from the pipeline's connections. */
-export function limitsEnv(deps: { redis: Redis; config: ConfigView; keys?: Keys; prices?: PriceTable; redisOptions?: RedisLimitsOptions }): LimitsEnv {
+export function limitsEnv(deps: { redis: RedisClient; config: ConfigView; keys?: Keys; prices?: PriceTable; redisOptions?: RedisLimitsOptions }): LimitsEnv {
   return { store: redisLimitsStore(deps.redis, deps.keys ?? new Keys(), deps.redisOptions), config: deps.config, prices: deps.prices ?? DEFAULT_PRICES };
 }
 
@@ -30,6 +30,6 @@ export function limitsEnv(deps: { redis: Redis; config: ConfigView; keys?: Keys;
  * environment from `{ redis, config }`. Both use the default Keys, so they share each tree's state.
  */
 export const limitsPipelineEntries = [
-  { processor: limitsModelCallsProcessor, env: (deps: { redis: Redis; config: ConfigView }): LimitsEnv => limitsEnv(deps) },
-  { processor: limitsJobsProcessor, env: (deps: { redis: Redis; config: ConfigView }): LimitsEnv => limitsEnv(deps) },
+  { processor: limitsModelCallsProcessor, env: (deps: { redis: RedisClient; config: ConfigView }): LimitsEnv => limitsEnv(deps) },
+  { processor: limitsJobsProcessor, env: (deps: { redis: RedisClient; config: ConfigView }): LimitsEnv => limitsEnv(deps) },
 ] as const;

@@ -5,7 +5,7 @@
  * A Redis failure is classified by what the server said (`store/redis/errors.ts`): a
  * TransientError, or a StoreRefused naming the key.
  */
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../../store/redis/client.ts";
 import type { Keys } from "../../store/redis/keys.ts";
 import { runScript } from "../../store/redis/scripts.ts";
 import { redisFailure } from "../../store/redis/errors.ts";
@@ -46,7 +46,7 @@ function quotaAnswer(r: number[]): QuotaAnswer {
   return { code, personSpent: r[1] ?? 0, personReserved: r[2] ?? 0, teamSpent: r[3] ?? 0, teamReserved: r[4] ?? 0 };
 }
 
-export function redisBudgetStore(redis: Redis, keys: Keys, options: RedisBudgetOptions = {}): BudgetPart {
+export function redisBudgetStore(redis: RedisClient, keys: Keys, options: RedisBudgetOptions = {}): BudgetPart {
   const hold = options.tenantHoldMs ?? 3600_000;
   const keep = options.tenantKeepMs ?? 24 * 3600_000;
   const tenantTtl = options.tenantTtlSeconds ?? 40 * 24 * 3600;

@@ -5,7 +5,7 @@
  * TransientError (the runner tries the batch again) or a StoreRefused naming the tree's key
  * (its inputs are dead-lettered; other trees go on).
  */
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../../store/redis/client.ts";
 import type { Reserve, OnBudget } from "../../config/agent.ts";
 import type { Keys } from "../../store/redis/keys.ts";
 import { runScript } from "../../store/redis/scripts.ts";
@@ -84,7 +84,7 @@ const at = (list: number[], i: number): number => list[i] ?? 0;
 
 const indexMember = (r: Pick<BudgetRequest, "tenant" | "tree_id" | "approval">): string => `${r.tenant}\n${r.tree_id}\n${r.approval}`;
 
-export function redisLimitsStore(redis: Redis, keys: Keys, options: RedisLimitsOptions = {}): LimitsStore {
+export function redisLimitsStore(redis: RedisClient, keys: Keys, options: RedisLimitsOptions = {}): LimitsStore {
   const ttl = options.ttlSeconds ?? 7 * 24 * 3600;
   const endedTtl = options.endedTtlSeconds ?? 24 * 3600;
 

@@ -3,7 +3,7 @@
  * settlement is one atomic step, so exactly one settlement crosses each line: the one with
  * `before < line <= after`. Its report is derived from that input and repeats on a replay.
  */
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../../store/redis/client.ts";
 import type { Keys } from "../../store/redis/keys.ts";
 import type { Judgement } from "./decisions.ts";
 import { NO_LIMIT, type TreeSettings } from "./tree-settings.ts";
@@ -30,7 +30,7 @@ export function spendCrossings(s: TreeSettings, before: number, after: number): 
  * FIT-16: the share of its budget a tenant's tree has spent, from its limits state; null while
  * the state keeps no budget for it (no state yet, or no max_cost_usd).
  */
-export async function spendShare(redis: Redis, keys: Keys, tenant: string, treeId: string): Promise<number | null> {
+export async function spendShare(redis: RedisClient, keys: Keys, tenant: string, treeId: string): Promise<number | null> {
   const [budget, spent] = await redis.hmget(keys.limits(tenant, treeId), "s:budget", "spent");
   if (budget === null) return null;
   const b = Number(budget);

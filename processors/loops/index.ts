@@ -3,7 +3,7 @@
  * and a timer that turns passed deadlines into answers. `loopsPipelineEntries` says what
  * `processors/pipeline.ts` runs; `startLoopDeadlines` is started beside the processors.
  */
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../../store/redis/client.ts";
 import type { Kafka } from "kafkajs";
 import type { Serde } from "../../schemas/serde.ts";
 import { Keys } from "../../store/redis/keys.ts";
@@ -23,17 +23,17 @@ export { formatLoopReport, loopReport, toolFacts, type LoopingTool } from "./rep
 export { MemoryLoopStore } from "./memory-store.ts";
 export { RedisLoopStore } from "./redis-store.ts";
 
-const stores = new WeakMap<Redis, RedisLoopStore>();
+const stores = new WeakMap<RedisClient, RedisLoopStore>();
 
 /** One loop store per Redis connection, shared by the three processors. */
-export function loopStore(redis: Redis, keys = new Keys()): RedisLoopStore {
+export function loopStore(redis: RedisClient, keys = new Keys()): RedisLoopStore {
   let store = stores.get(redis);
   if (!store) stores.set(redis, (store = new RedisLoopStore(redis, keys)));
   return store;
 }
 
 export interface LoopDeps {
-  readonly redis: Redis;
+  readonly redis: RedisClient;
   readonly config: ConfigView;
 }
 

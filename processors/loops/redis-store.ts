@@ -5,11 +5,11 @@
  * and nothing is committed meanwhile, or a StoreRefused naming the key (a run's lane holding
  * another kind of value), so the inputs of that run are dead-lettered and the others go on.
  */
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../../store/redis/client.ts";
 import type { Keys } from "../../store/redis/keys.ts";
 import { defineScripts, scripts } from "../../store/redis/scripts.ts";
+import { execBySlot, type Reply, type SlotCommand } from "../../store/redis/slots.ts";
 import { redisFailure } from "../../store/redis/errors.ts";
-import { TransientError } from "../runner/errors.ts";
 import { flagsFromHash, timerEntries, timerMember, type Lane, type LaneRead, type LaneSnapshot, type LaneWrite, type LoopCount, type LoopStore, type RunFlags, type TimerEntry } from "./store.ts";
 
 export interface RedisLoopStoreOptions {
@@ -19,14 +19,11 @@ export interface RedisLoopStoreOptions {
   readonly statsTtlSeconds?: number;
 }
 
-type Reply = [Error | null, unknown];
-
 /** Loops counted per script call. */
 const COUNTS_PER_SCRIPT = 500;
 
 /** Each command's reply; the first that failed, as the error its reply means, naming the command's key. */
-function replies(result: Reply[] | null, what: string, keys: readonly string[]): unknown[] {
-  if (!result) throw new TransientError(`Redis returned nothing for ${what}; the batch is tried again`, { dependency: "redis" });
+function replies(result: Reply[], what: string, keys: readonly string[]): unknown[] {
   return result.map(([err, value], i) => {
     if (err) throw redisFailure(err, what, keys[i]);
     return value;
@@ -34,12 +31,12 @@ function replies(result: Reply[] | null, what: string, keys: readonly string[]):
 }
 
 export class RedisLoopStore implements LoopStore {
-  private readonly redis: Redis;
+  private readonly redis: RedisClient;
   private readonly keys: Keys;
   private readonly runTtl: number;
   private readonly statsTtl: number;
 
-  constructor(redis: Redis, keys: Keys, options: RedisLoopStoreOptions = {}) {
+  constructor(redis: RedisClient, keys: Keys, options: RedisLoopStoreOptions = {}) {
     this.redis = redis;
     this.keys = keys;
     this.runTtl = options.runTtlSeconds ?? 86_400;
@@ -49,19 +46,17 @@ export class RedisLoopStore implements LoopStore {
 
   async read(lane: Lane, reads: readonly LaneRead[]): Promise<LaneSnapshot[]> {
     if (reads.length === 0) return [];
-    const pipe = this.redis.pipeline();
-    const keyed: string[] = [];
+    const commands: SlotCommand[] = [];
     for (const r of reads) {
       const laneKey = this.keys.loopLane(r.tenant, r.run, lane);
       const flagsKey = this.keys.loopFlags(r.tenant, r.run);
-      pipe.hmget(laneKey, "state", `at:${r.source}`, ...r.offsets.map((o) => `memo:${r.source}:${o}`));
-      pipe.hgetall(flagsKey);
-      keyed.push(laneKey, flagsKey);
+      commands.push({ key: laneKey, name: "hmget", args: [laneKey, "state", `at:${r.source}`, ...r.offsets.map((o) => `memo:${r.source}:${o}`)] });
+      commands.push({ key: flagsKey, name: "hgetall", args: [flagsKey] });
     }
     const what = `reading the ${lane} loop state of ${reads.length} runs`;
     let values: unknown[];
     try {
-      values = replies(await pipe.exec(), what, keyed);
+      values = replies(await execBySlot(this.redis, [commands]), what, commands.map((c) => c.key));
     } catch (err) {
       throw redisFailure(err, what);
     }
@@ -81,14 +76,12 @@ export class RedisLoopStore implements LoopStore {
     const commit = scripts().get("loopCommit")?.command;
     const count = scripts().get("countLoops")?.command;
     if (!commit || !count) throw new Error("the loopCommit and countLoops scripts are missing from store/redis/lua");
-    const pipe = this.redis.pipeline();
-    // Each command's key, in order, so a failed reply names the key it failed on.
-    const keyed: string[] = [];
-    // ioredis adds a method per defined script to a pipeline; its type does not know them.
-    const scripted = pipe as unknown as Record<string, (...args: Array<string | number>) => unknown>;
     // Deadlines and counts live under other hash tags than the runs, so they cannot join a
     // run's script. Both are idempotent and go first: once a run's script has stored its lane, a
     // retry replays its inputs and would not send them again. A day's counts go in one script.
+    // Settled deadlines go last, after the scripts that settled them. On one node the three
+    // phases go in one pipeline, in this order; on a cluster each phase waits for the one before.
+    const first: SlotCommand[] = [];
     const days = new Map<string, LoopCount[]>();
     for (const c of writes.flatMap((w) => w.counts)) {
       const list = days.get(c.day);
@@ -97,42 +90,38 @@ export class RedisLoopStore implements LoopStore {
     }
     for (const [day, counts] of days) {
       for (let i = 0; i < counts.length; i += COUNTS_PER_SCRIPT) {
-        const args: Array<string | number> = [this.statsTtl, Math.min(COUNTS_PER_SCRIPT, counts.length - i)];
+        const args: Array<string | number> = [this.keys.loopStats(day, "counts"), this.keys.loopStats(day, "counted"), this.statsTtl, Math.min(COUNTS_PER_SCRIPT, counts.length - i)];
         for (const c of counts.slice(i, i + COUNTS_PER_SCRIPT)) args.push(c.id, c.tenant, c.plugin, c.tool);
-        scripted[count]?.(this.keys.loopStats(day, "counts"), this.keys.loopStats(day, "counted"), ...args);
-        keyed.push(this.keys.loopStats(day, "counts"));
+        first.push({ key: this.keys.loopStats(day, "counts"), name: count, args });
       }
     }
     for (const w of writes) {
-      for (const e of w.deadlines.flatMap(timerEntries)) {
-        pipe.zadd(this.keys.loopDeadlines(), "NX", e.at, timerMember(e));
-        keyed.push(this.keys.loopDeadlines());
-      }
+      for (const e of w.deadlines.flatMap(timerEntries)) first.push({ key: this.keys.loopDeadlines(), name: "zadd", args: [this.keys.loopDeadlines(), "NX", e.at, timerMember(e)] });
     }
+    const runs: SlotCommand[] = [];
+    // The script keeps the lane and the run's flags; which of the two failed, the server's words say.
+    const runKeys: string[] = [];
     for (const w of writes) {
       const waitsUntil = Math.max(0, ...w.deadlines.map((d) => d.at));
       const ttl = Math.max(this.runTtl, Math.ceil((waitsUntil - Date.now()) / 1000) + this.runTtl);
       // Where an answer finds the approval's run, kept as long as the run's flags.
-      for (const d of w.deadlines) {
-        pipe.set(this.keys.loopApproval(d.approval), `${w.tenant}\n${w.run}`, "EX", ttl);
-        keyed.push(this.keys.loopApproval(d.approval));
-      }
-      const args: Array<string | number> = [w.source, w.at, w.state, ttl, w.from, w.memos.length];
+      for (const d of w.deadlines) first.push({ key: this.keys.loopApproval(d.approval), name: "set", args: [this.keys.loopApproval(d.approval), `${w.tenant}\n${w.run}`, "EX", ttl] });
+      const laneKey = this.keys.loopLane(w.tenant, w.run, lane);
+      const flagsKey = this.keys.loopFlags(w.tenant, w.run);
+      const args: Array<string | number> = [laneKey, flagsKey, w.source, w.at, w.state, ttl, w.from, w.memos.length];
       for (const [offset, outcome] of w.memos) args.push(offset, outcome);
       for (const [field, value] of w.flags) args.push(field, value);
-      scripted[commit]?.(this.keys.loopLane(w.tenant, w.run, lane), this.keys.loopFlags(w.tenant, w.run), ...args);
-      // The script keeps the lane and the run's flags; which of the two failed, the server's words say.
-      keyed.push(`${this.keys.loopLane(w.tenant, w.run, lane)} (or ${this.keys.loopFlags(w.tenant, w.run)})`);
+      runs.push({ key: laneKey, name: commit, args });
+      runKeys.push(`${laneKey} (or ${flagsKey})`);
     }
+    const last: SlotCommand[] = [];
     for (const w of writes) {
-      for (const e of w.settled.flatMap(timerEntries)) {
-        pipe.zrem(this.keys.loopDeadlines(), timerMember(e));
-        keyed.push(this.keys.loopDeadlines());
-      }
+      for (const e of w.settled.flatMap(timerEntries)) last.push({ key: this.keys.loopDeadlines(), name: "zrem", args: [this.keys.loopDeadlines(), timerMember(e)] });
     }
     const what = `writing the ${lane} loop state of ${writes.length} runs`;
+    const keyed = [...first.map((c) => c.key), ...runKeys, ...last.map((c) => c.key)];
     try {
-      replies(await pipe.exec(), what, keyed);
+      replies(await execBySlot(this.redis, [first, runs, last]), what, keyed);
     } catch (err) {
       throw redisFailure(err, what);
     }

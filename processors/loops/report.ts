@@ -3,7 +3,7 @@
  * admins, from the daily counts `countLoops` keeps (per day, tenant, plugin and tool; never
  * what was said), each with its risk class and whether its kill switch is thrown.
  */
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../../store/redis/client.ts";
 import { asKillSwitch, killSwitchId, type KillSwitch } from "../../config/kill-switch.ts";
 import type { PluginManifest } from "../../config/plugin.ts";
 import type { Keys } from "../../store/redis/keys.ts";
@@ -76,7 +76,7 @@ export function toolsLoopingInTenants(rows: Iterable<TenantToolLoops>, minTenant
 }
 
 /** The tools that looped in `minTenants` (3) or more tenants in the `days` (7) UTC days up to `until`. */
-export async function loopReport(redis: Redis, keys: Keys, options: { until?: number; days?: number; minTenants?: number; config?: ConfigView } = {}): Promise<LoopingTool[]> {
+export async function loopReport(redis: RedisClient, keys: Keys, options: { until?: number; days?: number; minTenants?: number; config?: ConfigView } = {}): Promise<LoopingTool[]> {
   const days = reportDays(options.until ?? Date.now(), options.days ?? 7);
   const pipe = redis.pipeline();
   for (const day of days) pipe.hgetall(keys.loopStats(day, "counts"));

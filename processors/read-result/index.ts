@@ -2,7 +2,7 @@
  * oz.read_result (OFF-6..OFF-9): the processor, the pure decisions runtimes share, and the
  * environment the pipeline builds from its connections (the file store, Redis, the config table).
  */
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../../store/redis/client.ts";
 import { FileNotFound } from "../../store/file-errors.ts";
 import type { FileReader, FileStore } from "../../store/files.ts";
 import { Keys } from "../../store/redis/keys.ts";
@@ -20,7 +20,7 @@ export { builtinManifest, isBuiltinTool, isReadResult, OZ_MANIFEST, READ_RESULT,
 export const JOB_LABELS_TTL_SECONDS = 90 * 24 * 60 * 60;
 
 /** OFF-9: joins labels into the job's set in Redis; returns how many the job holds. A Redis failure is classified by what the server said (`store/redis/errors.ts`). */
-export async function joinJobLabels(redis: Redis, keys: Keys, job: { readonly tenant: string; readonly tree: string; readonly job: string }, labels: readonly string[]): Promise<number> {
+export async function joinJobLabels(redis: RedisClient, keys: Keys, job: { readonly tenant: string; readonly tree: string; readonly job: string }, labels: readonly string[]): Promise<number> {
   const key = keys.jobLabels(job.tenant, job.tree, job.job);
   try {
     if (labels.length === 0) return await redis.scard(key);
@@ -32,14 +32,14 @@ export async function joinJobLabels(redis: Redis, keys: Keys, job: { readonly te
 }
 
 /** The labels a job has joined (OFF-9), sorted. */
-export async function jobLabels(redis: Redis, keys: Keys, job: { readonly tenant: string; readonly tree: string; readonly job: string }): Promise<string[]> {
+export async function jobLabels(redis: RedisClient, keys: Keys, job: { readonly tenant: string; readonly tree: string; readonly job: string }): Promise<string[]> {
   return (await redis.smembers(keys.jobLabels(job.tenant, job.tree, job.job))).sort();
 }
 
 export interface ReadResultDeps {
   readonly config: ConfigView;
   readonly files: FileStore;
-  readonly redis: Redis;
+  readonly redis: RedisClient;
   readonly keys?: Keys;
   /**
    * FILE-3: the call's tree as a reader, with the earlier turns of its conversation. Left out,

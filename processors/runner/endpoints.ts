@@ -6,13 +6,17 @@
 import type { RedisOptions } from "ioredis";
 import { logLevel, type KafkaConfig, type ProducerConfig, type SASLOptions } from "kafkajs";
 import { LOCAL_STACK } from "../../stack/local.ts";
+import { redisClusterFlag } from "../../store/redis/client.ts";
 import { createLogger, kafkaLogCreator, type Logger } from "./log.ts";
 import { RememberingPartitioner } from "./partitioner.ts";
 
 export interface Endpoints {
   kafkaBrokers: string[];
   registryUrl: string;
+  /** `OZ0_REDIS_URL`: one node's URL, or a Redis Cluster's seed nodes separated by commas. */
   redisUrl: string;
+  /** `OZ0_REDIS_CLUSTER`: whether Redis is a cluster, when the URL alone does not say (`store/redis/client.ts`). */
+  redisCluster?: boolean;
   /** `OZ0_REDIS_USERNAME`: a Redis ACL user kept out of the URL (`store/redis/client.ts`). */
   redisUsername?: string;
   /** `OZ0_REDIS_PASSWORD`: Redis AUTH kept out of the URL, so the URL can be shown. */
@@ -27,12 +31,21 @@ const LOCAL = LOCAL_STACK;
 
 type Env = Record<string, string | undefined>;
 
+/** `OZ0_STACK_REDIS`: which Redis of the local stack is meant when OZ0_REDIS_URL is not set, as `stack/env.sh` reads it. */
+function stackRedis(env: Env): "node" | "cluster" {
+  const v = env.OZ0_STACK_REDIS || "node";
+  if (v !== "node" && v !== "cluster") throw new Error(`OZ0_STACK_REDIS=${JSON.stringify(v)}: use node (one Redis, the default) or cluster (the local stack's Redis Cluster)`);
+  return v;
+}
+
 export function endpointsFromEnv(env: Env = process.env): Endpoints {
   const get = (k: keyof typeof LOCAL): string => env[k] || LOCAL[k];
+  const redisCluster = redisClusterFlag(env.OZ0_REDIS_CLUSTER);
   return {
     kafkaBrokers: get("OZ0_KAFKA_BROKERS").split(",").map((s) => s.trim()).filter(Boolean),
     registryUrl: get("OZ0_REGISTRY_URL").replace(/\/+$/, ""),
-    redisUrl: get("OZ0_REDIS_URL"),
+    redisUrl: env.OZ0_REDIS_URL || (stackRedis(env) === "cluster" ? get("OZ0_REDIS_CLUSTER_URL") : LOCAL.OZ0_REDIS_URL),
+    ...(redisCluster !== undefined ? { redisCluster } : {}),
     ...(env.OZ0_REDIS_USERNAME ? { redisUsername: env.OZ0_REDIS_USERNAME } : {}),
     ...(env.OZ0_REDIS_PASSWORD ? { redisPassword: env.OZ0_REDIS_PASSWORD } : {}),
     minioUrl: get("OZ0_MINIO_URL"),
@@ -51,6 +64,7 @@ export function endpointsEnv(e: Endpoints): Record<string, string> {
     OZ0_KAFKA_BROKERS: e.kafkaBrokers.join(","),
     OZ0_REGISTRY_URL: e.registryUrl,
     OZ0_REDIS_URL: e.redisUrl,
+    ...(e.redisCluster !== undefined ? { OZ0_REDIS_CLUSTER: e.redisCluster ? "1" : "0" } : {}),
     ...(e.redisUsername ? { OZ0_REDIS_USERNAME: e.redisUsername } : {}),
     ...(e.redisPassword ? { OZ0_REDIS_PASSWORD: e.redisPassword } : {}),
     OZ0_MINIO_URL: e.minioUrl,

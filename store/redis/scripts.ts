@@ -6,7 +6,8 @@
  */
 import { createHash } from "node:crypto";
 import { readdirSync, readFileSync } from "node:fs";
-import type { Redis } from "ioredis";
+import type { RedisClient } from "./client.ts";
+import { hashTag } from "./slots.ts";
 
 export interface ScriptFile {
   readonly name: string;
@@ -55,21 +56,23 @@ export function scripts(): Map<string, ScriptFile> {
   return loaded;
 }
 
-const defined = new WeakSet<Redis>();
+const defined = new WeakSet<RedisClient>();
 
 /** Defines every script on a connection once; later calls on the same connection do nothing. */
-export function defineScripts(redis: Redis): void {
+export function defineScripts(redis: RedisClient): void {
   if (defined.has(redis)) return;
   for (const s of scripts().values()) redis.defineCommand(s.command, { numberOfKeys: s.keys, lua: s.lua });
   defined.add(redis);
 }
 
 /** Runs a script by its name (`tallyOnce`), defining the scripts on this connection first. */
-export async function runScript(redis: Redis, name: string, keys: string[], args: Array<string | number>): Promise<unknown> {
+export async function runScript(redis: RedisClient, name: string, keys: string[], args: Array<string | number>): Promise<unknown> {
   defineScripts(redis);
   const s = scripts().get(name);
   if (!s) throw new Error(`no Lua script named ${name} in store/redis/lua`);
   if (keys.length !== s.keys) throw new Error(`script ${name} takes ${s.keys} keys, got ${keys.length}`);
+  // Redis Cluster runs a script only when its keys share a slot; one node would run it, and the code would break on a cluster.
+  if (new Set(keys.map(hashTag)).size > 1) throw new Error(`script ${name} was given keys of several hash tags (${keys.join(", ")}): a script's keys must share one, so they share a slot on Redis Cluster`);
   const fn = (redis as unknown as Record<string, (...a: Array<string | number>) => Promise<unknown>>)[s.command];
   if (!fn) throw new Error(`script ${name} is not defined on this connection`);
   return fn.call(redis, ...keys, ...args);

@@ -3,7 +3,6 @@
  * registry, and the fuzz drill in a shorter form (3,000 hostile messages over the three
  * processors, each run as a worker process against the real services).
  */
-import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { FUZZ_KINDS, fuzzDrill, kindsOf, type FuzzResult, type FuzzSubject } from "../../drills/fuzz.ts";
 import type { Services } from "../../drills/lab.ts";
@@ -13,6 +12,7 @@ import type { ToolCall } from "../../schemas/types.ts";
 import { minioClient } from "../../store/objects.ts";
 import { toolCall } from "../support/events.ts";
 import { endpoints, kafka, serde } from "../support/kafka.ts";
+import { redisClient } from "../../store/redis/client.ts";
 
 let services: Services;
 
@@ -21,7 +21,7 @@ beforeAll(async () => {
   const k = kafka();
   const admin = k.admin();
   await admin.connect();
-  services = { kafka: k, admin, serde: await serde(), redis: new Redis(e.redisUrl, { maxRetriesPerRequest: 3 }), minio: minioClient(e), endpoints: e };
+  services = { kafka: k, admin, serde: await serde(), redis: redisClient(e, { maxRetriesPerRequest: 3 }), minio: minioClient(e), endpoints: e };
 });
 
 afterAll(async () => {

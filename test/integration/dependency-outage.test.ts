@@ -8,7 +8,6 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { setTimeout as sleep } from "node:timers/promises";
-import type { Redis } from "ioredis";
 import type { Producer } from "kafkajs";
 import { loopCallsProcessor } from "../../processors/loops/calls-processor.ts";
 import { RedisLoopStore } from "../../processors/loops/redis-store.ts";
@@ -21,7 +20,7 @@ import { startProcessor, type RunningProcessor } from "../../processors/runner/r
 import { KafkaTransport } from "../../processors/runner/transport.ts";
 import type { Serde } from "../../schemas/serde.ts";
 import type { Decision, ToolCall } from "../../schemas/types.ts";
-import { redisClient } from "../../store/redis/client.ts";
+import { redisClient, type RedisClient } from "../../store/redis/client.ts";
 import { Keys } from "../../store/redis/keys.ts";
 import { toolCall, uid } from "../support/events.ts";
 import { collect, kafka, serde } from "../support/kafka.ts";
@@ -38,8 +37,8 @@ async function until(what: string, check: () => boolean | Promise<boolean>, time
 describe("a dependency failing for a while", () => {
   let s: Serde;
   let server: PrivateRedis;
-  let redis: Redis;
-  let admin: Redis;
+  let redis: RedisClient;
+  let admin: RedisClient;
   let producer: Producer;
   let running: RunningProcessor | undefined;
   const input = `drill.${uid("outage").replace(/-/g, "_")}.tool-calls`;

@@ -3,53 +3,15 @@
  * is killed, rebalanced, or loses a service of the stack while inputs stream in, and its answers
  * and Redis state must equal an undisturbed reference run of the same inputs.
  */
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { disruptDrill, type DisruptOptions } from "../../drills/disrupt.ts";
-import type { Services } from "../../drills/lab.ts";
-import { passed, type DrillRow } from "../../drills/report.ts";
-import { minioClient } from "../../store/objects.ts";
-import { redisClient } from "../../store/redis/client.ts";
-import { endpoints, kafka, serde } from "../support/kafka.ts";
+import { describe, expect, inject, it } from "vitest";
+import type { DrillRow } from "../../drills/report.ts";
+import { drillServices, expectClean } from "../support/drills.ts";
 
-let services: Services;
+const { drill } = drillServices();
 
 /** The outage drills stop and start services of the local stack (stack/); other services are not theirs to stop. */
 function notLocalStack(): boolean {
   return inject("servicesMode") !== "local-stack";
-}
-
-beforeAll(async () => {
-  const e = endpoints();
-  const k = kafka();
-  const admin = k.admin();
-  await admin.connect();
-  const redis = redisClient(e, { maxRetriesPerRequest: 3 });
-  // Redis is stopped on purpose by an outage drill; the client reconnects by itself.
-  redis.on("error", () => {});
-  services = { kafka: k, admin, serde: await serde(), redis, minio: minioClient(e), endpoints: e };
-});
-
-afterAll(async () => {
-  await services.admin.disconnect();
-  services.redis.disconnect();
-});
-
-async function drill(o: DisruptOptions): Promise<DrillRow> {
-  const lines: string[] = [];
-  const row = await disruptDrill(services, { ...o, say: (l) => lines.push(l) });
-  // The row's figures, and what happened, when a check fails.
-  if (!passed(row)) console.error([...lines, JSON.stringify(row, null, 2)].join("\n"));
-  return row;
-}
-
-/** `copies`: whether outputs may be read twice (then only as true copies under one ID, which consumers drop). */
-function expectClean(row: DrillRow, inputs: number, copies = false): void {
-  expect(row.inputs).toBe(inputs);
-  expect(row.lost).toBe(0);
-  if (!copies) expect(row.duplicated).toBe(0);
-  expect(row.deadLettered).toBe(0);
-  expect(row.details).toEqual([]);
-  for (const [name, ok] of Object.entries(row.checks)) expect(ok, name).toBe(true);
 }
 
 describe("fault drills", () => {

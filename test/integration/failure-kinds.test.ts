@@ -11,14 +11,13 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Client } from "minio";
-import type { Redis } from "ioredis";
 import { redisLimitsStore } from "../../processors/limits/redis-store.ts";
 import { RedisLoopStore } from "../../processors/loops/redis-store.ts";
 import { StoreRefused, TransientError } from "../../processors/runner/errors.ts";
 import { FileStore } from "../../store/files.ts";
 import { minioClient } from "../../store/objects.ts";
 import { PayloadKeys } from "../../store/payload-keys.ts";
-import { redisClient } from "../../store/redis/client.ts";
+import { redisClient, type RedisClient } from "../../store/redis/client.ts";
 import { redisFailure } from "../../store/redis/errors.ts";
 import { Keys } from "../../store/redis/keys.ts";
 import { runScript } from "../../store/redis/scripts.ts";
@@ -31,7 +30,7 @@ import { startPrivateRedis, type PrivateRedis } from "../support/private-redis.t
 const ask = (requestId: string) => ({ kind: "ask" as const, ask: { requestId, runId: "r1", inputTokens: 10, worst: 1, maxSteps: -1, maxTokens: -1, deadline: -1, now: Date.now() } });
 
 describe("Redis failures from the shared server", () => {
-  let redis: Redis;
+  let redis: RedisClient;
   const keys = new Keys(uid("fk").replace(/-/g, "_"));
   beforeAll(() => {
     redis = redisClient(endpoints());
@@ -81,7 +80,7 @@ describe("Redis failures from the shared server", () => {
 
 describe("Redis failures from a private server, broken on purpose", () => {
   let server: PrivateRedis;
-  let redis: Redis;
+  let redis: RedisClient;
   const keys = new Keys("fk");
   beforeAll(async () => {
     server = await startPrivateRedis("pw");

@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Redis } from "ioredis";
 import type { Producer } from "kafkajs";
 import { fillInProcessor } from "../../processors/fill-in/processor.ts";
 import { FILES_META_KEY, FILES_NOT_FOUND_META_KEY } from "../../processors/files/arguments.ts";
@@ -17,11 +16,12 @@ import { PayloadKeys } from "../../store/payload-keys.ts";
 import { Keys } from "../../store/redis/keys.ts";
 import { toolCall, uid } from "../support/events.ts";
 import { collect, endpoints, kafka, serde, startOnKafka } from "../support/kafka.ts";
+import { redisClient, type RedisClient } from "../../store/redis/client.ts";
 
 describe("files between tools on real Kafka, Redis and MinIO", () => {
   let s: Serde;
   let producer: Producer;
-  let redis: Redis;
+  let redis: RedisClient;
   let files: FileStore;
   const running: RunningProcessor[] = [];
   const bucket = uid("oz0-files").toLowerCase();
@@ -31,7 +31,7 @@ describe("files between tools on real Kafka, Redis and MinIO", () => {
     s = await serde();
     producer = kafka().producer(EXACTLY_ONCE_PRODUCER);
     await producer.connect();
-    redis = new Redis(endpoints().redisUrl);
+    redis = redisClient(endpoints());
     files = new FileStore({ client: minioClient(endpoints()), bucket, keys: PayloadKeys.fromMaster(Buffer.alloc(32, 3)) });
     await files.ensureBucket();
     const state = new RedisFilesState(redis, new Keys(uid("files").replace(/-/g, "_")));

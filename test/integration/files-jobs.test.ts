@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Redis } from "ioredis";
 import type { Producer } from "kafkajs";
 import { resolveFileArguments, FILES_META_KEY, FILES_NOT_FOUND_META_KEY } from "../../processors/files/arguments.ts";
 import { fileArgumentsEnv, keptThreshold } from "../../processors/files/env.ts";
@@ -17,13 +16,14 @@ import { PayloadKeys } from "../../store/payload-keys.ts";
 import { Keys } from "../../store/redis/keys.ts";
 import { uid } from "../support/events.ts";
 import { collect, endpoints, kafka, serde, startOnKafka } from "../support/kafka.ts";
+import { redisClient, type RedisClient } from "../../store/redis/client.ts";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe("files-jobs on real Kafka, Redis and MinIO", () => {
   let s: Serde;
   let producer: Producer;
-  let redis: Redis;
+  let redis: RedisClient;
   let files: FileStore;
   let state: RedisFilesState;
   let running: RunningProcessor | undefined;
@@ -36,7 +36,7 @@ describe("files-jobs on real Kafka, Redis and MinIO", () => {
     s = await serde();
     producer = kafka().producer(EXACTLY_ONCE_PRODUCER);
     await producer.connect();
-    redis = new Redis(endpoints().redisUrl);
+    redis = redisClient(endpoints());
     files = new FileStore({ client: minioClient(endpoints()), bucket, keys: PayloadKeys.fromMaster(Buffer.alloc(32, 5)) });
     await files.ensureBucket();
     state = new RedisFilesState(redis, new Keys(uid("files").replace(/-/g, "_")));

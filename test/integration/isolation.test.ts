@@ -12,7 +12,6 @@
  */
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Redis } from "ioredis";
 import { random } from "../../client/synthetic.ts";
 import type { AgentDefinition } from "../../config/agent.ts";
 import { fillInProcessor } from "../../processors/fill-in/processor.ts";
@@ -29,7 +28,8 @@ import { FileNotFound } from "../../store/file-errors.ts";
 import { FileStore } from "../../store/files.ts";
 import { minioClient, refOf } from "../../store/objects.ts";
 import { PayloadKeys } from "../../store/payload-keys.ts";
-import { redisClient } from "../../store/redis/client.ts";
+import { redisClient, type RedisClient } from "../../store/redis/client.ts";
+import { deleteKeys, scanKeys } from "../../store/redis/slots.ts";
 import { Keys } from "../../store/redis/keys.ts";
 import { toolCall, uid } from "../support/events.ts";
 import { endpoints } from "../support/kafka.ts";
@@ -93,7 +93,7 @@ function errorShape(err: unknown): unknown {
 }
 
 describe("tenant and tree isolation on the real MinIO and Redis", () => {
-  let redis: Redis;
+  let redis: RedisClient;
   let files: FileStore;
   const keys = new Keys(uid("iso").replace(/-/g, "_"));
   const bucket = uid("oz0-iso").toLowerCase();
@@ -115,8 +115,7 @@ describe("tenant and tree isolation on the real MinIO and Redis", () => {
       await files.client.removeBucket(bucket).catch(() => undefined);
     }
     if (redis) {
-      const stream = redis.scanStream({ match: `${keys.prefix}:*`, count: 500 });
-      for await (const batch of stream) if ((batch as string[]).length > 0) await redis.del(...(batch as string[]));
+      for await (const batch of scanKeys(redis, `${keys.prefix}:*`)) await deleteKeys(redis, batch);
       redis.disconnect();
     }
   });

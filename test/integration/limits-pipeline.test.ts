@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Redis } from "ioredis";
 import type { Producer } from "kafkajs";
 import type { AgentDefinition } from "../../config/agent.ts";
 import { limitsEnv } from "../../processors/limits/index.ts";
@@ -15,10 +14,11 @@ import type { Decision, JobEvent, ModelCall } from "../../schemas/types.ts";
 import { Keys } from "../../store/redis/keys.ts";
 import { uid } from "../support/events.ts";
 import { collect, endpoints, kafka, serde, startOnKafka } from "../support/kafka.ts";
+import { redisClient, type RedisClient } from "../../store/redis/client.ts";
 
 describe("limits processors on real Kafka and Redis", () => {
   let s: Serde;
-  let redis: Redis;
+  let redis: RedisClient;
   let producer: Producer;
   const keys = new Keys(uid("lim").replace(/-/g, "_"));
   const boss: AgentDefinition = { name: "boss", tools: [], limits: { tree: { fan_out: 2 }, max_cost_usd: 0.1, max_output_tokens: 1_000 }, delegation: { allow: [] }, loops: {}, spend: {} };
@@ -27,7 +27,7 @@ describe("limits processors on real Kafka and Redis", () => {
 
   beforeAll(async () => {
     s = await serde();
-    redis = new Redis(endpoints().redisUrl);
+    redis = redisClient(endpoints());
     producer = kafka().producer(EXACTLY_ONCE_PRODUCER);
     await producer.connect();
   });

@@ -1,6 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import fc from "fast-check";
-import { Redis } from "ioredis";
 import { newForecastState, recordTree, statsOf } from "../../processors/limits/forecast.ts";
 import { limitsEnv } from "../../processors/limits/index.ts";
 import { limitsTreeKey, memoryLimitsStore } from "../../processors/limits/memory-store.ts";
@@ -19,6 +18,7 @@ import { NO_LIMIT, type TreeSettings } from "../../processors/limits/tree-settin
 import { Keys } from "../../store/redis/keys.ts";
 import { uid } from "../support/events.ts";
 import { endpoints } from "../support/kafka.ts";
+import { redisClient, type RedisClient } from "../../store/redis/client.ts";
 
 function settings(over: Partial<TreeSettings> = {}): TreeSettings {
   return { tenant: "acme", rootAgent: "root", startedByPerson: false, budget: NO_LIMIT, reserve: "last_call", onBudget: "fail", modelCalls: NO_LIMIT, tokens: NO_LIMIT, children: 500, fanOut: 100, depth: 10, wait: NO_LIMIT, warnShare: 800_000, softWall: 850_000, ...over };
@@ -77,10 +77,10 @@ async function apply(store: LimitsStore, tree: string, o: Op): Promise<unknown> 
 }
 
 describe("limits state in real Redis", () => {
-  let redis: Redis;
+  let redis: RedisClient;
   let keys: Keys;
   beforeAll(() => {
-    redis = new Redis(endpoints().redisUrl);
+    redis = redisClient(endpoints());
     keys = new Keys(uid("lim").replace(/-/g, "_"));
   });
   afterAll(() => redis?.disconnect());
@@ -194,10 +194,10 @@ describe("limits state in real Redis", () => {
 });
 
 describe("LIM-10 and LIM-8 state in real Redis", () => {
-  let redis: Redis;
+  let redis: RedisClient;
   let keys: Keys;
   beforeAll(() => {
-    redis = new Redis(endpoints().redisUrl);
+    redis = redisClient(endpoints());
     keys = new Keys(uid("lim").replace(/-/g, "_"));
   });
   afterAll(() => redis?.disconnect());
@@ -371,11 +371,11 @@ describe("LIM-10 and LIM-8 state in real Redis", () => {
 });
 
 describe("LIM-10 monthly quotas per person and team in real Redis", () => {
-  let redis: Redis;
+  let redis: RedisClient;
   let keys: Keys;
   beforeAll(() => {
     // The pipeline's own connection settings (auto-pipelining): concurrent scripts stay atomic through it.
-    redis = new Redis(endpoints().redisUrl, PIPELINE_REDIS);
+    redis = redisClient(endpoints(), PIPELINE_REDIS);
     keys = new Keys(uid("lim").replace(/-/g, "_"));
   });
   afterAll(() => redis?.disconnect());

@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Redis } from "ioredis";
 import type { Consumer, Producer } from "kafkajs";
 import { loopCallsProcessor, type LoopEnv } from "../../processors/loops/calls-processor.ts";
 import { MemoryLoopStore } from "../../processors/loops/memory-store.ts";
@@ -15,6 +14,7 @@ import type { Decision, ToolCall } from "../../schemas/types.ts";
 import { Keys } from "../../store/redis/keys.ts";
 import { toolCall, uid } from "../support/events.ts";
 import { endpoints, groupAtEnd, kafka, serde } from "../support/kafka.ts";
+import { redisClient, type RedisClient } from "../../store/redis/client.ts";
 
 const config = staticConfig([
   { kind: "agent", id: "reporter", value: { on_loop: "report" } },
@@ -32,7 +32,7 @@ function runCalls(run: string, kind: number): ToolCall[] {
 
 describe("the loop processors as several instances", () => {
   let s: Serde;
-  let redis: Redis;
+  let redis: RedisClient;
   let producer: Producer;
   let watcher: Consumer;
   const seen: Decision[] = [];
@@ -42,7 +42,7 @@ describe("the loop processors as several instances", () => {
 
   beforeAll(async () => {
     s = await serde();
-    redis = new Redis(endpoints().redisUrl);
+    redis = redisClient(endpoints());
     producer = kafka().producer(EXACTLY_ONCE_PRODUCER);
     await producer.connect();
     // One reader of the decisions for the whole test, from the topic's end: committed records only.

@@ -1,7 +1,6 @@
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Redis } from "ioredis";
 import type { Producer } from "kafkajs";
 import { loopApprovalsProcessor } from "../../processors/loops/approvals-processor.ts";
 import { loopCallsProcessor, type LoopEnv } from "../../processors/loops/calls-processor.ts";
@@ -15,6 +14,7 @@ import type { AuditEvent, Decision, ResultDelivered, ToolCall } from "../../sche
 import { Keys } from "../../store/redis/keys.ts";
 import { toolCall, uid } from "../support/events.ts";
 import { collect, endpoints, kafka, serde, startOnKafka } from "../support/kafka.ts";
+import { redisClient, type RedisClient } from "../../store/redis/client.ts";
 
 const run = promisify(execFile);
 const log = createLogger({ test: "loops-switches" }, () => {});
@@ -34,13 +34,13 @@ function cli(script: string, args: string[]) {
 
 describe("loop escalation and the kill switch on the real broker and Redis", () => {
   let s: Serde;
-  let redis: Redis;
+  let redis: RedisClient;
   let producer: Producer;
   const keys = new Keys(uid("t").replace(/-/g, "_"));
 
   beforeAll(async () => {
     s = await serde();
-    redis = new Redis(endpoints().redisUrl);
+    redis = redisClient(endpoints());
     producer = kafka().producer(EXACTLY_ONCE_PRODUCER);
     await producer.connect();
   });

@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Redis } from "ioredis";
 import type { Producer } from "kafkajs";
 import { loopApprovalsProcessor } from "../../processors/loops/approvals-processor.ts";
 import { loopCallsProcessor, type LoopEnv } from "../../processors/loops/calls-processor.ts";
@@ -21,6 +20,8 @@ import { Keys } from "../../store/redis/keys.ts";
 import { toolCall, uid } from "../support/events.ts";
 import { collect, endpoints, groupAtEnd, kafka, serde } from "../support/kafka.ts";
 import { EMPTY_RESULT, toolResult } from "../support/loop-events.ts";
+import { redisClient, type RedisClient } from "../../store/redis/client.ts";
+import { scanKeys } from "../../store/redis/slots.ts";
 
 const config = staticConfig([
   { kind: "agent", id: "reporter", value: { on_loop: "report" } },
@@ -31,7 +32,7 @@ const TS = Date.UTC(2026, 10, 30, 9);
 
 describe("loop detector on the real broker and Redis", () => {
   let s: Serde;
-  let redis: Redis;
+  let redis: RedisClient;
   let producer: Producer;
   const keys = new Keys(uid("t").replace(/-/g, "_"));
   const log = createLogger({ test: "loops" }, () => {});
@@ -63,7 +64,9 @@ describe("loop detector on the real broker and Redis", () => {
   /** Every Redis field this test's prefix holds, by key, so two moments can be compared. */
   async function snapshot(): Promise<Record<string, unknown>> {
     const out: Record<string, unknown> = {};
-    for (const key of (await redis.keys(`${keys.prefix}:*`)).sort()) {
+    const found: string[] = [];
+    for await (const batch of scanKeys(redis, `${keys.prefix}:*`)) found.push(...batch);
+    for (const key of found.sort()) {
       const type = await redis.type(key);
       out[key] = type === "hash" ? await redis.hgetall(key) : type === "set" ? (await redis.smembers(key)).sort() : type === "string" ? await redis.get(key) : await redis.zrange(key, 0, -1, "WITHSCORES");
     }
@@ -72,7 +75,7 @@ describe("loop detector on the real broker and Redis", () => {
 
   beforeAll(async () => {
     s = await serde();
-    redis = new Redis(endpoints().redisUrl);
+    redis = redisClient(endpoints());
     env = { config, store: new RedisLoopStore(redis, keys) };
     producer = kafka().producer(EXACTLY_ONCE_PRODUCER);
     await producer.connect();

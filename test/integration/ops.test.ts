@@ -1,6 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { setTimeout as sleep } from "node:timers/promises";
-import { Redis } from "ioredis";
 import type { Admin, Producer } from "kafkajs";
 import { EXACTLY_ONCE_PRODUCER } from "../../processors/runner/endpoints.ts";
 import { createLogger } from "../../processors/runner/log.ts";
@@ -12,6 +11,7 @@ import { Keys } from "../../store/redis/keys.ts";
 import { toolCall, uid } from "../support/events.ts";
 import { endpoints, kafka, serde, startOnKafka } from "../support/kafka.ts";
 import { redisTally, tallyProcessor } from "../support/tally-processor.ts";
+import { redisClient, type RedisClient } from "../../store/redis/client.ts";
 
 /** Polls `probe` until it returns a value, or fails saying what it last saw. */
 async function eventually<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
@@ -42,7 +42,7 @@ function samples(text: string): Map<string, number> {
 
 describe("health and metrics endpoints of processors on the real broker", () => {
   let s: Serde;
-  let redis: Redis;
+  let redis: RedisClient;
   let producer: Producer;
   let admin: Admin;
   let ops: Ops;
@@ -53,7 +53,7 @@ describe("health and metrics endpoints of processors on the real broker", () => 
 
   beforeAll(async () => {
     s = await serde();
-    redis = new Redis(endpoints().redisUrl);
+    redis = redisClient(endpoints());
     producer = kafka().producer(EXACTLY_ONCE_PRODUCER);
     await producer.connect();
     admin = kafka().admin();

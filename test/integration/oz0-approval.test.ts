@@ -1,4 +1,3 @@
-import { Redis } from "ioredis";
 import type { Producer } from "kafkajs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loopApprovalsProcessor } from "../../processors/loops/approvals-processor.ts";
@@ -17,11 +16,12 @@ import { Keys } from "../../store/redis/keys.ts";
 import { toolCall, uid } from "../support/events.ts";
 import { oz0 } from "../support/oz0.ts";
 import { collect, endpoints, groupAtEnd, kafka, serde } from "../support/kafka.ts";
+import { redisClient, type RedisClient } from "../../store/redis/client.ts";
 
 
 describe("oz0 approval: a loop that waits for a person is listed, approved or denied from the command line", () => {
   let s: Serde;
-  let redis: Redis;
+  let redis: RedisClient;
   let producer: Producer;
   let env: LoopEnv;
   const tenant = uid("tenant").replace(/-/g, "_");
@@ -54,7 +54,7 @@ describe("oz0 approval: a loop that waits for a person is listed, approved or de
 
   beforeAll(async () => {
     s = await serde();
-    redis = new Redis(endpoints().redisUrl);
+    redis = redisClient(endpoints());
     env = { config: staticConfig([]), store: new RedisLoopStore(redis, new Keys()) };
     producer = kafka().producer(EXACTLY_ONCE_PRODUCER);
     await producer.connect();

@@ -1,4 +1,3 @@
-import { Redis } from "ioredis";
 import type { Producer } from "kafkajs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { AgentDefinition } from "../../config/agent.ts";
@@ -15,11 +14,12 @@ import { Keys } from "../../store/redis/keys.ts";
 import { uid } from "../support/events.ts";
 import { oz0 } from "../support/oz0.ts";
 import { collect, endpoints, kafka, serde, startOnKafka } from "../support/kafka.ts";
+import { redisClient, type RedisClient } from "../../store/redis/client.ts";
 
 
 describe("oz0 approval: a budget request waits for a person, is listed, and is approved with a larger budget or denied", () => {
   let s: Serde;
-  let redis: Redis;
+  let redis: RedisClient;
   let producer: Producer;
   const running: RunningProcessor[] = [];
   const tenant = uid("tenant").replace(/-/g, "_");
@@ -47,7 +47,7 @@ describe("oz0 approval: a budget request waits for a person, is listed, and is a
 
   beforeAll(async () => {
     s = await serde();
-    redis = new Redis(endpoints().redisUrl);
+    redis = redisClient(endpoints());
     const env = limitsEnv({ redis, config: staticConfig([{ kind: "agent", id: boss.name, value: boss }]), keys: new Keys() });
     running.push(await startOnKafka(limitsJobsProcessor, env, s), await startOnKafka(limitsModelCallsProcessor, env, s));
     producer = kafka().producer(EXACTLY_ONCE_PRODUCER);

@@ -1,4 +1,3 @@
-import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { RedisLoopStore } from "../../processors/loops/redis-store.ts";
 import { utcDay } from "../../processors/loops/store.ts";
@@ -10,17 +9,18 @@ import { Keys } from "../../store/redis/keys.ts";
 import { uid } from "../support/events.ts";
 import { oz0 } from "../support/oz0.ts";
 import { endpoints, kafka, serde } from "../support/kafka.ts";
+import { redisClient, type RedisClient } from "../../store/redis/client.ts";
 
 
 describe("oz0 doctor: the pipeline's health at a glance, read from the real services", () => {
   let s: Serde;
-  let redis: Redis;
+  let redis: RedisClient;
   const processor = uid("planted");
   const tool = uid("tool").replace(/-/g, "_");
 
   beforeAll(async () => {
     s = await serde();
-    redis = new Redis(endpoints().redisUrl);
+    redis = redisClient(endpoints());
     // A dead letter of a processor of its own, as the runner writes one.
     const letter: DeadLetter = { id: uid("dl"), processor, topic: "oz0.tool-calls", partition: 0, offset: "7", key: null, value: Buffer.from("junk"), reason: "arguments are not JSON: planted", error: "invalid", ts: Date.now() };
     const producer = kafka().producer(EXACTLY_ONCE_PRODUCER);

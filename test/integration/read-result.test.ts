@@ -1,6 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Producer } from "kafkajs";
-import { Redis } from "ioredis";
 import type { AgentDefinition } from "../../config/agent.ts";
 import { fillInProcessor } from "../../processors/fill-in/processor.ts";
 import { fitResultsProcessor, OFFLOAD_SECTION } from "../../processors/fit-results/processor.ts";
@@ -16,6 +15,7 @@ import { PayloadKeys } from "../../store/payload-keys.ts";
 import { Keys } from "../../store/redis/keys.ts";
 import { toolCall, uid } from "../support/events.ts";
 import { collect, endpoints, kafka, serde, startOnKafka } from "../support/kafka.ts";
+import { redisClient, type RedisClient } from "../../store/redis/client.ts";
 
 const GUIDE = [
   "# Guide",
@@ -41,7 +41,7 @@ describe("oz.read_result on the real broker, registry, MinIO and Redis", () => {
   let s: Serde;
   let producer: Producer;
   let files: FileStore;
-  let redis: Redis;
+  let redis: RedisClient;
   const keys = new Keys(uid("oz0t"));
   const bucket = uid("oz0-read").toLowerCase();
   const tenant = uid("acme");
@@ -58,7 +58,7 @@ describe("oz.read_result on the real broker, registry, MinIO and Redis", () => {
     await producer.connect();
     files = new FileStore({ client: minioClient(endpoints()), bucket, keys: PayloadKeys.fromMaster(Buffer.alloc(32, 9)) });
     await files.ensureBucket();
-    redis = new Redis(endpoints().redisUrl, { maxRetriesPerRequest: 3 });
+    redis = redisClient(endpoints(), { maxRetriesPerRequest: 3 });
     running.push(await startOnKafka(fillInProcessor, { config, spendShare: () => Promise.resolve(null) }, s));
     running.push(
       await startOnKafka(

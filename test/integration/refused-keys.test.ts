@@ -5,7 +5,6 @@
  * decided as in the same batch without the planted key. Real Redis, two labs of keys.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Redis } from "ioredis";
 import { limitsEnv } from "../../processors/limits/index.ts";
 import { limitsModelCallsProcessor } from "../../processors/limits/model-calls-processor.ts";
 import { loopCallsProcessor } from "../../processors/loops/calls-processor.ts";
@@ -13,12 +12,12 @@ import { RedisLoopStore } from "../../processors/loops/redis-store.ts";
 import { staticConfig } from "../../processors/runner/config-table.ts";
 import { TestDriver } from "../../processors/runner/test-driver.ts";
 import type { Decision, ModelCall, ToolCall } from "../../schemas/types.ts";
-import { redisClient } from "../../store/redis/client.ts";
+import { redisClient, type RedisClient } from "../../store/redis/client.ts";
 import { Keys } from "../../store/redis/keys.ts";
 import { toolCall, uid } from "../support/events.ts";
 import { endpoints } from "../support/kafka.ts";
 
-let redis: Redis;
+let redis: RedisClient;
 beforeAll(() => {
   redis = redisClient(endpoints());
 });

@@ -1,6 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Producer } from "kafkajs";
-import type { Redis } from "ioredis";
 import type { AgentDefinition } from "../../config/agent.ts";
 import { fitResultsProcessor } from "../../processors/fit-results/processor.ts";
 import { jobLabels, READ_RESULT, readResultEnv, readResultProcessor } from "../../processors/read-result/index.ts";
@@ -12,7 +11,7 @@ import type { ResultDelivered, ToolCall, ToolResult } from "../../schemas/types.
 import { FileStore } from "../../store/files.ts";
 import { minioClient } from "../../store/objects.ts";
 import { PayloadKeys } from "../../store/payload-keys.ts";
-import { redisClient } from "../../store/redis/client.ts";
+import { redisClient, type RedisClient } from "../../store/redis/client.ts";
 import { Keys } from "../../store/redis/keys.ts";
 import { toolCall, uid } from "../support/events.ts";
 import { collect, endpoints, kafka, serde, startOnKafka } from "../support/kafka.ts";
@@ -30,7 +29,7 @@ describe("result labels through fit-results and read_result on the real broker, 
   let s: Serde;
   let producer: Producer;
   let files: FileStore;
-  let redis: Redis;
+  let redis: RedisClient;
   const keys = new Keys(uid("labels").replace(/-/g, "_"));
   const bucket = uid("oz0-labels").toLowerCase();
   const tenant = uid("acme");

@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Redis } from "ioredis";
 import type { Producer } from "kafkajs";
 import type { Serde } from "../../schemas/serde.ts";
 import type { Decision, DeadLetter, ToolCall } from "../../schemas/types.ts";
@@ -12,13 +11,14 @@ import { Keys } from "../../store/redis/keys.ts";
 import { collect, endpoints, groupAtEnd, kafka, serde } from "../support/kafka.ts";
 import { redisTally, tallyProcessor } from "../support/tally-processor.ts";
 import { toolCall, uid } from "../support/events.ts";
+import { redisClient, type RedisClient } from "../../store/redis/client.ts";
 
 describe.each([
   { where: "in one thread", threaded: false },
   { where: "with the Kafka client in a thread of its own (kafka-thread.ts)", threaded: true },
 ])("processor runner on the real broker, registry and Redis, $where", ({ threaded }) => {
   let s: Serde;
-  let redis: Redis;
+  let redis: RedisClient;
   let producer: Producer;
   let thread: KafkaThread | undefined;
   const keys = new Keys(uid("t").replace(/-/g, "_"));
@@ -39,7 +39,7 @@ describe.each([
 
   beforeAll(async () => {
     s = await serde();
-    redis = new Redis(endpoints().redisUrl);
+    redis = redisClient(endpoints());
     producer = kafka().producer(EXACTLY_ONCE_PRODUCER);
     await producer.connect();
     // The group starts where the topic ends now, so it sees this test's inputs and no others'.

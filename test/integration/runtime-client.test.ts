@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Redis } from "ioredis";
 import type { AgentDefinition } from "../../config/agent.ts";
 import { NoAnswer, RuntimeClient } from "../../client/runtime-client.ts";
 import { limitsEnv } from "../../processors/limits/index.ts";
@@ -12,9 +11,10 @@ import type { JobEvent, ModelCall } from "../../schemas/types.ts";
 import { Keys } from "../../store/redis/keys.ts";
 import { uid } from "../support/events.ts";
 import { endpoints, kafka, serde, startOnKafka } from "../support/kafka.ts";
+import { redisClient, type RedisClient } from "../../store/redis/client.ts";
 
 describe("the runtime client against the real broker and the limits processors", () => {
-  let redis: Redis;
+  let redis: RedisClient;
   let client: RuntimeClient;
   const running: RunningProcessor[] = [];
   const keys = new Keys(uid("rc").replace(/-/g, "_"));
@@ -25,7 +25,7 @@ describe("the runtime client against the real broker and the limits processors",
 
   beforeAll(async () => {
     const s = await serde();
-    redis = new Redis(endpoints().redisUrl);
+    redis = redisClient(endpoints());
     const env = limitsEnv({ redis, config: staticConfig([{ kind: "agent", id: "boss", value: boss }]), keys });
     running.push(await startOnKafka(limitsJobsProcessor, env, s), await startOnKafka(limitsModelCallsProcessor, env, s));
     client = await RuntimeClient.connect(endpoints(), { log: createLogger({ test: "runtime-client" }, () => {}) });

@@ -1,15 +1,16 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { Redis } from "ioredis";
 import { Keys } from "../../store/redis/keys.ts";
 import { runScript } from "../../store/redis/scripts.ts";
+import { deleteKeys, execBySlot, scanKeys } from "../../store/redis/slots.ts";
 import { minioClient, ObjectStore, refOf } from "../../store/objects.ts";
 import { endpoints } from "../support/kafka.ts";
 import { uid } from "../support/events.ts";
+import { redisClient, type RedisClient } from "../../store/redis/client.ts";
 
 describe("state in real Redis", () => {
-  let redis: Redis;
+  let redis: RedisClient;
   beforeAll(() => {
-    redis = new Redis(endpoints().redisUrl);
+    redis = redisClient(endpoints());
   });
   afterAll(() => redis?.disconnect());
 
@@ -25,6 +26,24 @@ describe("state in real Redis", () => {
     const ttl = await redis.ttl(key);
     expect(ttl).toBeGreaterThan(0);
     expect(ttl).toBeLessThanOrEqual(60);
+  });
+
+  it("SYS-3 commands of many slots in phases answer in the order given, and keys of many slots are listed and deleted from every node", async () => {
+    const keys = new Keys(uid("t").replace(/-/g, "_"));
+    const runs = Array.from({ length: 40 }, (_, i) => keys.tally(`run-${i}`));
+    const shared = keys.loopDeadlines();
+    const replies = await execBySlot(redis, [
+      [...runs.map((k, i) => ({ key: k, name: "hset", args: [k, "n", i] })), { key: shared, name: "zadd", args: [shared, 1, "a"] }],
+      runs.map((k) => ({ key: k, name: "hget", args: [k, "n"] })),
+      [{ key: shared, name: "zcard", args: [shared] }],
+    ]);
+    expect(replies.map(([err]) => err)).toEqual(new Array(82).fill(null));
+    expect(replies.slice(41, 81).map(([, v]) => v)).toEqual(runs.map((_, i) => String(i)));
+    expect(replies[81]?.[1]).toBe(1);
+    const found: string[] = [];
+    for await (const batch of scanKeys(redis, `${keys.prefix}:*`)) found.push(...batch);
+    expect(found.sort()).toEqual([...runs, shared].sort());
+    expect(await deleteKeys(redis, found)).toBe(41);
   });
 });
 

@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Redis } from "ioredis";
 import { keptThreshold } from "../../processors/files/env.ts";
 import { RedisFilesState } from "../../processors/files/state.ts";
 import { filesJobsProcessor, type FilesJobsEnv } from "../../processors/files-jobs/processor.ts";
@@ -11,7 +10,7 @@ import type { Decision, JobEvent } from "../../schemas/types.ts";
 import { FileStore } from "../../store/files.ts";
 import { minioClient } from "../../store/objects.ts";
 import { PayloadKeys } from "../../store/payload-keys.ts";
-import { redisClient } from "../../store/redis/client.ts";
+import { redisClient, type RedisClient } from "../../store/redis/client.ts";
 import { Keys } from "../../store/redis/keys.ts";
 import { uid } from "../support/events.ts";
 import { endpoints } from "../support/kafka.ts";
@@ -21,7 +20,7 @@ import { endpoints } from "../support/kafka.ts";
  * store, with two tenants that use the same tree and job IDs.
  */
 describe("FILE-5 tree records per tenant and tree on the real Redis and MinIO", () => {
-  let redis: Redis;
+  let redis: RedisClient;
   let files: FileStore;
   let state: RedisFilesState;
   const keys = new Keys(uid("trees").replace(/-/g, "_"));

@@ -90,7 +90,7 @@ export async function startContainers(): Promise<Services> {
       for (const c of started.reverse()) await c.stop();
       await network.stop();
     };
-    return { endpoints, mode: "containers", stop };
+    return { endpoints, mode: "containers", redisCluster: false, stop };
   } catch (err) {
     for (const c of started.reverse()) await c.stop().catch(() => undefined);
     await network.stop().catch(() => undefined);

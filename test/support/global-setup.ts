@@ -10,6 +10,7 @@ import { ensureTopics } from "../../topology/create.ts";
 import { TOPICS } from "../../topology/topics.ts";
 import { endpointsEnv, kafkaConfig, type Endpoints } from "../../processors/runner/endpoints.ts";
 import { redactUrl } from "../../processors/runner/redact.ts";
+import { redisWhere } from "../../store/redis/client.ts";
 import { resolveServices, type Services } from "./services.ts";
 
 declare module "vitest" {
@@ -25,7 +26,7 @@ let services: Services | undefined;
 export async function setup(project: TestProject): Promise<void> {
   services = await resolveServices();
   const e = services.endpoints;
-  process.stderr.write(`integration tests: services from ${services.mode}: kafka ${e.kafkaBrokers.join(",")}, registry ${redactUrl(e.registryUrl)}, redis ${redactUrl(e.redisUrl)}, minio ${redactUrl(e.minioUrl)}\n`);
+  process.stderr.write(`integration tests: services from ${services.mode}: kafka ${e.kafkaBrokers.join(",")}, registry ${redactUrl(e.registryUrl)}, redis ${services.redisCluster ? "cluster " : ""}${redisWhere(e)}, minio ${redactUrl(e.minioUrl)}\n`);
   const admin = new Kafka({ ...kafkaConfig("oz0-test-setup", e), logLevel: logLevel.WARN }).admin();
   await admin.connect();
   try {

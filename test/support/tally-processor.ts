@@ -3,7 +3,7 @@
  * offset, so a replay never double counts) and answers each call with an `allow` decision
  * carrying the count. Calls whose arguments are not a JSON object are invalid.
  */
-import type { Redis } from "ioredis";
+import type { RedisClient } from "../../store/redis/client.ts";
 import type { Decision, ToolCall } from "../../schemas/types.ts";
 import { deriveId } from "../../processors/runner/ids.ts";
 import { defineProcessor, type Outcome } from "../../processors/runner/processor.ts";
@@ -77,7 +77,7 @@ export function memoryTally(): TallyEnv & { counts: Map<string, number> } {
 }
 
 /** The tally in Redis, through the idempotent `tallyOnce` script. */
-export function redisTally(redis: Redis, keys: Keys, ttlSeconds = 3600): TallyEnv {
+export function redisTally(redis: RedisClient, keys: Keys, ttlSeconds = 3600): TallyEnv {
   return {
     tally: async (runId, source, offset) => {
       const [, count] = (await runScript(redis, "tallyOnce", [keys.tally(runId)], ["calls", source, offset, ttlSeconds])) as [number, number];

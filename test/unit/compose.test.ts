@@ -70,8 +70,8 @@ const PIPELINE_ENV = [
 ];
 
 describe("STACK docker-compose.yml", () => {
-  it("STACK has the four services, the pipeline and the load generator", () => {
-    expect(names.sort()).toEqual(["kafka", "load", "minio", "pipeline", "redis", "registry"]);
+  it("STACK has the four services, the pipeline and the load generator, and the Redis Cluster profile's nodes, its init and its pipeline", () => {
+    expect([...names].sort()).toEqual(["kafka", "load", "minio", "pipeline", "pipeline-cluster", "redis", "redis-cluster-1", "redis-cluster-2", "redis-cluster-3", "redis-cluster-init", "registry"]);
   });
 
   it("STACK every service has an image or a build", () => {
@@ -109,6 +109,10 @@ describe("STACK docker-compose.yml", () => {
           expect(condition).toBe("service_started");
           continue;
         }
+        if (target === "redis-cluster-init") {
+          expect(condition, `${name} -> ${target}`).toBe("service_completed_successfully");
+          continue;
+        }
         expect(condition, `${name} -> ${target}`).toBe("service_healthy");
         expect(services[target]?.healthcheck?.test, `${target} needs a health check`).toBeTruthy();
       }
@@ -127,6 +131,24 @@ describe("STACK docker-compose.yml", () => {
     expect(scripts.load).toBeTruthy();
     expect(load?.image).toBe(services.pipeline?.image);
     expect(services.pipeline?.profiles).toBeUndefined();
+  });
+
+  it("STACK the redis-cluster profile runs three cluster-mode masters with AOF, joins them once, and a pipeline on their seed URLs", () => {
+    const nodes = ["redis-cluster-1", "redis-cluster-2", "redis-cluster-3"];
+    for (const name of [...nodes, "redis-cluster-init", "pipeline-cluster"]) expect(services[name]?.profiles, name).toEqual(["redis-cluster"]);
+    for (const name of nodes) {
+      const command = words(services[name]?.command);
+      expect(command, name).toContain("--cluster-enabled yes");
+      expect(command, name).toContain("--appendfsync always");
+      expect(command, name).toBe(words(services.redis?.command).replace("redis-server", "redis-server --cluster-enabled yes --cluster-config-file nodes.conf --cluster-node-timeout 5000 --cluster-allow-replica-migration no"));
+    }
+    expect(words(services["redis-cluster-init"]?.command)).toMatch(/redis-cli --cluster create .* --cluster-replicas 0 --cluster-yes/);
+    const cluster = services["pipeline-cluster"] ?? {};
+    expect(envNames(cluster)).toEqual(PIPELINE_ENV);
+    expect(envValue(cluster, "OZ0_REDIS_URL")).toBe(nodes.map((n) => `redis://${n}:6379`).join(","));
+    expect(cluster.image).toBe(services.pipeline?.image);
+    expect(words(cluster.command)).toBe("npm start");
+    expect(dependsOn(cluster).map(([t]) => t).sort()).toEqual(["kafka", "minio", "redis-cluster-init", "registry"]);
   });
 
   it("STACK the pipeline is built from the Dockerfile and runs npm start", () => {
