@@ -206,7 +206,8 @@ export class RuntimeClient {
     this.log = opts.log ?? createLogger({ component: "runtime-client" });
     this.kafka = new kafkajs.Kafka(kafkaConfig(`oz0-runtime-${randomUUID().slice(0, 8)}`, endpoints, process.env, this.log));
     this.producer = this.kafka.producer(EXACTLY_ONCE_PRODUCER);
-    this.replies = this.kafka.consumer({ groupId: this.group, readUncommitted: opts.answersBeforeCommit ?? true });
+    // A fetch with nothing to read waits up to a second, so close() (which waits for it) is quick.
+    this.replies = this.kafka.consumer({ groupId: this.group, readUncommitted: opts.answersBeforeCommit ?? true, maxWaitTimeInMs: 1_000 });
     this.serde = new Serde({ registryUrl: endpoints.registryUrl });
     this.listening = [...new Set(opts.listen ?? DEFAULT_ANSWERS)];
     this.timeoutMs = opts.timeoutMs ?? 30_000;
@@ -228,22 +229,35 @@ export class RuntimeClient {
     if (this.listening.length === 0) return;
     const topics = this.listening.map((k) => ANSWERS[k].topic);
     const kindOf = new Map<string, AnswerKind>(this.listening.map((k) => [ANSWERS[k].topic, k]));
+    // The client reads from each topic's end as it was before connect returned: only answers
+    // to what it sends from then on, and none of those missed. The ends are read first and the
+    // fresh group seeks to them at its first join, before its first fetch (the admin's
+    // setOffsets would cost a consumer's join and a fetch's wait, seconds, per topic).
+    const ends = new Map<string, Map<number, string>>();
     const admin = this.kafka.admin();
     await admin.connect();
     try {
-      // A fresh group starts at each topic's end: only answers to what this client sends next.
-      for (const t of topics) {
-        const ends = await admin.fetchTopicOffsets(t);
-        await admin.setOffsets({ groupId: this.group, topic: t, partitions: ends.map((p) => ({ partition: p.partition, offset: p.high })) });
-      }
+      for (const t of topics) ends.set(t, new Map((await admin.fetchTopicOffsets(t)).map((p) => [p.partition, p.high])));
     } finally {
       await admin.disconnect();
     }
     await this.replies.connect();
-    await this.replies.subscribe({ topics });
+    await this.replies.subscribe({ topics, fromBeginning: false });
     let joined: () => void = () => {};
     const ready = new Promise<void>((resolve) => (joined = resolve));
-    this.replies.on(this.replies.events.GROUP_JOIN, () => joined());
+    let first = true;
+    this.replies.on(this.replies.events.GROUP_JOIN, ({ payload }) => {
+      if (first) {
+        first = false;
+        for (const [topic, partitions] of Object.entries(payload.memberAssignment)) {
+          for (const partition of partitions) {
+            const offset = ends.get(topic)?.get(partition);
+            if (offset !== undefined) this.replies.seek({ topic, partition, offset });
+          }
+        }
+      }
+      joined();
+    });
     await this.replies.run({
       eachBatch: async ({ batch }) => {
         const kind = kindOf.get(batch.topic);
