@@ -6,7 +6,8 @@
  * - Transient: no answer (connection refused or reset, a timeout, a name that does not resolve
  *   for now), a server error (`InternalError`, `ServiceUnavailable`, quorum lost, not
  *   initialised, its disks full) and throttling (`SlowDown`, which is also what the client makes
- *   of any 503), and the credentials themselves (`InvalidAccessKeyId`, `SignatureDoesNotMatch`:
+ *   of any 503; a 429 or a 5xx the client already tried twice, which reaches us as a status with
+ *   no code), and the credentials themselves (`InvalidAccessKeyId`, `SignatureDoesNotMatch`:
  *   the same for every input).
  * - Permanent: every other code the server answers, such as `AccessDenied` (a policy denies the
  *   bucket or object) and `NoSuchBucket`.
@@ -48,8 +49,17 @@ const TRANSIENT_CODES = new Set([
   "ExpiredToken",
 ]);
 
+/**
+ * The client tries a request again once when the server answers 408, 429, 499 or a 5xx, and
+ * then throws a plain Error naming only the status ("Request failed after 1 retries: Error:
+ * Retryable HTTP status: 429"), the server's code lost: such a status is its code here.
+ */
+const RETRIED_STATUS = /Retryable HTTP status: (\d{3})\b/;
+
 export function codeOf(err: unknown): string | undefined {
-  return err && typeof err === "object" && "code" in err && typeof err.code === "string" && err.code !== "" ? err.code : undefined;
+  if (err && typeof err === "object" && "code" in err && typeof err.code === "string" && err.code !== "") return err.code;
+  const status = err instanceof Error ? RETRIED_STATUS.exec(err.message)?.[1] : undefined;
+  return status === undefined ? undefined : `HTTP ${status}`;
 }
 
 /** Transient or permanent; undefined for an error MinIO did not give (no code). */
@@ -58,7 +68,8 @@ export function minioFailureKind(err: unknown): FailureKind | undefined {
   if (err instanceof StoreRefused) return "permanent";
   const code = codeOf(err);
   if (code === undefined) return undefined;
-  return TRANSIENT_CODES.has(code) ? "transient" : "permanent";
+  // The statuses the client retries (throttling, timeouts, server errors) are all for now.
+  return TRANSIENT_CODES.has(code) || code.startsWith("HTTP ") ? "transient" : "permanent";
 }
 
 function hint(code: string): string {

@@ -7,8 +7,9 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { setTimeout as sleep } from "node:timers/promises";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { spawn, type ChildProcess } from "node:child_process";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { homedir, tmpdir } from "node:os";
 import { join } from "node:path";
 import { Client } from "minio";
 import { redisLimitsStore } from "../../processors/limits/redis-store.ts";
@@ -230,4 +231,44 @@ describe("MinIO failures from the shared server", () => {
     expect(err).toBeInstanceOf(TransientError);
     expect(err.dependency).toBe("minio");
   });
+});
+
+describe("MinIO throttling from a private server", () => {
+  const bin = join(process.env.OZ0_STACK_HOME ?? join(homedir(), ".cache", "oz0-stack"), "bin", "minio");
+  let child: ChildProcess | undefined;
+  let dir: string;
+
+  afterAll(async () => {
+    child?.kill("SIGTERM");
+    if (child) await Promise.race([new Promise((r) => child?.once("exit", r)), sleep(5_000)]);
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("SYS-2 a MinIO that allows one request at a time answers the rest 429 (throttled): transient at the store's seam, naming the status", async () => {
+    if (!existsSync(bin)) throw new Error(`the throttling test starts the stack's MinIO binary (${bin}) as a private server; bring the local stack up once (bash stack/up.sh) to build it`);
+    dir = mkdtempSync(join(tmpdir(), "oz0-minio-"));
+    const port = 19000 + 500 + Math.floor(Math.random() * 400);
+    child = spawn(bin, ["server", join(dir, "data"), "--address", `127.0.0.1:${port}`], {
+      stdio: "ignore",
+      env: { ...process.env, MINIO_ROOT_USER: "throttled", MINIO_ROOT_PASSWORD: "throttled-secret", MINIO_API_REQUESTS_MAX: "1", MINIO_API_REQUESTS_DEADLINE: "50ms", MINIO_BROWSER: "off" },
+    });
+    const client = new Client({ endPoint: "127.0.0.1", port, useSSL: false, accessKey: "throttled", secretKey: "throttled-secret" });
+    const store = new FileStore({ client, bucket: "throttled", keys: PayloadKeys.fromMaster(Buffer.alloc(32, 9)) });
+    for (let waited = 0; ; waited += 200) {
+      if (await store.ensureBucket().then(() => true, () => false)) break;
+      if (waited > 30_000) throw new Error(`the private MinIO on 127.0.0.1:${port} did not answer within 30 s`);
+      await sleep(200);
+    }
+    const big = (i: number): Buffer => Buffer.alloc(4 * 1024 * 1024, i);
+    const outcomes = await Promise.allSettled(Array.from({ length: 16 }, (_, i) => store.store({ tenant: "acme", tree: "t-throttled" }, big(i))));
+    const failed = outcomes.filter((o): o is PromiseRejectedResult => o.status === "rejected").map((o) => o.reason as unknown);
+    expect(failed.length, "some of 16 stores at once are throttled").toBeGreaterThan(0);
+    for (const err of failed) {
+      expect(err).toBeInstanceOf(TransientError);
+      expect((err as TransientError).dependency).toBe("minio");
+      expect((err as TransientError).message).toMatch(/HTTP (429|503)/);
+    }
+    // One at a time, the same stores go through.
+    for (let i = 0; i < 16; i++) await store.store({ tenant: "acme", tree: "t-throttled" }, big(i));
+  }, 120_000);
 });

@@ -93,6 +93,16 @@ describe("MinIO failures classified by what the server said", () => {
     }
   });
 
+  it("SYS-2 a status the client tried again and gave up on (429, 503: no code left) is transient, naming the status", () => {
+    for (const status of [408, 429, 500, 503]) {
+      const err = new Error(`Request failed after 1 retries: Error: Retryable HTTP status: ${status}`);
+      expect(minioFailureKind(err), String(status)).toBe("transient");
+      const f = minioFailure(err, "store a file", "bucket b") as TransientError;
+      expect(f).toBeInstanceOf(TransientError);
+      expect(f.message).toContain(`HTTP ${status}`);
+    }
+  });
+
   it("SYS-2 an error MinIO did not give (no code) is left as it is", () => {
     const err = new Error("a label is a non-empty string");
     expect(minioFailureKind(err)).toBeUndefined();
