@@ -5,10 +5,10 @@
  * `echo`, each call with its own message; the pipeline of `npm start` runs in this process on
  * groups of its own, and the gateway is a process of its own, as an MCP client starts it.
  *
- *   npx tsx bench/mcp/run.ts [--calls 200] [--rounds 3] [--flight 1,16]
+ *   npx tsx bench/mcp/run.ts [--calls 200] [--rounds 3] [--flight 1,16] [--out FILE]
  *
  * Rounds alternate the two sides, so the machine's noise falls on both. Writes the table to
- * stdout and bench/out/mcp.md.
+ * stdout and bench/out/mcp.md (or --out).
  */
 import { randomUUID } from "node:crypto";
 import { writeFile } from "node:fs/promises";
@@ -27,10 +27,14 @@ import { publishLoadConfig } from "../load/publish-config.ts";
 import { untilReady } from "../load/run.ts";
 import { fmt, latency, ratio, type Latency } from "../load/stats.ts";
 
-const { values } = parseArgs({ options: { calls: { type: "string", default: "200" }, rounds: { type: "string", default: "3" }, flight: { type: "string", default: "1,16" } } });
+const { values } = parseArgs({ options: { calls: { type: "string", default: "200" }, rounds: { type: "string", default: "3" }, flight: { type: "string", default: "1,16" }, out: { type: "string" } } });
 const CALLS = Number(values.calls);
 const ROUNDS = Number(values.rounds);
 const FLIGHTS = values.flight.split(",").map(Number);
+if (!(CALLS > 0 && ROUNDS > 0 && FLIGHTS.every((f) => Number.isInteger(f) && f > 0))) {
+  process.stderr.write("usage: npx tsx bench/mcp/run.ts [--calls N] [--rounds N] [--flight 1,16] [--out FILE]: whole numbers above 0\n");
+  process.exit(2);
+}
 const CONFIG_DIR = fileURLToPath(new URL("./config/", import.meta.url));
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const SERVER = createRequire(import.meta.url).resolve("@modelcontextprotocol/server-everything/dist/index.js");
@@ -111,7 +115,7 @@ async function main(): Promise<void> {
   ];
   const text = lines.join("\n");
   process.stdout.write(text);
-  await writeFile(fileURLToPath(new URL("../out/mcp.md", import.meta.url)), text);
+  await writeFile(values.out ?? fileURLToPath(new URL("../out/mcp.md", import.meta.url)), text);
 }
 
 main().then(
