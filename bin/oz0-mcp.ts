@@ -263,6 +263,8 @@ async function serveHttp(at: { host: string; port: number }, open: (n: number) =
       const known = typeof id === "string" ? sessions.get(id) : undefined;
       if (known) return known.transport.handleRequest(req, res);
       if (typeof id === "string") return void res.writeHead(404).end(`no session ${id}: initialize a new one\n`);
+      // Only an initialize (a POST) opens a session, and with it a server of its own.
+      if (req.method !== "POST") return void res.writeHead(400).end("no session: POST an initialize request to open one\n");
       const session = await open(++opened);
       const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
         sessionIdGenerator: () => randomUUID(),
