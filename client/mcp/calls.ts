@@ -96,13 +96,8 @@ export function toolCallEvent(ctx: CallContext, target: Target, name: string, ar
   };
 }
 
-/** The server's answer as the JSON the pipeline reads, with `isError` set as the server said. */
-export function resultJson(answer: ToolAnswer): string {
-  return JSON.stringify(answer);
-}
-
-/** The server's answer to a decided call, inline or by ref (stored first), as published to oz0.tool-results. */
-export function toolResultEvent(call: ToolCall, answer: ToolAnswer, body: { readonly content: string } | { readonly ref: string; readonly size: number }, labels: readonly string[] = [], now = Date.now()): ToolResult {
+/** The server's answer to a decided call, inline or by ref (stored first), as published to oz0.tool-results; `size` is the answer's JSON in bytes. */
+export function toolResultEvent(call: ToolCall, answer: ToolAnswer, body: ({ readonly content: string } | { readonly ref: string }) & { readonly size: number }, labels: readonly string[] = [], now = Date.now()): ToolResult {
   const inline = "content" in body;
   return {
     id: randomUUID(),
@@ -120,7 +115,7 @@ export function toolResultEvent(call: ToolCall, answer: ToolAnswer, body: { read
     is_error: answer.isError === true,
     content: inline ? body.content : null,
     content_ref: inline ? null : body.ref,
-    size_bytes: inline ? Buffer.byteLength(body.content) : body.size,
+    size_bytes: body.size,
     labels: [...labels],
     ts: now,
   };

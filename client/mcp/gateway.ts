@@ -48,7 +48,7 @@ import {
 
 /** Where the gateway keeps and reads the tree's files (MinIO, by the file store). */
 export interface GatewayFiles {
-  store(owner: { tenant: string; tree: string }, bytes: Buffer, options?: { labels?: readonly string[] }): Promise<{ ref: string; size: number }>;
+  store(owner: { tenant: string; tree: string }, bytes: Buffer, options?: { labels?: readonly string[] }): Promise<{ ref: string }>;
   read(reader: FileReader, ref: string): Promise<{ bytes: Buffer }>;
   /** The call's tree as a reader, with its earlier turns (FILE-3). */
   reader(tenant: string, tree: string): Promise<FileReader>;
@@ -89,9 +89,8 @@ export class McpGateway {
   readonly #d: GatewayDeps;
   readonly #answerMs: number;
   readonly #inlineMax: number;
-  /** The decisions that name a call of this session by its call ID (`subject`), kept until the call is settled. */
-  readonly #bySubject = new Map<string, Decision[]>();
-  readonly #heard = new Map<string, () => void>();
+  /** The decisions that name a call of this session by its call ID (`subject`), kept until the call is settled, and who waits to hear of them. */
+  readonly #bySubject = new Map<string, { readonly kept: Decision[]; heard?: () => void }>();
   readonly #unlisten: () => void;
   #calls = 0;
 
@@ -100,10 +99,10 @@ export class McpGateway {
     this.#answerMs = deps.settings.answerMs ?? 30_000;
     this.#inlineMax = deps.settings.inlineMaxBytes ?? 256 * 1024;
     this.#unlisten = deps.runtime.onCallDecision((d) => {
-      const kept = this.#bySubject.get(d.subject);
-      if (kept === undefined || d.run_id !== deps.session.run_id) return;
-      kept.push(d);
-      this.#heard.get(d.subject)?.();
+      const call = this.#bySubject.get(d.subject);
+      if (call === undefined || d.run_id !== deps.session.run_id) return;
+      call.kept.push(d);
+      call.heard?.();
     });
   }
 
@@ -156,12 +155,11 @@ export class McpGateway {
 
   private async toolCall(name: string, args: Record<string, unknown>, extra: Extra): Promise<ToolAnswer> {
     const call = toolCallEvent(this.#d.session, this.#d.target, name, args);
-    this.#bySubject.set(call.call_id, []);
+    this.#bySubject.set(call.call_id, { kept: [] });
     try {
       return await this.decideAndCall(name, call, extra);
     } finally {
       this.#bySubject.delete(call.call_id);
-      this.#heard.delete(call.call_id);
     }
   }
 
@@ -205,7 +203,7 @@ export class McpGateway {
     try {
       return await new Promise<Decision>((resolve, reject) => {
         const settle = (): void => {
-          for (const d of this.#bySubject.get(call.call_id)?.splice(0) ?? []) {
+          for (const d of this.#bySubject.get(call.call_id)?.kept.splice(0) ?? []) {
             if (d.input_id === call.id) continue; // the wait itself, or a copy of it
             if (d.verdict !== "wait") return finish(() => resolve(d));
             message = waitingMessage(d);
@@ -219,7 +217,8 @@ export class McpGateway {
         };
         const aborted = (): void => finish(() => resolve(wait));
         extra.signal.addEventListener("abort", aborted, { once: true });
-        this.#heard.set(call.call_id, settle);
+        const heard = this.#bySubject.get(call.call_id);
+        if (heard) heard.heard = settle;
         settle();
       });
     } finally {
@@ -257,13 +256,13 @@ export class McpGateway {
     const dir = this.#d.settings.filesDir;
     const local: Record<string, string> = {};
     let reader: FileReader | undefined;
+    await mkdir(dir, { recursive: true });
     for (const [arg, path] of Object.entries(files as Record<string, unknown>)) {
       const hex = typeof path === "string" ? path.split("/").pop() ?? "" : "";
       if (!/^[0-9a-f]{64}$/.test(hex)) continue;
       reader ??= await this.#d.files.reader(call.tenant, call.tree_id);
       const file = await this.#d.files.read(reader, `${REF_PREFIX}${hex}`);
       const to = join(dir, hex);
-      await mkdir(dir, { recursive: true });
       const partial = `${to}.${process.pid}.part`;
       await writeFile(partial, file.bytes, { mode: 0o444 });
       await rename(partial, to);
@@ -277,8 +276,8 @@ export class McpGateway {
   private async deliver(call: ToolCall, answer: ToolAnswer): Promise<ToolAnswer> {
     const json = JSON.stringify(answer);
     const size = Buffer.byteLength(json);
-    const body = size > this.#inlineMax ? await this.#d.files.store({ tenant: call.tenant, tree: call.tree_id }, Buffer.from(json)) : { content: json };
-    const result = toolResultEvent(call, answer, "content" in body ? body : { ref: body.ref, size });
+    const body = size > this.#inlineMax ? { ref: (await this.#d.files.store({ tenant: call.tenant, tree: call.tree_id }, Buffer.from(json))).ref } : { content: json };
+    const result = toolResultEvent(call, answer, { ...body, size });
     try {
       return deliveredAnswer(await this.#d.runtime.deliverToolResult(result, this.#answerMs));
     } catch (err) {

@@ -51,7 +51,7 @@ describe("the MCP gateway's pure half", () => {
     const call = toolCallEvent(ctx, target, "get_page", { path: "a.md" }, 5);
     expect(call).toMatchObject({ tenant: "acme", tree_id: "t1", job_id: "j1", run_id: "j1-run", plugin: "acme_docs", tool: "acme_docs", function: "get_page", arguments: '{"path":"a.md"}', origin: "model", ts: 5 });
     const answer = { content: [{ type: "text", text: "hi" }], isError: true };
-    const inline = toolResultEvent(call, answer, { content: JSON.stringify(answer) });
+    const inline = toolResultEvent(call, answer, { content: JSON.stringify(answer), size: Buffer.byteLength(JSON.stringify(answer)) });
     expect(inline).toMatchObject({ call_id: call.call_id, is_error: true, content: JSON.stringify(answer), content_ref: null, size_bytes: JSON.stringify(answer).length });
     const byRef = toolResultEvent(call, { content: [] }, { ref: "oz0-file:sha256:ab", size: 900_000 });
     expect(byRef).toMatchObject({ is_error: false, content: null, content_ref: "oz0-file:sha256:ab", size_bytes: 900_000 });
