@@ -2,6 +2,8 @@
 // calibration corpus, learning only from pieces outside the held-out set.
 //
 //   npx tsx bench/fit/corpus.ts && npx tsx bench/fit/calibrate.ts [--known N]
+//   npx tsx bench/fit/calibrate.ts --foreign-line   (keeps the checked-in tables and fits
+//                                                    only foreignLine to them)
 //
 // What it learns, all in thousandths of a token:
 //   known       the pieces (as the pre-tokenizer cuts them) worth pricing exactly: seen in
@@ -13,11 +15,14 @@
 //   scriptLetter, scriptSwitch, foreignWord   non-ASCII letters, by least squares
 //   punctPair, punctNewline, symbol, symbolSwitch   the same for punctuation runs
 //   spaceJoin   what a white-space piece of several runs saves over its runs apart
+//   foreignLine what the rule misses, by length, for the ASCII words it prices on a line
+//               that holds Latin, Greek or Cyrillic letters beyond ASCII (another language)
 import { writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { decode, encode } from "gpt-tokenizer/encoding/cl100k_base";
 import { CHUNK_DIGITS, CHUNK_PUNCT, CHUNK_SPACE, CHUNK_WORD, CJK_RANGES, createScan, scan, scriptOf, SCRIPTS, symbolOf, SYMBOLS, type Tables as CountTables } from "../../processors/fit/count.ts";
+import { TABLES } from "../../processors/fit/count-tables.ts";
 import { heldOut, loadCorpus, type Piece } from "./corpus.ts";
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
@@ -134,6 +139,7 @@ const CJK = cjkTables();
 type Tables = {
   known: string[][];
   foreignLength: number[];
+  foreignLine?: number[];
   cjkSingles: string;
   cjkBlocks: string;
   wordPair: number[];
@@ -402,6 +408,8 @@ ${known.join("\n")}
   scriptLetter: ${nums(t.scriptLetter, 11)},
   // foreignLength[script * 16 + letters]: scripts as SCRIPTS in count.ts, letters 15 or more at 15.
   foreignLength: ${nums(t.foreignLength, 16)},
+  // foreignLine[letters]: letters 15 or more at 15.
+  foreignLine: ${nums(t.foreignLine ?? new Array<number>(16).fill(0), 16)},
   cjkSingles:
 ${chunkString(t.cjkSingles, 40)},
   // One digit per block of 64 characters of CJK_RANGES in count.ts.
@@ -446,10 +454,58 @@ function unitsOf(tables: Tables): (text: string) => number {
   return (text) => s(text, 0, text.length, false);
 }
 
+/** A letter beyond ASCII of the Latin, Greek or Cyrillic scripts (as count.ts tells a line in another language). */
+const FOREIGN_LETTER = /\p{L}/u;
+function foreignLetterIn(line: string): boolean {
+  for (const ch of line) {
+    const cp = ch.codePointAt(0)!;
+    if (cp >= 128 && scriptOf(cp) <= 2 && FOREIGN_LETTER.test(ch)) return true;
+  }
+  return false;
+}
+
+/**
+ * The mean miss, by letters, of the rule's price for ASCII words not known, on lines that
+ * hold a Latin, Greek or Cyrillic letter beyond ASCII, with the other tables as fitted.
+ */
+function fitForeignLine(train: Piece[], tables: Tables, known: Set<string>): number[] {
+  const s = createScan({ ...tables, foreignLine: undefined } as unknown as CountTables);
+  const err = new Float64Array(16), n = new Float64Array(16);
+  for (const p of train) {
+    let lineStart = 0;
+    for (;;) {
+      const nl = p.text.indexOf("\n", lineStart);
+      const end = nl < 0 ? p.text.length : nl + 1;
+      const line = p.text.slice(lineStart, end);
+      if (foreignLetterIn(line)) {
+        s(line, 0, line.length, false, (kind, from, to, units) => {
+          const piece = line.slice(from, to);
+          if (kind !== CHUNK_WORD || !isAscii(piece) || known.has(piece)) return;
+          const letters = Math.min(15, isAsciiLetter(piece.charCodeAt(0)) ? piece.length : piece.length - 1);
+          err[letters]! += 1000 * truth(piece) - units;
+          n[letters]!++;
+        });
+      }
+      if (nl < 0) break;
+      lineStart = nl + 1;
+    }
+  }
+  return Array.from(n, (k, i) => (k > 0 ? Math.round(err[i]! / (k + 5)) : 0));
+}
+
 function main(): void {
   const corpus = loadCorpus();
   const train = corpus.filter((p) => !heldOut(p));
   const test = corpus.filter(heldOut);
+  if (process.argv.includes("--foreign-line")) {
+    const tables = structuredClone(TABLES) as unknown as Tables;
+    tables.foreignLine = fitForeignLine(train, tables, new Set(TABLES.known.flat()));
+    writeFileSync(TABLES_PATH, render(tables));
+    const units = unitsOf(tables);
+    console.log(`foreignLine ${tables.foreignLine.join(", ")}`);
+    console.log("held-out pieces\n" + report(evaluate(test, units)));
+    return;
+  }
   const stats = collect(train);
   console.log(`${train.length} training pieces, ${test.length} held out, ${stats.size} distinct pieces`);
 
@@ -479,6 +535,7 @@ function main(): void {
     tables.known = groups;
     console.log(`round ${round + 1}: ${known.size} known pieces`);
   }
+  tables.foreignLine = fitForeignLine(train, tables, known);
   writeFileSync(TABLES_PATH, render(tables));
   const units = unitsOf(tables);
   console.log("training pieces\n" + report(evaluate(train, units)));

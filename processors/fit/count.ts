@@ -231,6 +231,12 @@ export type Tables = {
   readonly scriptLetter: readonly number[];
   /** By script (SCRIPTS) times 16 lengths: what the letter costs miss for words of that length. */
   readonly foreignLength: readonly number[];
+  /**
+   * By 16 lengths: what the rule misses for a word of ASCII letters it prices (one not
+   * known) on a line that also holds Latin, Greek or Cyrillic letters beyond ASCII, which is
+   * text in another language than English (see `scanCodes`). Optional: none is all 0.
+   */
+  readonly foreignLine?: readonly number[];
   /** Kana, Han and Hangul characters that cl100k holds as one token each. */
   readonly cjkSingles: string;
   /** For each block of 64 characters of CJK_RANGES, the tokens (2 or 3) of its other characters. */
@@ -429,6 +435,13 @@ export function createScan(tables: Tables): Scan {
   const C = tables.constants;
 
   let lastEnd = 0; // where the piece the last price* function read ends (saves returning pairs)
+  const FOREIGN_LINE = new Int32Array(16);
+  if (tables.foreignLine !== undefined) FOREIGN_LINE.set(tables.foreignLine.slice(0, 16));
+  // What the last priceWord found besides its price, read right after it: the foreign-line
+  // miss of the ASCII word it priced by the rule (0 for a known word or one with other
+  // letters), and -1 when the word holds a Latin, Greek or Cyrillic letter beyond ASCII.
+  let lastLineMiss = 0;
+  let lastForeign = 0;
 
   /**
    * Prices the word that starts at `start` and whose letters start at `body` (one prefix
@@ -439,6 +452,7 @@ export function createScan(tables: Tables): Scan {
     let h = 0x811c9dc5 | 0;
     for (let i = start; i < body; i++) h = Math.imul(h ^ a[i]!, 0x01000193);
     let foreign = false;
+    lastForeign = 0;
     let i = body;
     for (; i < to; i++) {
       const c = a[i]!;
@@ -446,6 +460,7 @@ export function createScan(tables: Tables): Scan {
       if (k > UPPER) {
         if (k === XLETTER) {
           foreign = true;
+          if (scriptOf(c) <= 2) lastForeign = -1;
         } else if (k === HIGH && (classAt(a, i, to) & 15) === XLETTER) {
           foreign = true;
           h = Math.imul(h ^ c, 0x01000193);
@@ -459,6 +474,7 @@ export function createScan(tables: Tables): Scan {
       h = Math.imul(h ^ c, 0x01000193);
     }
     lastEnd = i;
+    lastLineMiss = 0;
     const exact = known(h === 0 ? 1 : h);
     if (exact >= 0) return exact;
     let units = C.wordBase;
@@ -466,7 +482,9 @@ export function createScan(tables: Tables): Scan {
       const first = a[body]!;
       units += WORD_PREFIX[prefixIndex(a[start]!) * 2 + (first >= 65 && first <= 90 ? 1 : 0)]!;
     }
-    return foreign ? units + priceForeignLetters(a, body, i) : units + priceLetters(a, start, body, i);
+    if (foreign) return units + priceForeignLetters(a, body, i);
+    lastLineMiss = FOREIGN_LINE[i - body < 15 ? i - body : 15]!;
+    return units + priceLetters(a, start, body, i);
   }
 
   /** The pair rule over ASCII letters [body, end), plus the miss by length and shape. */
@@ -624,6 +642,13 @@ export function createScan(tables: Tables): Scan {
   function scanCodes(a: Uint16Array, to: number, weigh: boolean, sink: ChunkSink | undefined, base: number): number {
     let total = 0;
     let i = 0;
+    // A line of text in another language: the ASCII words the rule prices on it cost more
+    // than the pair costs (learned mostly from English) say. What they miss is added up for
+    // the line (lineMiss) and charged when the line ends if it held a Latin, Greek or
+    // Cyrillic letter beyond ASCII (lineForeign -1). A piece that holds a newline ends with
+    // one, so each line is priced on its own, and units still add up at a line's start.
+    let lineMiss = 0;
+    let lineForeign = 0;
     while (i < to) {
       const start = i;
       const c = a[i]!;
@@ -666,6 +691,7 @@ export function createScan(tables: Tables): Scan {
             const pick = exact >> 31; // -1 when the piece is not known
             const units = (exact & ~pick) | (rule & pick);
             total += units;
+            lineMiss += FOREIGN_LINE[letters < 15 ? letters : 15]! & pick;
             i = j;
             if (sink !== undefined) sink(CHUNK_WORD, base + start, base + i, units);
             continue;
@@ -708,6 +734,11 @@ export function createScan(tables: Tables): Scan {
             const pick = exact >> 31;
             const units = (exact & ~pick) | (rule & pick);
             total += units;
+            if (j > marks) {
+              total += lineMiss & lineForeign;
+              lineMiss = 0;
+              lineForeign = 0;
+            }
             i = j;
             if (sink !== undefined) sink(CHUNK_PUNCT, base + start, base + i, units);
             continue;
@@ -723,6 +754,11 @@ export function createScan(tables: Tables): Scan {
           // One white-space character before something else: a piece of one token.
           total += 1000;
           i++;
+          if (c === 10 || c === 13) {
+            total += lineMiss & lineForeign;
+            lineMiss = 0;
+            lineForeign = 0;
+          }
           if (sink !== undefined) sink(CHUNK_SPACE, base + start, base + i, 1000);
           continue;
         } else if (start2 === START_BLANK) {
@@ -743,6 +779,11 @@ export function createScan(tables: Tables): Scan {
           const n = i - start;
           const units = n === 1 ? 1000 : mixed === 0 && n <= LONG_SPACE ? spaceRun(c, n) : priceSpace(a, start, i, weigh);
           total += units;
+          if (lastNewline >= 0) {
+            total += lineMiss & lineForeign;
+            lineMiss = 0;
+            lineForeign = 0;
+          }
           if (sink !== undefined) sink(CHUNK_SPACE, base + start, base + i, units);
           continue;
         }
@@ -755,6 +796,8 @@ export function createScan(tables: Tables): Scan {
         units = priceWord(a, i, i, to);
         chunk = CHUNK_WORD;
         i = lastEnd;
+        lineMiss += lastLineMiss;
+        lineForeign |= lastForeign;
       } else if (kind === DIGIT || kind === XDIGIT) {
         // Up to three digits, one token (others cost a little more).
         units = 1000;
@@ -787,6 +830,8 @@ export function createScan(tables: Tables): Scan {
           units = priceWord(a, i, next, to);
           chunk = CHUNK_WORD;
           i = lastEnd;
+          lineMiss += lastLineMiss;
+          lineForeign |= lastForeign;
         } else if (kind === PUNCT || kind === XPUNCT || (c === 32 && (nk === PUNCT || nk === XPUNCT))) {
           units = pricePunct(a, i, to);
           chunk = CHUNK_PUNCT;
@@ -810,9 +855,15 @@ export function createScan(tables: Tables): Scan {
         }
       }
       total += units;
+      const last = a[i - 1]!;
+      if (last === 10 || last === 13) {
+        total += lineMiss & lineForeign;
+        lineMiss = 0;
+        lineForeign = 0;
+      }
       if (sink !== undefined) sink(chunk, base + start, base + i, units);
     }
-    return total;
+    return total + (lineMiss & lineForeign);
   }
 
   /**

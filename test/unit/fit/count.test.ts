@@ -116,6 +116,28 @@ describe("count: the token estimate", () => {
     );
   });
 
+  it("FIT-11 a line in another language charges its ASCII words what the English pair costs miss, on that line only", () => {
+    const english = "the configuration of the program is written below\n";
+    const german = "Verzeichnisstruktur wird entsprechend geschrieben, für jeden Benutzer\n";
+    const plain = german.replace("für", "fur");
+    const flat = createScan({ ...TABLES, foreignLine: undefined });
+    const flatUnits = (s: string): number => flat(s, 0, s.length, false);
+    // The accented letter makes the line foreign: its long unknown words cost more than the
+    // pair rule alone says; the same line without it, and an English line, cost the same.
+    expect(units(german)).toBeGreaterThan(flatUnits(german) + 1000);
+    expect(units(plain)).toBe(flatUnits(plain));
+    expect(units(english)).toBe(flatUnits(english));
+    // Charged by line: the English line after the German one is priced as on its own, and
+    // a German line's charge does not depend on where in the line its accented letter is.
+    expect(units(german + english)).toBe(units(german) + units(english));
+    expect(units(english + german)).toBe(units(english) + units(german));
+    // On the sample's translated text the estimate comes closer to cl100k with the charge.
+    const intl = pieces.filter((p) => p.class === "intl");
+    const mare = (u: (s: string) => number): number => intl.reduce((sum, p) => sum + Math.abs(u(p.text) / 1000 / encode(p.text, NO_SPECIAL).length - 1), 0) / intl.length;
+    expect(intl.length).toBeGreaterThan(0);
+    expect(mare(units)).toBeLessThan(mare(flatUnits));
+  });
+
   it("FIT-11 the sample is real text of many kinds, each piece 1-8 KB", () => {
     for (const p of pieces) {
       expect(p.text.length, p.file).toBeGreaterThanOrEqual(900);
