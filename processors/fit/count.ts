@@ -118,6 +118,10 @@ export function scriptOf(cp: number): number {
   return 10;
 }
 
+/** scriptOf of every code unit, for the scan (one look-up instead of a chain of ranges). */
+const SCRIPT = new Uint8Array(65536);
+for (let c = 0; c < 65536; c++) SCRIPT[c] = scriptOf(c);
+
 /** Ranges (multiples of 64) whose characters are priced by their own token count, from tables.cjkBlocks. */
 export const CJK_RANGES: readonly (readonly [number, number])[] = [
   [0x3040, 0x3100],
@@ -430,6 +434,9 @@ export function createScan(tables: Tables): Scan {
   const SCRIPT_LETTER = Int32Array.from(tables.scriptLetter);
   const FOREIGN_LENGTH = Int32Array.from(tables.foreignLength);
   const CJK_COST = cjkCosts(tables.cjkSingles, tables.cjkBlocks);
+  /** What each BMP letter beyond ASCII costs on its own: its script's, times its tokens for CJK. */
+  const LETTER_UNITS = new Int32Array(65536);
+  for (let c = 128; c < 65536; c++) LETTER_UNITS[c] = (CJK_COST[c]! || 1) * SCRIPT_LETTER[SCRIPT[c]!]!;
   const PUNCT_PAIR = Int32Array.from(tables.punctPair);
   const SYMBOL = Int32Array.from(tables.symbol);
   const C = tables.constants;
@@ -451,26 +458,48 @@ export function createScan(tables: Tables): Scan {
   function priceWord(a: Uint16Array, start: number, body: number, to: number): number {
     let h = 0x811c9dc5 | 0;
     for (let i = start; i < body; i++) h = Math.imul(h ^ a[i]!, 0x01000193);
+    // One pass finds the end, hashes, and prices the letters as a word with letters beyond
+    // ASCII (pairs of ASCII letters, each other letter by its script, a cost per switch);
+    // a word of ASCII letters only is priced by priceLetters instead.
     let foreign = false;
     lastForeign = 0;
+    let letterUnits = 0;
+    let prev = -1; // index 0-51 of the previous ASCII letter, -2 after a non-ASCII letter
+    let letters = 0;
+    let script = -1;
     let i = body;
     for (; i < to; i++) {
       const c = a[i]!;
       const k = CLASS[c]!;
-      if (k > UPPER) {
-        if (k === XLETTER) {
-          foreign = true;
-          if (scriptOf(c) <= 2) lastForeign = -1;
-        } else if (k === HIGH && (classAt(a, i, to) & 15) === XLETTER) {
-          foreign = true;
-          h = Math.imul(h ^ c, 0x01000193);
-          i++;
-          h = Math.imul(h ^ a[i]!, 0x01000193);
-          continue;
-        } else {
-          break;
-        }
+      if (k <= UPPER) {
+        const idx = c >= 97 ? c - 97 : c - 39;
+        if (prev >= 0) letterUnits += WORD_PAIR[prev * 52 + idx]!;
+        else if (prev === -2) letterUnits += C.scriptSwitch;
+        prev = idx;
+      } else if (k === XLETTER) {
+        foreign = true;
+        const sc = SCRIPT[c]!;
+        if (sc <= 2) lastForeign = -1;
+        if (script < 0) script = sc;
+        letterUnits += LETTER_UNITS[c]!;
+        if (prev >= 0) letterUnits += C.scriptSwitch;
+        prev = -2;
+      } else if (k === HIGH && (classAt(a, i, to) & 15) === XLETTER) {
+        foreign = true;
+        const sc = scriptOf(((c - 0xd800) << 10) + (a[i + 1]! - 0xdc00) + 0x10000);
+        if (script < 0) script = sc;
+        letterUnits += SCRIPT_LETTER[sc]!;
+        if (prev >= 0) letterUnits += C.scriptSwitch;
+        prev = -2;
+        letters++;
+        h = Math.imul(h ^ c, 0x01000193);
+        i++;
+        h = Math.imul(h ^ a[i]!, 0x01000193);
+        continue;
+      } else {
+        break;
       }
+      letters++;
       h = Math.imul(h ^ c, 0x01000193);
     }
     lastEnd = i;
@@ -482,7 +511,7 @@ export function createScan(tables: Tables): Scan {
       const first = a[body]!;
       units += WORD_PREFIX[prefixIndex(a[start]!) * 2 + (first >= 65 && first <= 90 ? 1 : 0)]!;
     }
-    if (foreign) return units + priceForeignLetters(a, body, i);
+    if (foreign) return units + letterUnits + FOREIGN_LENGTH[script * 16 + (letters < 15 ? letters : 15)]!;
     lastLineMiss = FOREIGN_LINE[i - body < 15 ? i - body : 15]!;
     return units + priceLetters(a, start, body, i);
   }
@@ -510,41 +539,6 @@ export function createScan(tables: Tables): Scan {
     const shape = uppers === 0 ? 0 : uppers === letters && letters > 1 ? 2 : uppers === 1 && a[body]! <= 90 ? 1 : 3;
     const prefix = body === start ? 0 : a[start]! === 32 ? 1 : 2;
     return units + WORD_LENGTH[(prefix * 4 + shape) * 32 + (letters < 31 ? letters : 31)]!;
-  }
-
-  /** Letters [body, end) of which some are not ASCII: pairs, costs by script, and the miss by length. */
-  function priceForeignLetters(a: Uint16Array, body: number, end: number): number {
-    let units = 0;
-    let prev = -1; // index 0-51 of the previous ASCII letter, -2 after a non-ASCII letter
-    let letters = 0;
-    let script = -1;
-    let i = body;
-    while (i < end) {
-      const c = a[i]!;
-      if (c < 128) {
-        const idx = c >= 97 ? c - 97 : c - 39;
-        if (prev >= 0) units += WORD_PAIR[prev * 52 + idx]!;
-        else if (prev === -2) units += C.scriptSwitch;
-        prev = idx;
-        i++;
-      } else {
-        let cp = c;
-        if (CLASS[c] === HIGH) {
-          cp = ((c - 0xd800) << 10) + (a[i + 1]! - 0xdc00) + 0x10000;
-          i += 2;
-        } else {
-          i++;
-        }
-        const sc = scriptOf(cp);
-        const iso = cp < 65536 ? CJK_COST[cp]! : 0;
-        units += iso > 0 ? iso * SCRIPT_LETTER[sc]! : SCRIPT_LETTER[sc]!;
-        if (script < 0) script = sc;
-        if (prev >= 0) units += C.scriptSwitch;
-        prev = -2;
-      }
-      letters++;
-    }
-    return units + FOREIGN_LENGTH[script * 16 + (letters < 15 ? letters : 15)]!;
   }
 
   /** Prices the punctuation run at start: an optional space, marks and symbols, then newlines. */
