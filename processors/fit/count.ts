@@ -6,7 +6,9 @@
 //   - a piece seen often in real text is looked up in a table of its exact token count;
 //   - any other word costs one token plus, for each pair of neighbouring letters, the
 //     chance that the tokenizer cuts between them (learned per letter pair), plus a cost
-//     per non-ASCII letter by script;
+//     per non-ASCII letter by script; on a line that holds Latin, Greek or Cyrillic letters
+//     beyond ASCII (another language than English) its ASCII words cost what the pair rule
+//     misses there, by length, charged when the line ends;
 //   - punctuation runs the same way with punctuation pairs; digit groups one token each;
 //     white space by the length of its runs.
 // How it stays close to the cost of reading the text once: the text's code units are copied
