@@ -1,7 +1,8 @@
 // Builds the calibration corpus: pieces of 1-8 KB of real text nobody here wrote, per class,
 // cut at line ends from files found on this machine (node_modules, /usr/share/doc, the
 // licenses Debian ships, Python's and Go's sources, C headers, logs, `diff -u` of two
-// versions of a file, TypeScript's translated messages). Deterministic for a given machine.
+// versions of a file, TypeScript's translated messages, the translations of gettext catalogs
+// in 19 more languages). Deterministic for a given machine.
 //
 //   npx tsx bench/fit/corpus.ts            -> bench/out/fit-corpus.json
 //
@@ -194,6 +195,49 @@ function translatedPieces(): Piece[] {
   }
   for (const p of [join(NM, "minio/README_zh_CN.md"), join(NM, "@js-sdsl/ordered-map/README.zh-CN.md")]) {
     if (existsSync(p)) out.push(...cut(read(p), p, "cjk", 4));
+  }
+  // The translations of the programs installed here (gettext catalogs), in languages
+  // TypeScript's messages have not got: Cyrillic- and Greek-script ones, and Latin-script
+  // ones of northern and eastern Europe. The catalogs of names (iso_*) are left out.
+  for (const loc of GETTEXT_LANGUAGES) {
+    const dir = join("/usr/share/locale", loc, "LC_MESSAGES");
+    let names: string[];
+    try {
+      names = readdirSync(dir).filter((n) => n.endsWith(".mo") && !n.startsWith("iso_")).sort();
+    } catch {
+      continue;
+    }
+    const text = names.flatMap((n) => catalogTranslations(readFileSync(join(dir, n)))).join("\n") + "\n";
+    out.push(...cut(text, `${dir} (the catalogs' translations, one per line)`, "intl", 8));
+  }
+  return out;
+}
+
+const GETTEXT_LANGUAGES = ["uk", "be", "bg", "sr", "mk", "el", "nl", "ro", "sv", "da", "fi", "hu", "sk", "hr", "sl", "ca", "lt", "lv", "et"];
+
+/**
+ * The translated strings of a compiled gettext catalog (.mo): each message's translation,
+ * plural forms apart; the header entry (the empty message's) is left out.
+ */
+export function catalogTranslations(mo: Buffer): string[] {
+  if (mo.length < 28) return [];
+  const magic = mo.readUInt32LE(0);
+  const le = magic === 0x950412de;
+  if (!le && magic !== 0xde120495) return [];
+  const u32 = (at: number): number => (le ? mo.readUInt32LE(at) : mo.readUInt32BE(at));
+  const n = u32(8);
+  const originals = u32(12);
+  const translations = u32(16);
+  const out: string[] = [];
+  for (let i = 0; i < n; i++) {
+    const idLength = u32(originals + 8 * i);
+    if (idLength === 0) continue;
+    const length = u32(translations + 8 * i);
+    const at = u32(translations + 8 * i + 4);
+    if (at + length > mo.length) break;
+    const text = mo.toString("utf8", at, at + length);
+    if (text.includes("\uFFFD")) continue;
+    for (const form of text.split("\u0000")) if (form.trim() !== "") out.push(form);
   }
   return out;
 }

@@ -243,6 +243,14 @@ export type Tables = {
    * text in another language than English (see `scanCodes`). Optional: none is all 0.
    */
   readonly foreignLine?: readonly number[];
+  /**
+   * Letters beyond ASCII of the Latin, Greek and Cyrillic scripts (below U+2000), each with
+   * what a line that holds it costs more, for each time it occurs there: the languages whose
+   * words cl100k splits more than its letter costs say are told by their letters (ј, є, ė, ļ).
+   * Optional: none is no charge.
+   */
+  readonly lineLetters?: string;
+  readonly lineLetterUnits?: readonly number[];
   /** Kana, Han and Hangul characters that cl100k holds as one token each. */
   readonly cjkSingles: string;
   /** For each block of 64 characters of CJK_RANGES, the tokens (2 or 3) of its other characters. */
@@ -446,9 +454,16 @@ export function createScan(tables: Tables): Scan {
   let lastEnd = 0; // where the piece the last price* function read ends (saves returning pairs)
   const FOREIGN_LINE = new Int32Array(16);
   if (tables.foreignLine !== undefined) FOREIGN_LINE.set(tables.foreignLine.slice(0, 16));
-  // What the last priceWord found besides its price, read right after it: the foreign-line
-  // miss of the ASCII word it priced by the rule (0 for a known word or one with other
-  // letters), and -1 when the word holds a Latin, Greek or Cyrillic letter beyond ASCII.
+  const LINE_LETTER = new Int32Array(0x2000);
+  const lineLetters = tables.lineLetters ?? "";
+  for (let k = 0; k < lineLetters.length; k++) {
+    const c = lineLetters.charCodeAt(k);
+    if (c < 0x2000) LINE_LETTER[c] = tables.lineLetterUnits?.[k] ?? 0;
+  }
+  // What the last priceWord found besides its price, read right after it: what it adds to
+  // its line's charge if the line is in another language (the foreign-line miss of an ASCII
+  // word it priced by the rule; for a word with Latin, Greek or Cyrillic letters beyond ASCII,
+  // known or not, their lineLetterUnits), and -1 when the word holds such a letter.
   let lastLineMiss = 0;
   let lastForeign = 0;
 
@@ -465,6 +480,7 @@ export function createScan(tables: Tables): Scan {
     // a word of ASCII letters only is priced by priceLetters instead.
     let foreign = false;
     lastForeign = 0;
+    let lineUnits = 0;
     let letterUnits = 0;
     let prev = -1; // index 0-51 of the previous ASCII letter, -2 after a non-ASCII letter
     let letters = 0;
@@ -481,7 +497,10 @@ export function createScan(tables: Tables): Scan {
       } else if (k === XLETTER) {
         foreign = true;
         const sc = SCRIPT[c]!;
-        if (sc <= 2) lastForeign = -1;
+        if (sc <= 2) {
+          lastForeign = -1;
+          if (c < 0x2000) lineUnits += LINE_LETTER[c]!;
+        }
         if (script < 0) script = sc;
         letterUnits += LETTER_UNITS[c]!;
         if (prev >= 0) letterUnits += C.scriptSwitch;
@@ -505,7 +524,7 @@ export function createScan(tables: Tables): Scan {
       h = Math.imul(h ^ c, 0x01000193);
     }
     lastEnd = i;
-    lastLineMiss = 0;
+    lastLineMiss = lineUnits;
     const exact = known(h === 0 ? 1 : h);
     if (exact >= 0) return exact;
     let units = C.wordBase;

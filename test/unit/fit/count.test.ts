@@ -138,6 +138,20 @@ describe("count: the token estimate", () => {
     expect(mare(units)).toBeLessThan(mare(flatUnits));
   });
 
+  it("FIT-11 a line's letters tell its language: a line holding letters of a language cl100k splits more costs more, on that line only", () => {
+    const ukrainian = "Використання: програма виводить інформацію про файли та їхні права\n";
+    const english = "Usage: the program prints what it knows about the files\n";
+    const noLetters = createScan({ ...TABLES, lineLetters: undefined, lineLetterUnits: undefined });
+    const without = (s: string): number => noLetters(s, 0, s.length, false);
+    expect(units(ukrainian)).toBeGreaterThan(without(ukrainian) + 2000);
+    expect(units(english)).toBe(without(english));
+    expect(units(ukrainian + english)).toBe(units(ukrainian) + units(english));
+    expect(units(english + ukrainian)).toBe(units(english) + units(ukrainian));
+    const intl = pieces.filter((p) => p.class === "intl");
+    const mare = (u: (s: string) => number): number => intl.reduce((sum, p) => sum + Math.abs(u(p.text) / 1000 / encode(p.text, NO_SPECIAL).length - 1), 0) / intl.length;
+    expect(mare(units)).toBeLessThan(mare(without));
+  });
+
   it("FIT-11 the sample is real text of many kinds, each piece 1-8 KB", () => {
     for (const p of pieces) {
       expect(p.text.length, p.file).toBeGreaterThanOrEqual(900);
