@@ -319,7 +319,7 @@ export async function disruptDrill(s: Services, o: DisruptOptions): Promise<Dril
     for (const id of want) {
       const same = JSON.stringify(ref.get(id) ?? []) === JSON.stringify(got.get(id) ?? []);
       if (!plantedIds.has(id)) {
-        if (!same) differing++;
+        if (!same && differing++ < 2) say(`  ${id}: reference ${JSON.stringify(ref.get(id) ?? []).slice(0, 600)} / drill ${JSON.stringify(got.get(id) ?? []).slice(0, 600)}`);
       } else if (!same) {
         const answers = got.get(id) ?? [];
         if (answers.length > 0 && answers.every((a) => a.startsWith('{"dead":true') && a.includes("WRONGTYPE"))) plantedDead++;
