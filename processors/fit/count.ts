@@ -8,7 +8,8 @@
 //     chance that the tokenizer cuts between them (learned per letter pair), plus a cost
 //     per non-ASCII letter by script; on a line that holds Latin, Greek or Cyrillic letters
 //     beyond ASCII (another language than English) its ASCII words cost what the pair rule
-//     misses there, by length, charged when the line ends;
+//     misses there, by length, and each such letter what lines that hold it miss, charged
+//     when the line ends;
 //   - punctuation runs the same way with punctuation pairs; digit groups one token each;
 //     white space by the length of its runs.
 // How it stays close to the cost of reading the text once: the text's code units are copied
@@ -658,10 +659,11 @@ export function createScan(tables: Tables): Scan {
     let total = 0;
     let i = 0;
     // A line of text in another language: the ASCII words the rule prices on it cost more
-    // than the pair costs (learned mostly from English) say. What they miss is added up for
-    // the line (lineMiss) and charged when the line ends if it held a Latin, Greek or
-    // Cyrillic letter beyond ASCII (lineForeign -1). A piece that holds a newline ends with
-    // one, so each line is priced on its own, and units still add up at a line's start.
+    // than the pair costs (learned mostly from English) say, and its letters beyond ASCII
+    // tell which language it is (lineLetterUnits). Both are added up for the line (lineMiss)
+    // and charged when the line ends if it held a Latin, Greek or Cyrillic letter beyond
+    // ASCII (lineForeign -1). A piece that holds a newline ends with one, so each line is
+    // priced on its own, and units still add up at a line's start.
     let lineMiss = 0;
     let lineForeign = 0;
     while (i < to) {
