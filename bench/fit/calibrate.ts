@@ -462,14 +462,25 @@ function unitsOf(tables: Tables): (text: string) => number {
   return (text) => s(text, 0, text.length, false);
 }
 
-/** A letter beyond ASCII of the Latin, Greek or Cyrillic scripts (as count.ts tells a line in another language). */
-const FOREIGN_LETTER = /\p{L}/u;
-function foreignLetterIn(line: string): boolean {
-  for (const ch of line) {
-    const cp = ch.codePointAt(0)!;
-    if (cp >= 128 && scriptOf(cp) <= 2 && FOREIGN_LETTER.test(ch)) return true;
+const LETTER = /\p{L}/u;
+/**
+ * The code point of ch when it is a letter beyond ASCII of the Latin, Greek or Cyrillic
+ * scripts (as count.ts tells a line in another language; all are below U+2000), else -1.
+ */
+function foreignLetter(ch: string): number {
+  const cp = ch.codePointAt(0)!;
+  return cp >= 128 && scriptOf(cp) <= 2 && LETTER.test(ch) ? cp : -1;
+}
+
+/** The lines of a text, each with its newline. */
+function* linesOf(text: string): Generator<string> {
+  let start = 0;
+  while (start < text.length) {
+    const nl = text.indexOf("\n", start);
+    const end = nl < 0 ? text.length : nl + 1;
+    yield text.slice(start, end);
+    start = end;
   }
-  return false;
 }
 
 /**
@@ -480,22 +491,15 @@ function fitForeignLine(train: Piece[], tables: Tables, known: Set<string>): num
   const s = createScan({ ...tables, foreignLine: undefined, lineLetters: undefined, lineLetterUnits: undefined } as unknown as CountTables);
   const err = new Float64Array(16), n = new Float64Array(16);
   for (const p of train) {
-    let lineStart = 0;
-    for (;;) {
-      const nl = p.text.indexOf("\n", lineStart);
-      const end = nl < 0 ? p.text.length : nl + 1;
-      const line = p.text.slice(lineStart, end);
-      if (foreignLetterIn(line)) {
-        s(line, 0, line.length, false, (kind, from, to, units) => {
-          const piece = line.slice(from, to);
-          if (kind !== CHUNK_WORD || !isAscii(piece) || known.has(piece)) return;
-          const letters = Math.min(15, isAsciiLetter(piece.charCodeAt(0)) ? piece.length : piece.length - 1);
-          err[letters]! += 1000 * truth(piece) - units;
-          n[letters]!++;
-        });
-      }
-      if (nl < 0) break;
-      lineStart = nl + 1;
+    for (const line of linesOf(p.text)) {
+      if (lineLetterCounts(line).size === 0) continue;
+      s(line, 0, line.length, false, (kind, from, to, units) => {
+        const piece = line.slice(from, to);
+        if (kind !== CHUNK_WORD || !isAscii(piece) || known.has(piece)) return;
+        const letters = Math.min(15, isAsciiLetter(piece.charCodeAt(0)) ? piece.length : piece.length - 1);
+        err[letters]! += 1000 * truth(piece) - units;
+        n[letters]!++;
+      });
     }
   }
   return Array.from(n, (k, i) => (k > 0 ? Math.round(err[i]! / (k + 5)) : 0));
@@ -505,8 +509,8 @@ function fitForeignLine(train: Piece[], tables: Tables, known: Set<string>): num
 function lineLetterCounts(line: string): Map<number, number> {
   const counts = new Map<number, number>();
   for (const ch of line) {
-    const cp = ch.codePointAt(0)!;
-    if (cp >= 128 && cp < 0x2000 && scriptOf(cp) <= 2 && FOREIGN_LETTER.test(ch)) counts.set(cp, (counts.get(cp) ?? 0) + 1);
+    const cp = foreignLetter(ch);
+    if (cp >= 0) counts.set(cp, (counts.get(cp) ?? 0) + 1);
   }
   return counts;
 }
@@ -514,51 +518,27 @@ function lineLetterCounts(line: string): Map<number, number> {
 /**
  * What a line that holds Latin, Greek or Cyrillic letters beyond ASCII still misses, with the
  * other tables (foreignLine included) as fitted, as a sum over its letters of a charge per
- * letter: ridge least squares over the training pieces' lines, solved by elimination.
+ * letter: ridge least squares (`solve`) over the training pieces' lines.
  */
 function fitLineLetters(train: Piece[], tables: Tables): { lineLetters: string; lineLetterUnits: number[] } {
   const s = createScan({ ...tables, lineLetters: undefined, lineLetterUnits: undefined } as unknown as CountTables);
-  const rows: { x: [number, number][]; miss: number }[] = [];
+  const lines: { counts: Map<number, number>; miss: number }[] = [];
   const index = new Map<number, number>();
   for (const p of train) {
-    let lineStart = 0;
-    for (;;) {
-      const nl = p.text.indexOf("\n", lineStart);
-      const end = nl < 0 ? p.text.length : nl + 1;
-      const line = p.text.slice(lineStart, end);
+    for (const line of linesOf(p.text)) {
       const counts = lineLetterCounts(line);
-      if (counts.size > 0) {
-        const x: [number, number][] = [];
-        for (const [cp, n] of counts) {
-          if (!index.has(cp)) index.set(cp, index.size);
-          x.push([index.get(cp)!, n]);
-        }
-        rows.push({ x, miss: 1000 * truth(line) - s(line, 0, line.length, false) });
-      }
-      if (nl < 0) break;
-      lineStart = nl + 1;
+      if (counts.size === 0) continue;
+      for (const cp of counts.keys()) if (!index.has(cp)) index.set(cp, index.size);
+      lines.push({ counts, miss: 1000 * truth(line) - s(line, 0, line.length, false) });
     }
   }
-  const k = index.size;
-  const a = Array.from({ length: k }, () => new Float64Array(k + 1));
-  for (const { x, miss } of rows) {
-    for (const [i, xi] of x) {
-      a[i]![k]! += xi * miss;
-      for (const [j, xj] of x) a[i]![j]! += xi * xj;
-    }
-  }
-  for (let i = 0; i < k; i++) a[i]![i]! += LINE_LETTER_RIDGE;
-  for (let c = 0; c < k; c++) {
-    let p = c;
-    for (let r = c + 1; r < k; r++) if (Math.abs(a[r]![c]!) > Math.abs(a[p]![c]!)) p = r;
-    [a[c], a[p]] = [a[p]!, a[c]!];
-    for (let r = 0; r < k; r++) {
-      if (r === c || a[r]![c] === 0) continue;
-      const f = a[r]![c]! / a[c]![c]!;
-      for (let j = c; j <= k; j++) a[r]![j]! -= f * a[c]![j]!;
-    }
-  }
-  const fitted = [...index].map(([cp, i]) => [cp, Math.round(a[i]![k]! / a[i]![i]!)] as const).filter(([, u]) => u !== 0).sort((x, y) => x[0] - y[0]);
+  const rows = lines.map(({ counts }) => {
+    const x = new Array<number>(index.size).fill(0);
+    for (const [cp, n] of counts) x[index.get(cp)!] = n;
+    return x;
+  });
+  const fit = solve(rows, lines.map((l) => l.miss), new Array<number>(index.size).fill(0), LINE_LETTER_RIDGE);
+  const fitted = [...index].map(([cp, i]) => [cp, Math.round(fit[i]!)] as const).filter(([, u]) => u !== 0).sort((x, y) => x[0] - y[0]);
   return { lineLetters: fitted.map(([cp]) => String.fromCharCode(cp)).join(""), lineLetterUnits: fitted.map(([, u]) => u) };
 }
 /** The ridge of the lineLetters fit, in squared thousandths: measured, a little below 20 to 100 changes little. */

@@ -499,8 +499,9 @@ export function createScan(tables: Tables): Scan {
         foreign = true;
         const sc = SCRIPT[c]!;
         if (sc <= 2) {
+          // (Latin, Greek and Cyrillic letters are all below U+2000, LINE_LETTER's length.)
           lastForeign = -1;
-          if (c < 0x2000) lineUnits += LINE_LETTER[c]!;
+          lineUnits += LINE_LETTER[c]!;
         }
         if (script < 0) script = sc;
         letterUnits += LETTER_UNITS[c]!;
