@@ -3,7 +3,8 @@
 //
 //   npx tsx bench/fit/corpus.ts && npx tsx bench/fit/calibrate.ts [--known N]
 //   npx tsx bench/fit/calibrate.ts --foreign-line   (keeps the checked-in tables and fits
-//                                                    only foreignLine to them)
+//                     only what tells a line's language to them: foreignLine, lineLetters,
+//                     the language words and their scales)
 //
 // What it learns, all in thousandths of a token:
 //   known       the pieces (as the pre-tokenizer cuts them) worth pricing exactly: seen in
@@ -19,7 +20,12 @@
 //               that holds Latin, Greek or Cyrillic letters beyond ASCII (another language)
 //   lineLetters what such a line still misses, by least squares over the lines, for each
 //               time each of those letters occurs in it (the letters tell the language)
-import { writeFileSync } from "node:fs";
+//   languageWords, languageScale   words that tell a line of ASCII letters only is in one of
+//               the translated languages (seen in its translations at least LANGUAGE_MIN times,
+//               mostly in that one, never in other text), added to known; and for each
+//               language, by least squares over its pieces, how much more than their
+//               foreignLine misses the ASCII words of such lines cost
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { decode, encode } from "gpt-tokenizer/encoding/cl100k_base";
@@ -144,6 +150,9 @@ type Tables = {
   foreignLine?: number[];
   lineLetters?: string;
   lineLetterUnits?: number[];
+  languages?: string[];
+  languageWords?: string[][];
+  languageScale?: number[];
   cjkSingles: string;
   cjkBlocks: string;
   wordPair: number[];
@@ -418,6 +427,13 @@ ${known.join("\n")}
   lineLetters:
 ${chunkString(t.lineLetters ?? "", 40)},
   lineLetterUnits: ${nums(t.lineLetterUnits ?? [], 20)},
+  // languageWords[l]: words that tell a line is in languages[l]; languageScale[l]: what its
+  // ASCII words then cost more, in 1024ths of their foreignLine misses.
+  languages: ${JSON.stringify(t.languages ?? [])},
+  languageWords: [
+${(t.languageWords ?? []).map((w) => "    " + JSON.stringify(w) + ",").join("\n")}
+  ] as readonly (readonly string[])[],
+  languageScale: ${JSON.stringify(t.languageScale ?? [])},
   cjkSingles:
 ${chunkString(t.cjkSingles, 40)},
   // One digit per block of 64 characters of CJK_RANGES in count.ts.
@@ -544,17 +560,147 @@ function fitLineLetters(train: Piece[], tables: Tables): { lineLetters: string; 
 /** The ridge of the lineLetters fit, in squared thousandths: measured, a little below 20 to 100 changes little. */
 const LINE_LETTER_RIDGE = 20;
 
+/** The language of a translated piece (by its source's path), "" for any other text. */
+function languageOf(p: Piece): string {
+  if (p.cls !== "intl") return "";
+  const m = /\/(?:lib|locale)\/([a-z]{2,3}(?:[-_][a-z]+)?)\//i.exec(p.src);
+  if (m === null) throw new Error(`calibrate: no language in the source of a translated piece: ${p.src}`);
+  return m[1]!;
+}
+
+/** The words of an English word list (lower case), which no language word may be. */
+const ENGLISH = (() => {
+  let words: Set<string> | undefined;
+  return (): Set<string> => {
+    if (words !== undefined) return words;
+    if (!existsSync(ENGLISH_WORDS)) throw new Error(`calibrate: ${ENGLISH_WORDS} is missing (Debian: apt-get install wamerican); no language word may be an English word`);
+    words = new Set(readFileSync(ENGLISH_WORDS, "utf8").split("\n").map((w) => w.toLowerCase()));
+    return words;
+  };
+})();
+const ENGLISH_WORDS = "/usr/share/dict/words";
+
+/** Occurrences of a word (as the pre-tokenizer cuts it) for languageWords to count. */
+const LANGUAGE_WORD = /^ [a-z]{2,}$/;
+/** A language word is seen this often in its translations, at least this share of them in one language. */
+const LANGUAGE_MIN = 8;
+const LANGUAGE_SHARE = 0.8;
+/** The ridge of each language's scale, in squared thousandths (a thousand tokens squared): measured, 1e6 to 1e9 differ by less than 0.05% on the held-out translated pieces, and the larger shrinks the scales of languages with few words most. */
+const LANGUAGE_RIDGE = 1e9;
+
+/**
+ * Candidate words that tell a line of ASCII letters only is in a translated language: words
+ * of lines without a Latin, Greek or Cyrillic letter beyond ASCII, after a space and in
+ * lower case once lowered, seen at least LANGUAGE_MIN times in the translations, at least
+ * LANGUAGE_SHARE of them in one language, and never in any other text of the corpus.
+ */
+function languageCandidates(train: Piece[]): Map<string, string[]> {
+  const seen = new Map<string, Map<string, number>>();
+  for (const p of train) {
+    const language = languageOf(p);
+    for (const line of linesOf(p.text)) {
+      if (lineLetterCounts(line).size > 0) continue;
+      scan(line, 0, line.length, false, (kind, from, to) => {
+        if (kind !== CHUNK_WORD) return;
+        const word = line.slice(from, to).toLowerCase();
+        if (!LANGUAGE_WORD.test(word) || word.length < 3) return;
+        const by = seen.get(word) ?? new Map<string, number>();
+        by.set(language, (by.get(language) ?? 0) + 1);
+        seen.set(word, by);
+      });
+    }
+  }
+  const byLanguage = new Map<string, string[]>();
+  for (const [word, by] of [...seen].sort((a, b) => (a[0] < b[0] ? -1 : 1))) {
+    if (by.has("") || ENGLISH().has(word.slice(1))) continue;
+    const total = [...by.values()].reduce((a, b) => a + b, 0);
+    const [language, n] = [...by].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1))[0]!;
+    if (total < LANGUAGE_MIN || n < LANGUAGE_SHARE * total) continue;
+    byLanguage.set(language, [...(byLanguage.get(language) ?? []), word]);
+  }
+  return new Map([...byLanguage].sort((a, b) => (a[0] < b[0] ? -1 : 1)));
+}
+
+/** The pieces priced exactly, with the given ones added (grouped by their token counts). */
+function withKnown(known: readonly (readonly string[])[], pieces: readonly string[]): string[][] {
+  const groups = known.map((g) => [...g]);
+  const have = new Set(known.flat());
+  for (const piece of pieces) {
+    if (have.has(piece)) continue;
+    const t = truth(piece);
+    while (groups.length < t) groups.push([]);
+    groups[t - 1]!.push(piece);
+    have.add(piece);
+  }
+  for (const g of groups) g.sort();
+  return groups;
+}
+
+/** Each word as it is written after a space: lower case, and with a capital. */
+const caseForms = (words: readonly string[]): string[] => words.flatMap((w) => [w, " " + w[1]!.toUpperCase() + w.slice(2)]);
+
+/**
+ * Each language's scale (in 1024ths): by least squares over the training pieces, with the
+ * other tables as they are, what a piece still misses against what its lines the language's
+ * words are on would be charged at a scale of one (measured with the scan itself, so that it
+ * prices exactly what count.ts will), never below 0. At most 16 languages at a time.
+ */
+function fitLanguageScales(train: Piece[], tables: Tables, languages: string[], words: string[][]): number[] {
+  const base = unitsOf({ ...tables, languages, languageWords: words, languageScale: languages.map(() => 0) });
+  const num = new Float64Array(languages.length);
+  const den = new Float64Array(languages.length);
+  const scans = languages.map((_, l) => unitsOf({ ...tables, languages, languageWords: words, languageScale: languages.map((_, k) => (k === l ? 1024 : 0)) }));
+  for (const p of train) {
+    const before = base(p.text);
+    const miss = 1000 * truth(p.text) - before;
+    scans.forEach((s, l) => {
+      const x = s(p.text) - before;
+      num[l]! += miss * x;
+      den[l]! += x * x;
+    });
+  }
+  return Array.from(num, (n, l) => Math.max(0, Math.round((1024 * n) / (den[l]! + LANGUAGE_RIDGE))));
+}
+
+/**
+ * The language words and scales: the candidates' languages fitted each on its own, those
+ * with a scale above 0 (the 16 whose words are seen most, if more) fitted again together.
+ */
+function fitLanguages(train: Piece[], tables: Tables): Pick<Tables, "languages" | "languageWords" | "languageScale"> {
+  const candidates = languageCandidates(train);
+  const all = [...candidates];
+  const alone = all.map(([language, words]) => fitLanguageScales(train, tables, [language], [caseForms(words)])[0]!);
+  const kept = all.filter((_, l) => alone[l]! > 0).sort((a, b) => b[1].length - a[1].length).slice(0, 16).sort((a, b) => (a[0] < b[0] ? -1 : 1));
+  const languages = kept.map(([language]) => language);
+  const words = kept.map(([, w]) => caseForms(w));
+  const scale = fitLanguageScales(train, tables, languages, words);
+  const final = languages.map((_, l) => l).filter((l) => scale[l]! > 0);
+  return { languages: final.map((l) => languages[l]!), languageWords: final.map((l) => words[l]!), languageScale: final.map((l) => scale[l]!) };
+}
+
+/**
+ * What tells a line's language, fitted to the other tables in turn: the candidate language
+ * words join the known pieces, then foreignLine, lineLetters and the languages' scales.
+ */
+function fitLineLanguage(train: Piece[], tables: Tables): void {
+  const words = [...languageCandidates(train).values()].flatMap(caseForms);
+  tables.known = withKnown(tables.known, words);
+  tables.foreignLine = fitForeignLine(train, { ...tables, languageWords: undefined }, new Set(tables.known.flat()));
+  Object.assign(tables, fitLineLetters(train, { ...tables, languageWords: undefined }));
+  Object.assign(tables, fitLanguages(train, { ...tables, languageWords: undefined }));
+}
+
 function main(): void {
   const corpus = loadCorpus();
   const train = corpus.filter((p) => !heldOut(p));
   const test = corpus.filter(heldOut);
   if (process.argv.includes("--foreign-line")) {
     const tables = structuredClone(TABLES) as unknown as Tables;
-    tables.foreignLine = fitForeignLine(train, tables, new Set(TABLES.known.flat()));
-    Object.assign(tables, fitLineLetters(train, tables));
+    fitLineLanguage(train, tables);
     writeFileSync(TABLES_PATH, render(tables));
     const units = unitsOf(tables);
-    console.log(`foreignLine ${tables.foreignLine.join(", ")}; ${tables.lineLetters?.length ?? 0} line letters`);
+    console.log(`foreignLine ${tables.foreignLine!.join(", ")}; ${tables.lineLetters?.length ?? 0} line letters`);
+    console.log(`languages ${tables.languages!.map((l, i) => `${l} ${tables.languageWords![i]!.length / 2} words x${(tables.languageScale![i]! / 1024).toFixed(2)}`).join(", ")}`);
     console.log("held-out pieces\n" + report(evaluate(test, units)));
     return;
   }
@@ -587,8 +733,7 @@ function main(): void {
     tables.known = groups;
     console.log(`round ${round + 1}: ${known.size} known pieces`);
   }
-  tables.foreignLine = fitForeignLine(train, tables, known);
-  Object.assign(tables, fitLineLetters(train, tables));
+  fitLineLanguage(train, tables);
   writeFileSync(TABLES_PATH, render(tables));
   const units = unitsOf(tables);
   console.log("training pieces\n" + report(evaluate(train, units)));

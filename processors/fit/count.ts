@@ -252,6 +252,16 @@ export type Tables = {
    */
   readonly lineLetters?: string;
   readonly lineLetterUnits?: readonly number[];
+  /**
+   * Languages whose lines cl100k splits more than the pair costs say even where they hold no
+   * letter beyond ASCII (Dutch, Danish, Croatian): for each, words (as the pre-tokenizer cuts
+   * them, each in the known table) that tell a line is in it, and what its lines' ASCII words
+   * the rule prices then cost more, as a multiple (in 1024ths) of their foreignLine misses.
+   * At most 16 languages. Optional: none is no charge.
+   */
+  readonly languages?: readonly string[];
+  readonly languageWords?: readonly (readonly string[])[];
+  readonly languageScale?: readonly number[];
   /** Kana, Han and Hangul characters that cl100k holds as one token each. */
   readonly cjkSingles: string;
   /** For each block of 64 characters of CJK_RANGES, the tokens (2 or 3) of its other characters. */
@@ -397,10 +407,30 @@ export function createScan(tables: Tables): Scan {
   // piece: cuckoo hashing with two slots per hash, each slot a hash and its units side by
   // side, so that a look-up reads two slots and never loops or branches. A rare piece that
   // shares a hash with a known one is priced as that one; the estimate stays deterministic.
+  // Each slot's value is the piece's units times 65536, plus a bit for each language (of
+  // languageWords) the piece tells a line is in.
   const entries: [number, number][] = [];
+  const entryOf = new Map<string, number>();
   tables.known.forEach((group, index) => {
-    for (const piece of group) entries.push([hashPiece(piece, 0, piece.length), (index + 1) * 1000]);
+    if ((index + 1) * 1000 > 0x7fff) throw new Error(`count tables: known pieces of ${index + 1} tokens do not fit`);
+    for (const piece of group) {
+      entryOf.set(piece, entries.length);
+      entries.push([hashPiece(piece, 0, piece.length), (index + 1) * 1000 * 65536]);
+    }
   });
+  const languageWords = tables.languageWords ?? [];
+  if (languageWords.length > 16) throw new Error(`count tables: ${languageWords.length} languages, at most 16`);
+  languageWords.forEach((words, l) => {
+    for (const piece of words) {
+      const e = entryOf.get(piece);
+      if (e === undefined) throw new Error(`count tables: language word ${JSON.stringify(piece)} is not a known piece`);
+      entries[e]![1] |= 1 << l;
+    }
+  });
+  /** What a line's ASCII words cost more, in 1024ths of their foreignLine misses, by the bits of the languages it was told to be in (the lowest bit's). */
+  const LANGUAGE_SCALE = new Int32Array(1 << languageWords.length);
+  for (let bits = 1; bits < LANGUAGE_SCALE.length; bits++) LANGUAGE_SCALE[bits] = tables.languageScale?.[31 - Math.clz32(bits & -bits)] ?? 0;
+  const LANGUAGE_MASK = LANGUAGE_SCALE.length - 1;
   let bits = 10;
   while (1 << bits < entries.length * 2) bits++;
   let KNOWN = cuckoo(entries, bits);
@@ -410,6 +440,11 @@ export function createScan(tables: Tables): Scan {
 
   /** Units of the known piece with hash h, or -1. */
   function known(h: number): number {
+    return knownSlot(h) >> 16;
+  }
+
+  /** The slot value of the known piece with hash h (units times 65536 plus its languages' bits), or -1. */
+  function knownSlot(h: number): number {
     const a = (Math.imul(h, 0x9e3779b1) >>> SHIFT) << 1;
     const b = (Math.imul(h ^ (h >>> 15), 0x85ebca6b) >>> SHIFT) << 1;
     const x = KT[a]! ^ h;
@@ -467,6 +502,18 @@ export function createScan(tables: Tables): Scan {
   // known or not, their lineLetterUnits), and -1 when the word holds such a letter.
   let lastLineMiss = 0;
   let lastForeign = 0;
+
+  /**
+   * What a line costs beyond its pieces' prices when it ends: its misses (lineMiss) if it
+   * held a Latin, Greek or Cyrillic letter beyond ASCII (foreign -1), else, if a word told its
+   * language (languages: slot bits), its ASCII words' misses scaled by that language's
+   * languageScale. (A double: the product of a very long line may pass 32 bits.)
+   */
+  function lineCharge(miss: number, foreign: number, languages: number): number {
+    if (foreign !== 0) return miss;
+    const scale = LANGUAGE_SCALE[languages & LANGUAGE_MASK]!;
+    return scale === 0 ? 0 : Math.floor((miss * scale) / 1024);
+  }
 
   /**
    * Prices the word that starts at `start` and whose letters start at `body` (one prefix
@@ -663,10 +710,12 @@ export function createScan(tables: Tables): Scan {
     // than the pair costs (learned mostly from English) say, and its letters beyond ASCII
     // tell which language it is (lineLetterUnits). Both are added up for the line (lineMiss)
     // and charged when the line ends if it held a Latin, Greek or Cyrillic letter beyond
-    // ASCII (lineForeign -1). A piece that holds a newline ends with one, so each line is
-    // priced on its own, and units still add up at a line's start.
+    // ASCII (lineForeign -1); a line of ASCII letters only is charged its words' misses, scaled,
+    // when a known word on it tells its language (languageWords). A piece that holds a newline
+    // ends with one, so each line is priced on its own, and units still add up at a line's start.
     let lineMiss = 0;
     let lineForeign = 0;
+    let lineLanguages = 0; // the languageWords bits of the known words on the line (the units above them too)
     while (i < to) {
       const start = i;
       const c = a[i]!;
@@ -697,7 +746,8 @@ export function createScan(tables: Tables): Scan {
           }
           // A word that goes on in other letters takes the general path below.
           if (d < 128 || j >= to || (CLASS[d] !== XLETTER && CLASS[d] !== HIGH)) {
-            const exact = known(h === 0 ? 1 : h);
+            const slot = knownSlot(h === 0 ? 1 : h);
+            const exact = slot >> 16;
             // The rule's price, computed whether or not the piece is known (cheaper than a
             // branch that cannot be predicted): shape 0 lower, 1 Capital, 2 UPPER, 3 miXed.
             const letters = j - body;
@@ -710,6 +760,7 @@ export function createScan(tables: Tables): Scan {
             const units = (exact & ~pick) | (rule & pick);
             total += units;
             lineMiss += FOREIGN_LINE[letters < 15 ? letters : 15]! & pick;
+            lineLanguages |= slot & ~pick;
             i = j;
             if (sink !== undefined) sink(CHUNK_WORD, base + start, base + i, units);
             continue;
@@ -753,9 +804,10 @@ export function createScan(tables: Tables): Scan {
             const units = (exact & ~pick) | (rule & pick);
             total += units;
             if (j > marks) {
-              total += lineMiss & lineForeign;
+              total += lineCharge(lineMiss, lineForeign, lineLanguages);
               lineMiss = 0;
               lineForeign = 0;
+              lineLanguages = 0;
             }
             i = j;
             if (sink !== undefined) sink(CHUNK_PUNCT, base + start, base + i, units);
@@ -773,9 +825,10 @@ export function createScan(tables: Tables): Scan {
           total += 1000;
           i++;
           if (c === 10 || c === 13) {
-            total += lineMiss & lineForeign;
+            total += lineCharge(lineMiss, lineForeign, lineLanguages);
             lineMiss = 0;
             lineForeign = 0;
+            lineLanguages = 0;
           }
           if (sink !== undefined) sink(CHUNK_SPACE, base + start, base + i, 1000);
           continue;
@@ -798,9 +851,10 @@ export function createScan(tables: Tables): Scan {
           const units = n === 1 ? 1000 : mixed === 0 && n <= LONG_SPACE ? spaceRun(c, n) : priceSpace(a, start, i, weigh);
           total += units;
           if (lastNewline >= 0) {
-            total += lineMiss & lineForeign;
+            total += lineCharge(lineMiss, lineForeign, lineLanguages);
             lineMiss = 0;
             lineForeign = 0;
+            lineLanguages = 0;
           }
           if (sink !== undefined) sink(CHUNK_SPACE, base + start, base + i, units);
           continue;
@@ -875,13 +929,14 @@ export function createScan(tables: Tables): Scan {
       total += units;
       const last = a[i - 1]!;
       if (last === 10 || last === 13) {
-        total += lineMiss & lineForeign;
+        total += lineCharge(lineMiss, lineForeign, lineLanguages);
         lineMiss = 0;
         lineForeign = 0;
+        lineLanguages = 0;
       }
       if (sink !== undefined) sink(chunk, base + start, base + i, units);
     }
-    return total + (lineMiss & lineForeign);
+    return total + lineCharge(lineMiss, lineForeign, lineLanguages);
   }
 
   /**

@@ -110,7 +110,7 @@ describe("count: the token estimate", () => {
   });
 
   it("FIT-11 units add up: two texts cut at the start of a line that holds more than white space have the units of both together", () => {
-    const line = fc.tuple(fc.string({ unit: "grapheme", maxLength: 30 }), fc.string({ unit: fc.constantFrom(" ", "\t", "x", "é", "中", ".", "(", "1", "\r"), maxLength: 6 }));
+    const line = fc.tuple(fc.string({ unit: "grapheme", maxLength: 30 }), fc.string({ unit: fc.constantFrom(" ", "\t", "x", "é", "中", ".", "(", "1", "\r", " niet", " gebruiker", " ikke"), maxLength: 6 }));
     const text = fc.array(line, { maxLength: 8 }).map((ls) => ls.map(([a, b]) => a + b).join("\n"));
     fc.assert(
       fc.property(text, fc.string({ unit: fc.constantFrom("a", "Z", "#", "{", "1", " ", "é"), minLength: 1, maxLength: 4 }), text, (a, lead, rest) => {
@@ -126,7 +126,10 @@ describe("count: the token estimate", () => {
     const english = "the configuration of the program is written below\n";
     const german = "Verzeichnisstruktur wird entsprechend geschrieben, für jeden Benutzer\n";
     const plain = german.replace("für", "fur");
-    const flat = createScan({ ...TABLES, foreignLine: undefined });
+    // (Without the language words, which tell this line is German even without its accent.)
+    const withLine = createScan({ ...TABLES, languageWords: undefined });
+    const units = (s: string): number => withLine(s, 0, s.length, false);
+    const flat = createScan({ ...TABLES, foreignLine: undefined, languageWords: undefined });
     const flatUnits = (s: string): number => flat(s, 0, s.length, false);
     // The accented letter makes the line foreign: its long unknown words cost more than the
     // pair rule alone says; the same line without it, and an English line, cost the same.
@@ -151,6 +154,27 @@ describe("count: the token estimate", () => {
     expect(units(ukrainian + english)).toBe(units(ukrainian) + units(english));
     expect(units(english + ukrainian)).toBe(units(english) + units(ukrainian));
     expect(translatedMare(units)).toBeLessThan(translatedMare(without));
+  });
+
+  it("FIT-11 a line of ASCII letters only is told to be Dutch, Danish or Croatian by its words, and its words the rule prices cost more, on that line only", () => {
+    const dutch = "Het opgegeven bestand kan niet worden verwijderd door deze gebruiker\n";
+    const english = "The configuration file cannot be removed by this particular user\n";
+    const noLanguages = createScan({ ...TABLES, languageWords: undefined });
+    const without = (s: string): number => noLanguages(s, 0, s.length, false);
+    expect(TABLES.languages).toContain("nl");
+    expect(units(dutch)).toBeGreaterThan(without(dutch) + 1000);
+    expect(units(english)).toBe(without(english));
+    expect(units(dutch + english)).toBe(units(dutch) + units(english));
+    expect(units(english + dutch)).toBe(units(english) + units(dutch));
+    expect(translatedMare(units)).toBeLessThan(translatedMare(without));
+  });
+
+  it("FIT-11 the tables' language words are known pieces, at most 16 languages, and a word of another language is refused", () => {
+    expect(TABLES.languageWords.length).toBeLessThanOrEqual(16);
+    expect(TABLES.languageWords.length).toBe(TABLES.languageScale.length);
+    const known = new Set(TABLES.known.flat());
+    for (const words of TABLES.languageWords) for (const w of words) expect(known.has(w), w).toBe(true);
+    expect(() => createScan({ ...TABLES, languageWords: [[" zzyzx"]], languageScale: [1024] })).toThrow(/not a known piece/);
   });
 
   it("FIT-11 the sample is real text of many kinds, each piece 1-8 KB", () => {
