@@ -426,7 +426,7 @@ start_minio() {
     mkdir -p "$DATA_DIR/minio"
     spawn "$(pid_file minio)" "$LOG_DIR/minio.log" env \
       MINIO_ROOT_USER="$OZ0_MINIO_ACCESS_KEY" MINIO_ROOT_PASSWORD="$OZ0_MINIO_SECRET_KEY" \
-      MINIO_UPDATE=off \
+      MINIO_UPDATE=off MINIO_SCANNER_SPEED="${OZ0_MINIO_SCANNER_SPEED:-slowest}" \
       "$MINIO_BIN" server "$DATA_DIR/minio" --address "127.0.0.1:$OZ0_MINIO_PORT" \
       --console-address "127.0.0.1:$OZ0_MINIO_CONSOLE_PORT" --quiet ||
       fail minio "the process did not start"
