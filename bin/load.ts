@@ -20,6 +20,7 @@ import { runLoad, runSweep } from "../bench/load/run.ts";
 import type { LoadResult } from "../bench/load/report.ts";
 import { MEASURED_KINDS } from "../bench/load/play.ts";
 import { createLogger } from "../processors/runner/log.ts";
+import { opsAddressFromEnv } from "../processors/runner/ops-server.ts";
 import { servicesForCommand } from "./services.ts";
 
 const usage = "usage: npm run load -- [--events N>0] [--seconds S>0] [--runtimes R>0[,R...]] [--seed K] [--external] [--out DIR]\n";
@@ -52,7 +53,10 @@ if (!(Number.isInteger(events) && events > 0 && seconds > 0 && levels.every((r) 
 process.env.OZ0_LOG_LEVEL ??= "warn";
 const endpoints = await servicesForCommand();
 const command = `npm run load -- ${process.argv.slice(2).join(" ")}`.trim();
-const common = { endpoints, events, seconds, seed, external: values.external, outDir: values.out, command, log: createLogger({ component: "load" }) };
+// A pipeline elsewhere is asked for its CPU at its metrics (OZ0_METRICS_HOST and _PORT, as it serves them).
+const ops = values.external ? opsAddressFromEnv(process.env) : undefined;
+const pipelineMetrics = ops && ops.port > 0 ? `http://${ops.host === "0.0.0.0" || ops.host === "::" ? "127.0.0.1" : ops.host}:${ops.port}/metrics` : undefined;
+const common = { endpoints, events, seconds, seed, external: values.external, ...(pipelineMetrics ? { pipelineMetrics } : {}), outDir: values.out, command, log: createLogger({ component: "load" }) };
 const failed = (r: LoadResult): boolean => MEASURED_KINDS.reduce((s, k) => s + r.pipeline.rec.unanswered[k], 0) > 0 || r.pipeline.rec.errors.length > 0;
 if (levels.length === 1) {
   const { result, markdown, files } = await runLoad({ ...common, runtimes: levels[0] as number });

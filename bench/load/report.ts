@@ -24,6 +24,15 @@ function msPerEvent(seconds: number | null | undefined, events: number): string 
   return seconds === null || seconds === undefined || events === 0 ? "" : fmt((seconds * 1000) / events, 2);
 }
 
+/**
+ * A row for each other process sampled in both phases (the pipeline's elsewhere, the local
+ * stack's MinIO, Redis and registry), in the order they were named, where either phase read it.
+ */
+function otherRows(pipe: CpuSpent, base: CpuSpent, row: (what: string, pick: (c: CpuSpent) => number | null) => string): string[] {
+  const names = [...new Set([...Object.keys(pipe.others ?? {}), ...Object.keys(base.others ?? {})])];
+  return names.filter((n) => (pipe.others?.[n] ?? null) !== null || (base.others?.[n] ?? null) !== null).map((n) => row(n === "the pipeline's process" ? "the pipeline's process (elsewhere; idle in the passthrough's phase)" : n, (c) => c.others?.[n] ?? null));
+}
+
 function cpuRows(pipe: PhaseResult, base: PhaseResult, external: boolean): string[] {
   if (!pipe.cpu || !base.cpu) return [];
   const row = (what: string, pick: (c: CpuSpent) => number | null) => {
@@ -37,11 +46,12 @@ function cpuRows(pipe: PhaseResult, base: PhaseResult, external: boolean): strin
     "",
     "## CPU per event",
     "",
-    "CPU milliseconds per event published, from each phase's first publish to its last answer, read from `/proc` (the broker's only where it runs on this machine, as the local stack's does).",
+    "CPU milliseconds per event published, from each phase's first publish to its last answer, read from `/proc` (the broker's, MinIO's, Redis's and the registry's only where they run on this machine, as the local stack's do; a pipeline's elsewhere from its `/metrics`).",
     "",
     "| CPU of | pipeline ms/event | passthrough ms/event | ratio |",
     "| --- | ---: | ---: | ---: |",
     row("the broker", (c) => c.broker),
+    ...otherRows(pipe.cpu, base.cpu, row),
     row(external ? "this process (the runtimes; the pipeline runs elsewhere)" : "this process (the runtimes and the pipeline)", (c) => c.process),
     row("the whole machine (every core, every process)", (c) => c.machine),
   ];

@@ -18,7 +18,7 @@ import { Serde } from "../../schemas/serde.ts";
 import type { ModelCall } from "../../schemas/types.ts";
 import { ensureTopics } from "../../topology/create.ts";
 import { topic as topicSpec, type TopicSpec } from "../../topology/topics.ts";
-import { CpuMeter, localBrokerPid } from "../pipeline/cpu.ts";
+import { CpuMeter, localBrokerPid, localStackReadings, metricsReading, type CpuReading } from "../pipeline/cpu.ts";
 import { startPassthrough } from "../pipeline/subjects.ts";
 import { loadCorpus } from "./corpus.ts";
 import { EchoTarget } from "./echo.ts";
@@ -41,6 +41,8 @@ export interface LoadOptions {
   readonly seed: number;
   /** A pipeline runs elsewhere (`npm start`, compose): none is started here. */
   readonly external: boolean;
+  /** The metrics URL of the pipeline elsewhere, whose `process_cpu_seconds_total` the report shows per event. */
+  readonly pipelineMetrics?: string;
   /** Where load.md and load.svg go. */
   readonly outDir: string;
   /** The command line the report names. */
@@ -77,8 +79,10 @@ async function phase(name: string, plan: Plan, target: LoadTarget, sampler: LagS
   });
   sampler.start(1_000);
   progress?.start(state);
-  // The broker's CPU where it runs here (the local stack), this process's and the machine's.
-  const cpu = new CpuMeter(null, 250, localBrokerPid());
+  // The broker's CPU where it runs here (the local stack), this process's and the machine's,
+  // the local stack's other services', and a pipeline's elsewhere from its metrics.
+  const others: Record<string, CpuReading> = { ...(o.pipelineMetrics ? { "the pipeline's process": metricsReading(o.pipelineMetrics) } : {}), ...localStackReadings() };
+  const cpu = new CpuMeter(null, 250, localBrokerPid(), others);
   await cpu.start();
   try {
     await playAll(plan, target, rec, { deadline: startedAt + limitMs, runtimes: o.runtimes });

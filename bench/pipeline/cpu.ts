@@ -24,6 +24,8 @@ export interface CpuSample {
   readonly redis: number | null;
   /** The broker's process, where it runs on this machine and is known; null otherwise. */
   readonly broker?: number | null;
+  /** Other processes (`CpuMeter`'s `others`), by name; null where one could not be read. */
+  readonly others?: Readonly<Record<string, number | null>>;
 }
 
 export interface CpuSpent {
@@ -35,6 +37,8 @@ export interface CpuSpent {
   readonly redis: number | null;
   /** Seconds of CPU of the broker's process; null where it is not on this machine or not known. */
   readonly broker: number | null;
+  /** Seconds of CPU of each of the other processes sampled, by name; null where one could not be read. */
+  readonly others: Readonly<Record<string, number | null>>;
 }
 
 /** A process's CPU seconds (user and system, all its threads) from `/proc/<pid>/stat`; null when it cannot be read. */
@@ -55,18 +59,60 @@ export function processCpuSeconds(pid: number, stat: (path: string) => string = 
 }
 
 /**
- * The local stack's broker process (`stack/`): the pid its start wrote, if that process is a
- * Kafka broker still; null for a broker elsewhere.
+ * A process of the local stack (`stack/`): the pid its start wrote for `service`, if that
+ * process's command line still holds `marker`; null for a service elsewhere.
  */
-export function localBrokerPid(env: Record<string, string | undefined> = process.env): number | null {
+export function localStackPid(service: string, marker: string, env: Record<string, string | undefined> = process.env): number | null {
   const home = env.OZ0_STACK_HOME || `${env.HOME ?? ""}/.cache/oz0-stack`;
   try {
-    const pid = Number(readFileSync(`${home}/run/kafka.pid`, "utf8").trim());
+    const pid = Number(readFileSync(`${home}/run/${service}.pid`, "utf8").trim());
     if (!Number.isInteger(pid) || pid <= 0) return null;
-    return readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("kafka.Kafka") ? pid : null;
+    return readFileSync(`/proc/${pid}/cmdline`, "utf8").includes(marker) ? pid : null;
   } catch {
     return null;
   }
+}
+
+/** The local stack's broker process: null for a broker elsewhere. */
+export function localBrokerPid(env: Record<string, string | undefined> = process.env): number | null {
+  return localStackPid("kafka", "kafka.Kafka", env);
+}
+
+/** A reading of CPU seconds so far: a process's, read however it can be; null when it cannot. */
+export type CpuReading = () => number | null | Promise<number | null>;
+
+/** The CPU readings of the local stack's MinIO, Redis and schema registry, where they run here. */
+export function localStackReadings(env: Record<string, string | undefined> = process.env): Record<string, CpuReading> {
+  const readings: Record<string, CpuReading> = {};
+  for (const [name, service, marker] of [
+    ["MinIO", "minio", "minio"],
+    ["Redis", "redis", "redis-server"],
+    ["the schema registry", "registry", "java"],
+  ] as const) {
+    const pid = localStackPid(service, marker, env);
+    if (pid !== null) readings[name] = () => processCpuSeconds(pid);
+  }
+  return readings;
+}
+
+/** `process_cpu_seconds_total` in a Prometheus text exposition; null when it is not there. */
+export function exposedCpuSeconds(text: string): number | null {
+  const m = /^process_cpu_seconds_total(?:\{[^}]*\})? ([0-9.eE+-]+)$/m.exec(text);
+  if (m === null) return null;
+  const v = Number(m[1]);
+  return Number.isFinite(v) ? v : null;
+}
+
+/** The CPU seconds a process exports at its metrics URL (`process_cpu_seconds_total`); null when it does not answer. */
+export function metricsReading(url: string, timeoutMs = 1_000): CpuReading {
+  return async () => {
+    try {
+      const res = await fetch(url, { signal: AbortSignal.timeout(timeoutMs) });
+      return res.ok ? exposedCpuSeconds(await res.text()) : null;
+    } catch {
+      return null;
+    }
+  };
 }
 
 /** Busy CPU seconds of every core since boot, from the first line of `/proc/stat`; null elsewhere. */
@@ -125,7 +171,9 @@ export function spentBetween(samples: readonly CpuSample[], from: number, to: nu
     const b = interpolate(samples, to, pick);
     return a === null || b === null ? null : Math.max(0, b - a);
   };
-  return { machine: spent((s) => s.machine), process: spent((s) => s.process) ?? 0, redis: spent((s) => s.redis), broker: spent((s) => s.broker ?? null) };
+  const names = new Set(samples.flatMap((s) => Object.keys(s.others ?? {})));
+  const others = Object.fromEntries([...names].map((name) => [name, spent((s) => s.others?.[name] ?? null)]));
+  return { machine: spent((s) => s.machine), process: spent((s) => s.process) ?? 0, redis: spent((s) => s.redis), broker: spent((s) => s.broker ?? null), others };
 }
 
 export class CpuMeter {
@@ -136,12 +184,17 @@ export class CpuMeter {
   private readonly redis: RedisClient | null;
   private readonly everyMs: number;
   private readonly brokerPid: number | null;
+  private readonly others: Readonly<Record<string, CpuReading>>;
 
-  /** `brokerPid`: the broker's process on this machine, sampled too (`localBrokerPid`). */
-  constructor(redis: RedisClient | null, everyMs = 250, brokerPid: number | null = null) {
+  /**
+   * `brokerPid`: the broker's process on this machine, sampled too (`localBrokerPid`);
+   * `others`: more processes to sample, by name (`localStackReadings`, `metricsReading`).
+   */
+  constructor(redis: RedisClient | null, everyMs = 250, brokerPid: number | null = null, others: Readonly<Record<string, CpuReading>> = {}) {
     this.redis = redis;
     this.everyMs = everyMs;
     this.brokerPid = brokerPid;
+    this.others = others;
   }
 
   private async sample(): Promise<void> {
@@ -157,7 +210,8 @@ export class CpuMeter {
     }
     const { user, system } = process.cpuUsage();
     const broker = this.brokerPid === null ? null : processCpuSeconds(this.brokerPid);
-    this.samples.push({ at: Date.now(), machine: machineBusySeconds(), process: (user + system) / 1e6, redis, broker });
+    const others = Object.fromEntries(await Promise.all(Object.entries(this.others).map(async ([name, read]) => [name, await read()] as const)));
+    this.samples.push({ at: Date.now(), machine: machineBusySeconds(), process: (user + system) / 1e6, redis, broker, others });
   }
 
   start(): Promise<void> {

@@ -101,5 +101,7 @@ export function pipelineFamilies({ processors: list, lag, readiness, startTimeS 
     families.push({ name: "process_start_time_seconds", help: "Start time of the process since the epoch, in seconds.", type: "gauge", samples: [{ value: startTimeS }] });
   }
   families.push({ name: "process_resident_memory_bytes", help: "Resident memory size in bytes.", type: "gauge", samples: [{ value: process.memoryUsage.rss() }] });
+  const cpu = process.cpuUsage();
+  families.push({ name: "process_cpu_seconds_total", help: "Total user and system CPU time spent in seconds, every thread of the process.", type: "counter", samples: [{ value: (cpu.user + cpu.system) / 1e6 }] });
   return families;
 }

@@ -1,5 +1,9 @@
 import { describe, expect, it } from "vitest";
-import { machineBusySeconds, redisCpuSeconds, spentBetween, type CpuSample } from "../../../bench/pipeline/cpu.ts";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import { exposedCpuSeconds, machineBusySeconds, metricsReading, redisCpuSeconds, spentBetween, type CpuSample } from "../../../bench/pipeline/cpu.ts";
+import { pipelineFamilies } from "../../../processors/runner/ops-metrics.ts";
+import { renderMetrics } from "../../../processors/runner/metrics.ts";
 
 describe("the pipeline bench's CPU accounting", () => {
   it("SYS-3 SYS-4 counts every busy field of /proc/stat's first line but idle and iowait, in seconds of USER_HZ", () => {
@@ -38,5 +42,39 @@ describe("the pipeline bench's CPU accounting", () => {
     expect(spentBetween(samples, 1_000, 2_000).redis).toBeCloseTo(0.5, 6);
     // Past the last sample, the last one holds.
     expect(spentBetween(samples, 2_000, 9_000).machine).toBeCloseTo(4, 6);
+  });
+
+  it("SYS-3 SYS-4 reads each other process's CPU in a window as its own figure, none where a sample could not read it", () => {
+    const samples: CpuSample[] = [
+      { at: 1_000, machine: 10, process: 1, redis: null, others: { MinIO: 3, "the pipeline's process": 7 } },
+      { at: 2_000, machine: 12, process: 2, redis: null, others: { MinIO: 4, "the pipeline's process": null } },
+      { at: 3_000, machine: 16, process: 2.5, redis: null, others: { MinIO: 6, "the pipeline's process": 9 } },
+    ];
+    expect(spentBetween(samples, 1_000, 3_000).others.MinIO).toBeCloseTo(3, 6);
+    expect(spentBetween(samples, 1_000, 3_000).others["the pipeline's process"]).toBeCloseTo(2, 6);
+    expect(spentBetween(samples, 1_500, 2_500).others["the pipeline's process"]).toBeNull();
+    expect(spentBetween([{ at: 1, machine: 1, process: 1, redis: null }], 1, 2).others).toEqual({});
+  });
+
+  it("SYS-3 SYS-4 a pipeline's metrics export its process's CPU seconds, which the load reads from them", async () => {
+    const text = renderMetrics(pipelineFamilies({ processors: [], lag: () => 0 }));
+    const cpu = exposedCpuSeconds(text);
+    const { user, system } = process.cpuUsage();
+    expect(cpu).not.toBeNull();
+    expect(cpu!).toBeGreaterThan(0);
+    expect(cpu!).toBeLessThanOrEqual((user + system) / 1e6);
+    expect(text).toMatch(/^# TYPE process_cpu_seconds_total counter$/m);
+    expect(exposedCpuSeconds("process_cpu_seconds_total_other 3\nup 1\n")).toBeNull();
+    expect(exposedCpuSeconds('process_cpu_seconds_total{instance="a"} 12.5\n')).toBe(12.5);
+    // Over HTTP, as the load asks a pipeline elsewhere; null when nothing answers.
+    const server = createServer((_, res) => res.end("# TYPE process_cpu_seconds_total counter\nprocess_cpu_seconds_total 42.25\n"));
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const { port } = server.address() as AddressInfo;
+    try {
+      expect(await metricsReading(`http://127.0.0.1:${port}/metrics`)()).toBe(42.25);
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+    }
+    expect(await metricsReading(`http://127.0.0.1:${port}/metrics`, 500)()).toBeNull();
   });
 });

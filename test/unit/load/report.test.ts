@@ -156,4 +156,37 @@ describe("the load report's figures", () => {
     expect(svg).toContain(">fit-results</text>");
     expect(svg).toContain(">passthrough (baseline)</text>");
   });
+
+  it("SYS-6 shows the CPU per event of each process sampled in either phase, the pipeline's elsewhere and the stack's services included", () => {
+    const phase = (events: number, cpu: PhaseResult["cpu"]): PhaseResult => {
+      const rec = new Recorder();
+      for (let i = 0; i < events; i++) rec.sent("tool_call", 1_000 + i);
+      rec.lastAt = 3_000;
+      return { startedAt: 1_000, endedAt: 3_000, rec, lag: [], ...(cpu ? { cpu } : {}) };
+    };
+    const zeros = <K extends string>(keys: readonly K[]) => Object.fromEntries(keys.map((k) => [k, 2])) as Record<K, number>;
+    const r: LoadResult = {
+      at: new Date(0),
+      command: "npm run load -- --external",
+      seed: 1,
+      seconds: 60,
+      runtimes: 4,
+      external: true,
+      node: "v20",
+      plan: { events: 100, trees: zeros(TREE_KINDS), steps: zeros(STEP_KINDS) },
+      // 100 events each: CPU seconds become milliseconds per event times 10.
+      pipeline: phase(100, { machine: 0.9, process: 0.2, redis: null, broker: 0.3, others: { "the pipeline's process": 0.25, MinIO: 0.1, Redis: null } }),
+      passthrough: phase(100, { machine: 0.3, process: 0.1, redis: null, broker: 0.1, others: { "the pipeline's process": 0.01, MinIO: 0.02, Redis: null } }),
+      processors: [],
+      chartFile: "load.svg",
+    };
+    const md = loadMarkdown(r);
+    expect(md).toContain("| the broker | 3.00 | 1.00 | 3.00x |");
+    expect(md).toContain("| the pipeline's process (elsewhere; idle in the passthrough's phase) | 2.50 | 0.10 | 25.00x |");
+    expect(md).toContain("| MinIO | 1.00 | 0.20 | 5.00x |");
+    // Redis read in neither phase: no row.
+    expect(md).not.toMatch(/^\| Redis \|/m);
+    expect(md).toContain("| the whole machine (every core, every process) | 9.00 | 3.00 | 3.00x |");
+    expect(md.indexOf("| MinIO |")).toBeLessThan(md.indexOf("| this process"));
+  });
 });
