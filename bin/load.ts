@@ -3,7 +3,7 @@
  * the same plan against a bare kafkajs passthrough on the same broker; a report with figures
  * and a chart. Bounded in count and time: it stops by itself.
  *
- *   npm run load -- [--events N] [--seconds S] [--runtimes R[,R...]] [--seed K] [--external] [--out DIR]
+ *   npm run load -- [--events N] [--seconds S] [--runtimes R[,R...]] [--seed K] [--warm-up W] [--external] [--out DIR]
  *
  * Trees of several tenants: paging, large results offloaded to MinIO and read back with
  * oz.read_result, loops, delegated children, budgets that run out (bench/load/mix.ts), with
@@ -23,7 +23,7 @@ import { createLogger } from "../processors/runner/log.ts";
 import { opsAddressFromEnv } from "../processors/runner/ops-server.ts";
 import { servicesForCommand } from "./services.ts";
 
-const usage = "usage: npm run load -- [--events N>0] [--seconds S>0] [--runtimes R>0[,R...]] [--seed K] [--external] [--out DIR]\n";
+const usage = "usage: npm run load -- [--events N>0] [--seconds S>0] [--runtimes R>0[,R...]] [--seed K] [--warm-up W>=0] [--external] [--out DIR]\n";
 let values;
 try {
   ({ values } = parseArgs({
@@ -32,6 +32,8 @@ try {
       seconds: { type: "string", default: "120" },
       runtimes: { type: "string", default: "24" },
       seed: { type: "string", default: "1" },
+      // Events of a warm-up plan before each phase, not counted; by default as many as the plan's.
+      "warm-up": { type: "string" },
       external: { type: "boolean", default: false },
       out: { type: "string", default: fileURLToPath(new URL("../bench/out/", import.meta.url)) },
     },
@@ -44,7 +46,8 @@ const events = Number(values.events);
 const seconds = Number(values.seconds);
 const levels = values.runtimes.split(",").map((r) => Number(r.trim()));
 const seed = Number(values.seed);
-if (!(Number.isInteger(events) && events > 0 && seconds > 0 && levels.every((r) => Number.isInteger(r) && r > 0) && Number.isInteger(seed))) {
+const warmUpEvents = values["warm-up"] === undefined ? events : Number(values["warm-up"]);
+if (!(Number.isInteger(events) && events > 0 && seconds > 0 && levels.every((r) => Number.isInteger(r) && r > 0) && Number.isInteger(seed) && Number.isInteger(warmUpEvents) && warmUpEvents >= 0)) {
   process.stderr.write(usage);
   process.exit(2);
 }
@@ -56,7 +59,7 @@ const command = `npm run load -- ${process.argv.slice(2).join(" ")}`.trim();
 // A pipeline elsewhere is asked for its CPU at its metrics (OZ0_METRICS_HOST and _PORT, as it serves them).
 const ops = values.external ? opsAddressFromEnv(process.env) : undefined;
 const pipelineMetrics = ops && ops.port > 0 ? `http://${ops.host === "0.0.0.0" || ops.host === "::" ? "127.0.0.1" : ops.host}:${ops.port}/metrics` : undefined;
-const common = { endpoints, events, seconds, seed, external: values.external, ...(pipelineMetrics ? { pipelineMetrics } : {}), outDir: values.out, command, log: createLogger({ component: "load" }) };
+const common = { endpoints, events, seconds, seed, warmUpEvents, external: values.external, ...(pipelineMetrics ? { pipelineMetrics } : {}), outDir: values.out, command, log: createLogger({ component: "load" }) };
 const failed = (r: LoadResult): boolean => MEASURED_KINDS.reduce((s, k) => s + r.pipeline.rec.unanswered[k], 0) > 0 || r.pipeline.rec.errors.length > 0;
 if (levels.length === 1) {
   const { result, markdown, files } = await runLoad({ ...common, runtimes: levels[0] as number });

@@ -69,6 +69,8 @@ export interface LoadResult {
   readonly at: Date;
   readonly command: string;
   readonly seed: number;
+  /** Events of the warm-up plan played against each side before it was measured (0: none). */
+  readonly warmUpEvents?: number;
   readonly seconds: number;
   readonly runtimes: number;
   /** Whether the pipeline ran elsewhere (`--external`) rather than in this process. */
@@ -147,6 +149,9 @@ export function loadMarkdown(r: LoadResult): string {
     "the pipeline (every event through the runtime client, each answer awaited), then a bare kafkajs",
     "consume-and-produce passthrough (`bench/pipeline/subjects.ts`) on topics of its own, where the",
     "copy of each event stands for its answer. Ratios are pipeline over passthrough.",
+    ...((r.warmUpEvents ?? 0) > 0
+      ? [`Before each phase, a warm-up plan of ${r.warmUpEvents} events (seed ${r.seed + 1}) was played against it and not counted, so that what is measured is code already compiled.`]
+      : ["No warm-up was played (`--warm-up 0`): a pipeline just started is measured while it compiles its code."]),
     "",
     "## Throughput",
     "",

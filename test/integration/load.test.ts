@@ -34,13 +34,15 @@ describe("the load test against the real services", () => {
       seconds: 60,
       runtimes: 16,
       seed: 3,
+      warmUpEvents: 100,
       external: false,
       outDir: out,
       command: "npm run load -- --events 300 --seconds 60 --runtimes 16 --seed 3",
       progress: false,
       log: createLogger({ test: "load" }, () => {}),
     });
-    // Bounded: two phases of at most 60 s each, plus starting the pipeline.
+    // Bounded: two warm-ups and two phases of at most 60 s each (the warm-ups of 100 events take
+    // seconds), plus starting the pipeline.
     expect(Date.now() - started).toBeLessThan(330_000);
     expect(result.plan.events).toBeGreaterThanOrEqual(300);
     // Seed 3's plan at 300 events has delegators asking one child over the fan-out, loopers, readers and spenders.
@@ -50,6 +52,8 @@ describe("the load test against the real services", () => {
 
     const md = await readFile(files.markdown, "utf8");
     expect(md).toBe(markdown);
+    expect(result.warmUpEvents).toBeGreaterThanOrEqual(100);
+    expect(md).toContain(`a warm-up plan of ${result.warmUpEvents} events (seed 4)`);
     for (const h of ["## Throughput", "## Latency from ask to decision", "## Consumer lag", "## Offloaded results", "## Mix", "## Processors (in this process)"]) expect(md).toContain(h);
 
     const rate = row(md, "sustained events per second");
