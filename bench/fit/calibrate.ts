@@ -4,7 +4,7 @@
 //   npx tsx bench/fit/corpus.ts && npx tsx bench/fit/calibrate.ts [--known N]
 //   npx tsx bench/fit/calibrate.ts --foreign-line   (keeps the checked-in tables and fits
 //                     only what tells a line's language to them: foreignLine, lineLetters,
-//                     the language words and their scales)
+//                     the language words and their scales; and hanTraditional)
 //
 // What it learns, all in thousandths of a token:
 //   known       the pieces (as the pre-tokenizer cuts them) worth pricing exactly: seen in
@@ -20,6 +20,9 @@
 //               that holds Latin, Greek or Cyrillic letters beyond ASCII (another language)
 //   lineLetters what such a line still misses, by least squares over the lines, for each
 //               time each of those letters occurs in it (the letters tell the language)
+//   hanTraditional  the Han characters of the training pieces of TypeScript's traditional Chinese
+//               messages that its simplified Chinese ones never use, and what each costs more
+//               (least squares over the training CJK pieces)
 //   languageWords, languageScale   words that tell a line of ASCII letters only is in one of
 //               the translated languages (seen in its translations at least LANGUAGE_MIN times,
 //               mostly in that one, never in other text), added to known; and for each
@@ -153,6 +156,8 @@ type Tables = {
   languages?: string[];
   languageWords?: string[][];
   languageScale?: number[];
+  hanTraditional?: string;
+  hanTraditionalUnits?: number;
   cjkSingles: string;
   cjkBlocks: string;
   wordPair: number[];
@@ -434,6 +439,10 @@ ${chunkString(t.lineLetters ?? "", 40)},
 ${(t.languageWords ?? []).map((w) => "    " + JSON.stringify(w) + ",").join("\n")}
   ] as readonly (readonly string[])[],
   languageScale: ${JSON.stringify(t.languageScale ?? [])},
+  // hanTraditional: what each costs more than its script's letter cost, hanTraditionalUnits.
+  hanTraditional:
+${chunkString(t.hanTraditional ?? "", 40)},
+  hanTraditionalUnits: ${t.hanTraditionalUnits ?? 0},
   cjkSingles:
 ${chunkString(t.cjkSingles, 40)},
   // One digit per block of 64 characters of CJK_RANGES in count.ts.
@@ -559,6 +568,37 @@ function fitLineLetters(train: Piece[], tables: Tables): { lineLetters: string; 
 }
 /** The ridge of the lineLetters fit, in squared thousandths: measured, a little below 20 to 100 changes little. */
 const LINE_LETTER_RIDGE = 20;
+
+/** The Han characters of a text, once each. */
+function hanOf(text: string): Set<string> {
+  return new Set([...text].filter((ch) => scriptOf(ch.codePointAt(0)!) === SCRIPTS.indexOf("han")));
+}
+
+/**
+ * Traditional Chinese's own characters and their extra cost: the Han characters of the
+ * training pieces of TypeScript's traditional Chinese messages (`/zh-tw/`) that its simplified
+ * Chinese ones (`/zh-cn/`), a translation of the same messages, never use; and, by least squares
+ * over the training CJK pieces with the other tables as they are, what each occurrence costs
+ * more (ridge HAN_RIDGE).
+ */
+function fitTraditional(train: Piece[], tables: Tables): Pick<Tables, "hanTraditional" | "hanTraditionalUnits"> {
+  const simplified = new Set(train.filter((p) => p.src.includes("/zh-cn/")).flatMap((p) => [...hanOf(p.text)]));
+  const traditional = [...new Set(train.filter((p) => p.src.includes("/zh-tw/")).flatMap((p) => [...hanOf(p.text)]))].filter((ch) => !simplified.has(ch) && ch.length === 1).sort();
+  if (traditional.length === 0) return { hanTraditional: "", hanTraditionalUnits: 0 };
+  const set = new Set(traditional);
+  const units = unitsOf({ ...tables, hanTraditional: undefined, hanTraditionalUnits: undefined });
+  let num = 0;
+  let den = 0;
+  for (const p of train) {
+    if (p.cls !== "cjk") continue;
+    const x = [...p.text].filter((ch) => set.has(ch)).length;
+    num += x * (1000 * truth(p.text) - units(p.text));
+    den += x * x;
+  }
+  return { hanTraditional: traditional.join(""), hanTraditionalUnits: Math.round(num / (den + HAN_RIDGE)) };
+}
+/** The ridge of hanTraditionalUnits, in squared thousandths (one token squared). */
+const HAN_RIDGE = 1e6;
 
 /** The language of a translated piece (by its source's path), "" for any other text. */
 function languageOf(p: Piece): string {
@@ -697,6 +737,7 @@ function main(): void {
   if (process.argv.includes("--foreign-line")) {
     const tables = structuredClone(TABLES) as unknown as Tables;
     fitLineLanguage(train, tables);
+    Object.assign(tables, fitTraditional(train, tables));
     writeFileSync(TABLES_PATH, render(tables));
     const units = unitsOf(tables);
     console.log(`foreignLine ${tables.foreignLine!.join(", ")}; ${tables.lineLetters?.length ?? 0} line letters`);
@@ -734,6 +775,7 @@ function main(): void {
     console.log(`round ${round + 1}: ${known.size} known pieces`);
   }
   fitLineLanguage(train, tables);
+  Object.assign(tables, fitTraditional(train, tables));
   writeFileSync(TABLES_PATH, render(tables));
   const units = unitsOf(tables);
   console.log("training pieces\n" + report(evaluate(train, units)));

@@ -961,6 +961,16 @@ export const TABLES = {
     [" datoteka"," Datoteka"," isto"," Isto"," izraz"," Izraz"," ki"," Ki"," kot"," Kot"," niz"," Niz"," opozarjanju"," Opozarjanju"," paketov"," Paketov"," pri"," Pri"," razpredelnice"," Razpredelnice"," spremembah"," Spremembah"," vrstice"," Vrstice"," znak"," Znak"],
   ] as readonly (readonly string[])[],
   languageScale: [2586,2492,197,4538,8170,2726,596,5051,453,1561,1230,6096],
+  // hanTraditional: what each costs more than its script's letter cost, hanTraditionalUnits.
+  hanTraditional:
+    "並乘予人伸伺住併來個候做停側偵備傳僅像先內兩共再冪切判別刪則剖剩動匯匿區升協印卻" +
+    "原參叫台各告味呼員問啟單嗎嘗圈圍圖均執報塊夠夾套宣實寫將專尋對導就層屬己平底庫延" +
+    "弧張強形待律後徑從徵快您態慮憶應採換援搭擇擴擷攜放故敗數料斷於旗既早時會服杖林案" +
+    "條棱業構標樣機檔欄權汰決沒況淘清減測漏為無物狀班現環產當疊發監真確碼礎稜種稱章端" +
+    "等節範簡簽籤系約級細終組結給經線編縮總繫群義聯與舉舊若著蔽處號衍術衝裝製複覆規視" +
+    "訂計訊記設許註詞詢試該詳認語誤請識譯議護讀變讓負資質足較載輸轉述迴透逐這連進逸運" +
+    "過遞遠適選遺還邊釋釐針錄錯鍵長閉開間關陣陰陳階際隱雙靜頂項須預頭題類顯飾餘體點",
+  hanTraditionalUnits: 189,
   cjkSingles:
     "あいうえおかがきくけこごさざしじすせそただちっつてでとどなにのはばまみめもやよら" +
     "りるれろわをんアィイウェエオカキクグコサシジスズセタダチッテデトドナニバパビピフ" +

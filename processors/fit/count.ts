@@ -121,6 +121,9 @@ export function scriptOf(cp: number): number {
   return 10;
 }
 
+/** The index of Han in SCRIPTS. */
+const HAN_SCRIPT = SCRIPTS.indexOf("han");
+
 /** scriptOf of every code unit, for the scan (one look-up instead of a chain of ranges). */
 const SCRIPT = new Uint8Array(65536);
 for (let c = 0; c < 65536; c++) SCRIPT[c] = scriptOf(c);
@@ -262,6 +265,13 @@ export type Tables = {
   readonly languages?: readonly string[];
   readonly languageWords?: readonly (readonly string[])[];
   readonly languageScale?: readonly number[];
+  /**
+   * Han characters of traditional Chinese that simplified Chinese does not use, and what each
+   * costs more than its script's letter cost says: cl100k merges them with their neighbours less
+   * often than the simplified characters the Han cost was fitted on. Optional: none is no charge.
+   */
+  readonly hanTraditional?: string;
+  readonly hanTraditionalUnits?: number;
   /** Kana, Han and Hangul characters that cl100k holds as one token each. */
   readonly cjkSingles: string;
   /** For each block of 64 characters of CJK_RANGES, the tokens (2 or 3) of its other characters. */
@@ -483,6 +493,11 @@ export function createScan(tables: Tables): Scan {
   /** What each BMP letter beyond ASCII costs on its own: its script's, times its tokens for CJK. */
   const LETTER_UNITS = new Int32Array(65536);
   for (let c = 128; c < 65536; c++) LETTER_UNITS[c] = (CJK_COST[c]! || 1) * SCRIPT_LETTER[SCRIPT[c]!]!;
+  const traditional = tables.hanTraditional ?? "";
+  for (let k = 0; k < traditional.length; k++) {
+    const c = traditional.charCodeAt(k);
+    if (SCRIPT[c] === HAN_SCRIPT) LETTER_UNITS[c] = LETTER_UNITS[c]! + (tables.hanTraditionalUnits ?? 0);
+  }
   const PUNCT_PAIR = Int32Array.from(tables.punctPair);
   const SYMBOL = Int32Array.from(tables.symbol);
   const C = tables.constants;

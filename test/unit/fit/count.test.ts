@@ -169,6 +169,19 @@ describe("count: the token estimate", () => {
     expect(translatedMare(units)).toBeLessThan(translatedMare(without));
   });
 
+  it("FIT-11 traditional Chinese's own characters cost more than simplified ones, which merge more in cl100k", () => {
+    const traditional = "這個檔案無法開啟，請確認設定與權限是否正確。\n";
+    const simplified = "这个文件无法打开，请确认设置与权限是否正确。\n";
+    const plain = createScan({ ...TABLES, hanTraditional: undefined, hanTraditionalUnits: undefined });
+    const without = (s: string): number => plain(s, 0, s.length, false);
+    expect(TABLES.hanTraditionalUnits).toBeGreaterThan(0);
+    expect(units(traditional)).toBeGreaterThan(without(traditional) + 1000);
+    expect(units(simplified)).toBe(without(simplified));
+    // Closer to cl100k on the traditional line, as on the corpus's held-out pieces (docs/fit.md).
+    const truth = 1000 * encode(traditional).length;
+    expect(Math.abs(units(traditional) - truth)).toBeLessThan(Math.abs(without(traditional) - truth));
+  });
+
   it("FIT-11 the tables' language words are known pieces, at most 16 languages, and a word of another language is refused", () => {
     expect(TABLES.languageWords.length).toBeLessThanOrEqual(16);
     expect(TABLES.languageWords.length).toBe(TABLES.languageScale.length);
