@@ -608,16 +608,7 @@ function languageOf(p: Piece): string {
   return m[1]!;
 }
 
-/** The words of an English word list (lower case), which no language word may be. */
-const ENGLISH = (() => {
-  let words: Set<string> | undefined;
-  return (): Set<string> => {
-    if (words !== undefined) return words;
-    if (!existsSync(ENGLISH_WORDS)) throw new Error(`calibrate: ${ENGLISH_WORDS} is missing (Debian: apt-get install wamerican); no language word may be an English word`);
-    words = new Set(readFileSync(ENGLISH_WORDS, "utf8").split("\n").map((w) => w.toLowerCase()));
-    return words;
-  };
-})();
+/** An English word list, whose words (lower case) no language word may be. */
 const ENGLISH_WORDS = "/usr/share/dict/words";
 
 /** Occurrences of a word (as the pre-tokenizer cuts it) for languageWords to count. */
@@ -632,9 +623,12 @@ const LANGUAGE_RIDGE = 1e9;
  * Candidate words that tell a line of ASCII letters only is in a translated language: words
  * of lines without a Latin, Greek or Cyrillic letter beyond ASCII, after a space and in
  * lower case once lowered, seen at least LANGUAGE_MIN times in the translations, at least
- * LANGUAGE_SHARE of them in one language, and never in any other text of the corpus.
+ * LANGUAGE_SHARE of them in one language, never in any other text of the corpus and not in
+ * the English word list.
  */
 function languageCandidates(train: Piece[]): Map<string, string[]> {
+  if (!existsSync(ENGLISH_WORDS)) throw new Error(`calibrate: ${ENGLISH_WORDS} is missing (Debian: apt-get install wamerican); no language word may be an English word`);
+  const english = new Set(readFileSync(ENGLISH_WORDS, "utf8").split("\n").map((w) => w.toLowerCase()));
   const seen = new Map<string, Map<string, number>>();
   for (const p of train) {
     const language = languageOf(p);
@@ -643,7 +637,7 @@ function languageCandidates(train: Piece[]): Map<string, string[]> {
       scan(line, 0, line.length, false, (kind, from, to) => {
         if (kind !== CHUNK_WORD) return;
         const word = line.slice(from, to).toLowerCase();
-        if (!LANGUAGE_WORD.test(word) || word.length < 3) return;
+        if (!LANGUAGE_WORD.test(word)) return;
         const by = seen.get(word) ?? new Map<string, number>();
         by.set(language, (by.get(language) ?? 0) + 1);
         seen.set(word, by);
@@ -652,7 +646,7 @@ function languageCandidates(train: Piece[]): Map<string, string[]> {
   }
   const byLanguage = new Map<string, string[]>();
   for (const [word, by] of [...seen].sort((a, b) => (a[0] < b[0] ? -1 : 1))) {
-    if (by.has("") || ENGLISH().has(word.slice(1))) continue;
+    if (by.has("") || english.has(word.slice(1))) continue;
     const total = [...by.values()].reduce((a, b) => a + b, 0);
     const [language, n] = [...by].sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1))[0]!;
     if (total < LANGUAGE_MIN || n < LANGUAGE_SHARE * total) continue;
@@ -706,8 +700,7 @@ function fitLanguageScales(train: Piece[], tables: Tables, languages: string[], 
  * The language words and scales: the candidates' languages fitted each on its own, those
  * with a scale above 0 (the 16 whose words are seen most, if more) fitted again together.
  */
-function fitLanguages(train: Piece[], tables: Tables): Pick<Tables, "languages" | "languageWords" | "languageScale"> {
-  const candidates = languageCandidates(train);
+function fitLanguages(train: Piece[], tables: Tables, candidates: Map<string, string[]>): Pick<Tables, "languages" | "languageWords" | "languageScale"> {
   const all = [...candidates];
   const alone = all.map(([language, words]) => fitLanguageScales(train, tables, [language], [caseForms(words)])[0]!);
   const kept = all.filter((_, l) => alone[l]! > 0).sort((a, b) => b[1].length - a[1].length).slice(0, 16).sort((a, b) => (a[0] < b[0] ? -1 : 1));
@@ -723,11 +716,11 @@ function fitLanguages(train: Piece[], tables: Tables): Pick<Tables, "languages" 
  * words join the known pieces, then foreignLine, lineLetters and the languages' scales.
  */
 function fitLineLanguage(train: Piece[], tables: Tables): void {
-  const words = [...languageCandidates(train).values()].flatMap(caseForms);
-  tables.known = withKnown(tables.known, words);
+  const candidates = languageCandidates(train);
+  tables.known = withKnown(tables.known, [...candidates.values()].flatMap(caseForms));
   tables.foreignLine = fitForeignLine(train, { ...tables, languageWords: undefined }, new Set(tables.known.flat()));
   Object.assign(tables, fitLineLetters(train, { ...tables, languageWords: undefined }));
-  Object.assign(tables, fitLanguages(train, { ...tables, languageWords: undefined }));
+  Object.assign(tables, fitLanguages(train, { ...tables, languageWords: undefined }, candidates));
 }
 
 function main(): void {
