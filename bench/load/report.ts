@@ -25,12 +25,12 @@ function msPerEvent(seconds: number | null | undefined, events: number): string 
 }
 
 /**
- * A row for each other process sampled in both phases (the pipeline's elsewhere, the local
- * stack's MinIO, Redis and registry), in the order they were named, where either phase read it.
+ * A row for each other process sampled (the pipeline's elsewhere, the local stack's MinIO,
+ * Redis and registry), under the name it was sampled by, in that order, where either phase read it.
  */
 function otherRows(pipe: CpuSpent, base: CpuSpent, row: (what: string, pick: (c: CpuSpent) => number | null) => string): string[] {
   const names = [...new Set([...Object.keys(pipe.others ?? {}), ...Object.keys(base.others ?? {})])];
-  return names.filter((n) => (pipe.others?.[n] ?? null) !== null || (base.others?.[n] ?? null) !== null).map((n) => row(n === "the pipeline's process" ? "the pipeline's process (elsewhere; idle in the passthrough's phase)" : n, (c) => c.others?.[n] ?? null));
+  return names.filter((n) => (pipe.others?.[n] ?? null) !== null || (base.others?.[n] ?? null) !== null).map((n) => row(n, (c) => c.others?.[n] ?? null));
 }
 
 function cpuRows(pipe: PhaseResult, base: PhaseResult, external: boolean): string[] {

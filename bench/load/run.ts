@@ -87,7 +87,7 @@ async function phase(name: string, plan: Plan, target: LoadTarget, sampler: LagS
   progress?.start(state);
   // The broker's CPU where it runs here (the local stack), this process's and the machine's,
   // the local stack's other services', and a pipeline's elsewhere from its metrics.
-  const others: Record<string, CpuReading> = { ...(o.pipelineMetrics ? { "the pipeline's process": metricsReading(o.pipelineMetrics) } : {}), ...localStackReadings() };
+  const others: Record<string, CpuReading> = { ...(o.pipelineMetrics ? { "the pipeline's process (elsewhere; idle in the passthrough's phase)": metricsReading(o.pipelineMetrics) } : {}), ...localStackReadings() };
   const cpu = new CpuMeter(null, 250, localBrokerPid(), others);
   await cpu.start();
   try {

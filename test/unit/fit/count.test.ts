@@ -2,7 +2,7 @@ import fc from "fast-check";
 import { encode } from "gpt-tokenizer/encoding/cl100k_base";
 import { describe, expect, it } from "vitest";
 import { TABLES } from "../../../processors/fit/count-tables.ts";
-import { createScan, LONG_SPACE, scan, SPACE_CHARS_PER_TOKEN, units, weighUnits } from "../../../processors/fit/count.ts";
+import { createScan, LONG_SPACE, scan, SPACE_CHARS_PER_TOKEN, units, weighUnits, type Tables } from "../../../processors/fit/count.ts";
 import { count, weigh } from "../../../processors/fit/index.ts";
 import { samples } from "./samples.ts";
 
@@ -13,6 +13,21 @@ const CL100K_SPLIT = /'(?:[sS]|[dD]|[mM]|[tT]|[lL][lL]|[vV][eE]|[rR][eE])|[^\r\n
 describe("count: the token estimate", () => {
   const pieces = samples();
   /** Mean absolute relative error against cl100k of an estimate in units, over the sample's translated pieces. */
+  /** The units of an estimate built from the tables with some of them left out. */
+  const unitsWithout = (left: Partial<Tables>): ((s: string) => number) => {
+    const scanOf = createScan({ ...TABLES, ...left });
+    return (s) => scanOf(s, 0, s.length, false);
+  };
+  /**
+   * A line charged by a line charge: `line` costs more than `without` says by more than
+   * `more` units, `english` the same, and each is priced as on its own in both orders.
+   */
+  const expectChargedOnItsLine = (withIt: (s: string) => number, without: (s: string) => number, line: string, english: string, more: number): void => {
+    expect(withIt(line)).toBeGreaterThan(without(line) + more);
+    expect(withIt(english)).toBe(without(english));
+    expect(withIt(line + english)).toBe(withIt(line) + withIt(english));
+    expect(withIt(english + line)).toBe(withIt(english) + withIt(line));
+  };
   const translatedMare = (u: (s: string) => number): number => {
     const intl = pieces.filter((p) => p.class === "intl");
     expect(intl.length).toBeGreaterThan(0);
@@ -127,19 +142,14 @@ describe("count: the token estimate", () => {
     const german = "Verzeichnisstruktur wird entsprechend geschrieben, für jeden Benutzer\n";
     const plain = german.replace("für", "fur");
     // (Without the language words, which tell this line is German even without its accent.)
-    const withLine = createScan({ ...TABLES, languageWords: undefined });
-    const units = (s: string): number => withLine(s, 0, s.length, false);
-    const flat = createScan({ ...TABLES, foreignLine: undefined, languageWords: undefined });
-    const flatUnits = (s: string): number => flat(s, 0, s.length, false);
+    const units = unitsWithout({ languageWords: undefined });
+    const flatUnits = unitsWithout({ foreignLine: undefined, languageWords: undefined });
     // The accented letter makes the line foreign: its long unknown words cost more than the
     // pair rule alone says; the same line without it, and an English line, cost the same.
-    expect(units(german)).toBeGreaterThan(flatUnits(german) + 1000);
-    expect(units(plain)).toBe(flatUnits(plain));
-    expect(units(english)).toBe(flatUnits(english));
     // Charged by line: the English line after the German one is priced as on its own, and
     // a German line's charge does not depend on where in the line its accented letter is.
-    expect(units(german + english)).toBe(units(german) + units(english));
-    expect(units(english + german)).toBe(units(english) + units(german));
+    expectChargedOnItsLine(units, flatUnits, german, english, 1000);
+    expect(units(plain)).toBe(flatUnits(plain));
     // On the sample's translated text the estimate comes closer to cl100k with the charge.
     expect(translatedMare(units)).toBeLessThan(translatedMare(flatUnits));
   });
@@ -147,33 +157,24 @@ describe("count: the token estimate", () => {
   it("FIT-11 a line's letters tell its language: a line holding letters of a language cl100k splits more costs more, on that line only", () => {
     const ukrainian = "Використання: програма виводить інформацію про файли та їхні права\n";
     const english = "Usage: the program prints what it knows about the files\n";
-    const noLetters = createScan({ ...TABLES, lineLetters: undefined, lineLetterUnits: undefined });
-    const without = (s: string): number => noLetters(s, 0, s.length, false);
-    expect(units(ukrainian)).toBeGreaterThan(without(ukrainian) + 2000);
-    expect(units(english)).toBe(without(english));
-    expect(units(ukrainian + english)).toBe(units(ukrainian) + units(english));
-    expect(units(english + ukrainian)).toBe(units(english) + units(ukrainian));
+    const without = unitsWithout({ lineLetters: undefined, lineLetterUnits: undefined });
+    expectChargedOnItsLine(units, without, ukrainian, english, 2000);
     expect(translatedMare(units)).toBeLessThan(translatedMare(without));
   });
 
   it("FIT-11 a line of ASCII letters only is told to be Dutch, Danish or Croatian by its words, and its words the rule prices cost more, on that line only", () => {
     const dutch = "Het opgegeven bestand kan niet worden verwijderd door deze gebruiker\n";
     const english = "The configuration file cannot be removed by this particular user\n";
-    const noLanguages = createScan({ ...TABLES, languageWords: undefined });
-    const without = (s: string): number => noLanguages(s, 0, s.length, false);
+    const without = unitsWithout({ languageWords: undefined });
     expect(TABLES.languages).toContain("nl");
-    expect(units(dutch)).toBeGreaterThan(without(dutch) + 1000);
-    expect(units(english)).toBe(without(english));
-    expect(units(dutch + english)).toBe(units(dutch) + units(english));
-    expect(units(english + dutch)).toBe(units(english) + units(dutch));
+    expectChargedOnItsLine(units, without, dutch, english, 1000);
     expect(translatedMare(units)).toBeLessThan(translatedMare(without));
   });
 
   it("FIT-11 traditional Chinese's own characters cost more than simplified ones, which merge more in cl100k", () => {
     const traditional = "這個檔案無法開啟，請確認設定與權限是否正確。\n";
     const simplified = "这个文件无法打开，请确认设置与权限是否正确。\n";
-    const plain = createScan({ ...TABLES, hanTraditional: undefined, hanTraditionalUnits: undefined });
-    const without = (s: string): number => plain(s, 0, s.length, false);
+    const without = unitsWithout({ hanTraditional: undefined, hanTraditionalUnits: undefined });
     expect(TABLES.hanTraditionalUnits).toBeGreaterThan(0);
     expect(units(traditional)).toBeGreaterThan(without(traditional) + 1000);
     expect(units(simplified)).toBe(without(simplified));

@@ -35,6 +35,12 @@ function wellFormed(xml: string): { ok: boolean; why: string } {
   return roots === 1 ? { ok: true, why: "" } : { ok: false, why: `${roots} roots` };
 }
 
+/** A load result with the plan and settings every report test shares, and the given phases and fields. */
+function resultOf(fields: Pick<LoadResult, "command" | "external" | "pipeline" | "passthrough" | "processors">): LoadResult {
+  const twos = <K extends string>(keys: readonly K[]) => Object.fromEntries(keys.map((k) => [k, 2])) as Record<K, number>;
+  return { at: new Date(0), seed: 1, seconds: 60, runtimes: 4, node: "v20", plan: { events: 100, trees: twos(TREE_KINDS), steps: twos(STEP_KINDS) }, chartFile: "load.svg", ...fields };
+}
+
 describe("the load report's figures", () => {
   it("SYS-6 takes nearest-rank percentiles", () => {
     const hundred = Array.from({ length: 100 }, (_, i) => i + 1);
@@ -128,21 +134,13 @@ describe("the load report's figures", () => {
       rec.offloadedBytes = scale === 10 ? 150_000 : 0;
       return { startedAt: 1_000, endedAt: 3_000, rec, lag: [{ at: 1_000, lags: { [lagName]: 5 } }, { at: 2_000, lags: { [lagName]: 40 } }, { at: 3_000, lags: { [lagName]: 1 } }] };
     };
-    const zeros = <K extends string>(keys: readonly K[]) => Object.fromEntries(keys.map((k) => [k, 2])) as Record<K, number>;
-    const r: LoadResult = {
-      at: new Date(0),
+    const r = resultOf({
       command: "npm run load -- --events 100",
-      seed: 1,
-      seconds: 60,
-      runtimes: 4,
       external: false,
-      node: "v20",
-      plan: { events: 100, trees: zeros(TREE_KINDS), steps: zeros(STEP_KINDS) },
       pipeline: phase(10, "fit-results"),
       passthrough: phase(2, "passthrough"),
       processors: [{ name: "fit-results", in: 10, out: 20, deadLetters: 0, retries: 0 }],
-      chartFile: "load.svg",
-    };
+    });
     expect(sustained(r.pipeline).perSecond).toBeCloseTo(50, 5);
     const md = loadMarkdown(r);
     for (const h of ["## Throughput", "## Latency from ask to decision", "## Consumer lag", "## Offloaded results", "## Mix", "## Processors (in this process)"]) expect(md).toContain(h);
@@ -164,22 +162,14 @@ describe("the load report's figures", () => {
       rec.lastAt = 3_000;
       return { startedAt: 1_000, endedAt: 3_000, rec, lag: [], ...(cpu ? { cpu } : {}) };
     };
-    const zeros = <K extends string>(keys: readonly K[]) => Object.fromEntries(keys.map((k) => [k, 2])) as Record<K, number>;
-    const r: LoadResult = {
-      at: new Date(0),
+    const r = resultOf({
       command: "npm run load -- --external",
-      seed: 1,
-      seconds: 60,
-      runtimes: 4,
       external: true,
-      node: "v20",
-      plan: { events: 100, trees: zeros(TREE_KINDS), steps: zeros(STEP_KINDS) },
       // 100 events each: CPU seconds become milliseconds per event times 10.
-      pipeline: phase(100, { machine: 0.9, process: 0.2, redis: null, broker: 0.3, others: { "the pipeline's process": 0.25, MinIO: 0.1, Redis: null } }),
-      passthrough: phase(100, { machine: 0.3, process: 0.1, redis: null, broker: 0.1, others: { "the pipeline's process": 0.01, MinIO: 0.02, Redis: null } }),
+      pipeline: phase(100, { machine: 0.9, process: 0.2, redis: null, broker: 0.3, others: { "the pipeline's process (elsewhere; idle in the passthrough's phase)": 0.25, MinIO: 0.1, Redis: null } }),
+      passthrough: phase(100, { machine: 0.3, process: 0.1, redis: null, broker: 0.1, others: { "the pipeline's process (elsewhere; idle in the passthrough's phase)": 0.01, MinIO: 0.02, Redis: null } }),
       processors: [],
-      chartFile: "load.svg",
-    };
+    });
     const md = loadMarkdown(r);
     expect(md).toContain("| the broker | 3.00 | 1.00 | 3.00x |");
     expect(md).toContain("| the pipeline's process (elsewhere; idle in the passthrough's phase) | 2.50 | 0.10 | 25.00x |");
