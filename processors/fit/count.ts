@@ -3,26 +3,26 @@
 // One pass over the text splits it the way cl100k's pre-tokenizer does (words with an
 // optional leading space or mark, digit groups of up to three, punctuation runs, white
 // space), and prices each piece:
-//   - a piece seen often in real text is looked up in a table of its exact token count;
+//   - a piece cl100k holds as one token (its vocabulary's tokens that the pre-tokenizer keeps
+//     whole), or one seen often in real text, is looked up in a table of its exact token count;
 //   - any other word costs one token plus, for each pair of neighbouring letters, the
 //     chance that the tokenizer cuts between them (learned per letter pair), plus a cost
-//     per non-ASCII letter by script; on a line that holds Latin, Greek or Cyrillic letters
-//     beyond ASCII (another language than English) its ASCII words cost what the pair rule
-//     misses there, by length, and each such letter what lines that hold it miss, charged
-//     when the line ends;
+//     per non-ASCII letter by script, and each Latin, Greek or Cyrillic letter beyond ASCII,
+//     known or not, what the words of the languages that use it miss (ј, є, ė, ļ);
 //   - punctuation runs the same way with punctuation pairs; digit groups one token each;
 //     white space by the length of its runs.
 // How it stays close to the cost of reading the text once: the text's code units are copied
 // (natively) into a typed array, which reads about twice as fast as charCodeAt; an ASCII
 // piece's kind comes from one table look-up of its first two characters; a word or a run of
-// marks is hashed and priced by its pairs in the same loop that finds its end; the known
-// table is read without loops or branches (two slots), and the rule's price is computed
-// either way and picked by a mask, since whether a piece is known cannot be predicted. Only
-// non-ASCII text and longer white space take the general path.
+// marks is hashed in the same loop that finds its end; the known table is read without loops
+// or branches (two slots), and since most pieces are known (86% of ASCII words, 98% of runs of
+// marks), the rule's price is worked out, from the piece's letters again, only for the others.
+// Only non-ASCII text and longer white space take the general path.
 // The tables come from bench/fit/calibrate.ts. Everything is integer arithmetic in
 // thousandths of a token, so the same text gives the same number on every machine, and
-// the units of two texts cut at the start of a line add up to the units of both (see
-// `units`), which lets the fitting code size a whole from its parts.
+// each piece is priced on its own, so the units of two texts cut at the start of a line add
+// up to the units of both (see `units`), which lets the fitting code size a whole from its
+// parts.
 
 import { Buffer } from "node:buffer";
 import { TABLES } from "./count-tables.ts";
@@ -170,9 +170,6 @@ const PUNCT_INDEX = new Uint8Array(128).fill(32);
 /** Index of a prefix before a word: 0-32 as PUNCT_INDEX, 33 space, 34 other white space, 35 non-ASCII. */
 const PREFIX_INDEX = new Uint8Array(128);
 for (let c = 0; c < 128; c++) PREFIX_INDEX[c] = c === 32 ? 33 : CLASS[c] === WS ? 34 : PUNCT_INDEX[c]!;
-/** Kind of prefix before a word (see priceLetters): 1 a space, 2 anything else. */
-const PREFIX_KIND = new Uint8Array(128);
-for (let c = 0; c < 128; c++) PREFIX_KIND[c] = c === 32 ? 1 : 2;
 
 const FNV = 0x811c9dc5 | 0;
 /** FNV-1a of the one character c. */
@@ -182,11 +179,6 @@ for (let c = 0; c < 128; c++) HASH_ONE[c] = Math.imul(FNV ^ c, 0x01000193);
 /** 1 when the code unit x is an ASCII digit, else 0. */
 function isDigit(x: number): number {
   return ((x - 58) & ~(x - 48)) >>> 31;
-}
-
-/** 1 when x is 0, else 0. */
-function isZero(x: number): number {
-  return ((x | -x) >>> 31) ^ 1;
 }
 
 /**
@@ -242,29 +234,13 @@ export type Tables = {
   /** By script (SCRIPTS) times 16 lengths: what the letter costs miss for words of that length. */
   readonly foreignLength: readonly number[];
   /**
-   * By 16 lengths: what the rule misses for a word of ASCII letters it prices (one not
-   * known) on a line that also holds Latin, Greek or Cyrillic letters beyond ASCII, which is
-   * text in another language than English (see `scanCodes`). Optional: none is all 0.
-   */
-  readonly foreignLine?: readonly number[];
-  /**
    * Letters beyond ASCII of the Latin, Greek and Cyrillic scripts (below U+2000), each with
-   * what a line that holds it costs more, for each time it occurs there: the languages whose
-   * words cl100k splits more than its letter costs say are told by their letters (ј, є, ė, ļ).
-   * Optional: none is no charge.
+   * what a word that holds it costs more, known or not, for each time it occurs there: cl100k
+   * splits the words of some languages far more than others of the same script, and their
+   * letters tell them (ј, є, ė, ļ). Fitted on lines. Optional: none is no charge.
    */
   readonly lineLetters?: string;
   readonly lineLetterUnits?: readonly number[];
-  /**
-   * Languages whose lines cl100k splits more than the pair costs say even where they hold no
-   * letter beyond ASCII (Dutch, Danish, Croatian): for each, words (as the pre-tokenizer cuts
-   * them, each in the known table) that tell a line is in it, and what its lines' ASCII words
-   * the rule prices then cost more, as a multiple (in 1024ths) of their foreignLine misses.
-   * At most 16 languages. Optional: none is no charge.
-   */
-  readonly languages?: readonly string[];
-  readonly languageWords?: readonly (readonly string[])[];
-  readonly languageScale?: readonly number[];
   /**
    * Han characters of traditional Chinese that simplified Chinese does not use, and what each
    * costs more than its script's letter cost says: cl100k merges them with their neighbours less
@@ -272,6 +248,13 @@ export type Tables = {
    */
   readonly hanTraditional?: string;
   readonly hanTraditionalUnits?: number;
+  /**
+   * Pieces cl100k holds as one token: the tokens of its vocabulary that the pre-tokenizer
+   * keeps whole (words and runs of marks; count-vocab.ts), each priced as a known piece of one
+   * token, so that the rules price only pieces of two tokens or more. singles[n] holds those of
+   * n code units one after another. Optional: none leaves the rules to price them.
+   */
+  readonly singles?: readonly string[];
   /** Kana, Han and Hangul characters that cl100k holds as one token each. */
   readonly cjkSingles: string;
   /** For each block of 64 characters of CJK_RANGES, the tokens (2 or 3) of its other characters. */
@@ -297,40 +280,60 @@ export function hashPiece(text: string, from: number, to: number): number {
   return h === 0 ? 1 : h;
 }
 
+/** A piece's hash's fingerprint as its slot keeps it: its low 24 bits, times 256. */
+function fingerprint(h: number): number {
+  return h << 8;
+}
+/** A hash's first slot in a table of 1 << (32 - shift) slots. */
+function slotA(h: number, shift: number): number {
+  return Math.imul(h, 0x9e3779b1) >>> shift;
+}
+/** ...and its second. */
+function slotB(h: number, shift: number): number {
+  return Math.imul(h ^ (h >>> 15), 0x85ebca6b) >>> shift;
+}
+
 /**
- * A cuckoo table of 1 << bits slots for the (hash, units) entries, or undefined when the
- * entries do not fit (the caller doubles it). A hash given twice keeps its last units.
+ * The known pieces' table: 1 << bits slots, each entry (a hash and the index of its value) in one
+ * of its hash's two slots (cuckoo hashing), the slot holding the hash's fingerprint plus the
+ * index (1 to 255) in its low 8 bits, 0 when empty. Undefined when the entries do not fit, or
+ * when both of a piece's slots would match its fingerprint (the caller doubles it). A hash given
+ * twice keeps its last value.
  */
-function cuckoo(entries: readonly (readonly [number, number])[], bits: number): Int32Array | undefined {
+function knownTable(entries: readonly (readonly [number, number])[], bits: number): Int32Array | undefined {
   const shift = 32 - bits;
-  const table = new Int32Array(2 << bits);
-  const slotA = (h: number): number => (Math.imul(h, 0x9e3779b1) >>> shift) << 1;
-  const slotB = (h: number): number => (Math.imul(h ^ (h >>> 15), 0x85ebca6b) >>> shift) << 1;
-  for (const [key, value] of entries) {
-    const a = slotA(key);
-    const b = slotB(key);
-    if (table[a] === key) table[a + 1] = value;
-    else if (table[b] === key) table[b + 1] = value;
-    else {
-      let h = key;
-      let u = value;
-      let slot = a;
-      for (let kicks = 0; ; kicks++) {
-        if (table[slot] === 0) {
-          table[slot] = h;
-          table[slot + 1] = u;
-          break;
-        }
-        if (kicks === 500) return undefined;
-        const h2 = table[slot]!;
-        const u2 = table[slot + 1]!;
-        table[slot] = h;
-        table[slot + 1] = u;
-        h = h2;
-        u = u2;
-        slot = slotA(h) === slot ? slotB(h) : slotA(h);
+  const table = new Int32Array(1 << bits);
+  const keys = new Int32Array(1 << bits); // each slot's whole hash, to move it to its other slot
+  next: for (const [key, index] of entries) {
+    let h = key;
+    let v = fingerprint(key) | index;
+    for (const slot of [slotA(h, shift), slotB(h, shift)]) {
+      if (table[slot] !== 0 && keys[slot] === h) {
+        table[slot] = v;
+        continue next;
       }
     }
+    let slot = slotA(h, shift);
+    for (let kicks = 0; kicks <= 500; kicks++) {
+      if (table[slot] === 0) {
+        table[slot] = v;
+        keys[slot] = h;
+        continue next;
+      }
+      const h2 = keys[slot]!;
+      const v2 = table[slot]!;
+      table[slot] = v;
+      keys[slot] = h;
+      h = h2;
+      v = v2;
+      slot = slotA(h, shift) === slot ? slotB(h, shift) : slotA(h, shift);
+    }
+    return undefined;
+  }
+  for (const [key] of entries) {
+    const a = table[slotA(key, shift)]!;
+    const b = table[slotB(key, shift)]!;
+    if (slotA(key, shift) !== slotB(key, shift) && ((a ^ fingerprint(key)) >>> 8) === 0 && ((b ^ fingerprint(key)) >>> 8) === 0) return undefined;
   }
   return table;
 }
@@ -413,72 +416,67 @@ export type Scan = (text: string, from: number, to: number, weigh: boolean, sink
 
 /** Builds the estimate from its tables (the library uses the calibrated ones; calibration tries others). */
 export function createScan(tables: Tables): Scan {
-  // The table of pieces whose token count is known exactly, on a 32-bit FNV-1a hash of the
-  // piece: cuckoo hashing with two slots per hash, each slot a hash and its units side by
-  // side, so that a look-up reads two slots and never loops or branches. A rare piece that
-  // shares a hash with a known one is priced as that one; the estimate stays deterministic.
-  // Each slot's value is the piece's units times 65536, plus a bit for each language (of
-  // languageWords) the piece tells a line is in.
+  // The table of pieces whose token count is known exactly (about 104,000: the vocabulary's
+  // single tokens and the calibrated pieces), on a 32-bit FNV-1a hash of the piece: cuckoo
+  // hashing with two slots per hash, so that a look-up reads two slots and never loops or
+  // branches. A slot is one 32-bit number, 24 bits of the hash and the index of the piece's
+  // value, so that the table takes 1 MB rather than the 2 MB of a hash and a value side by
+  // side (a piece not known reads slots that are seldom in the cache). A rare piece that shares its hash, or its hash's 24 bits in one of its slots,
+  // with a known one is priced as that one; the estimate stays deterministic.
   const entries: [number, number][] = [];
   const entryOf = new Map<string, number>();
   tables.known.forEach((group, index) => {
     if ((index + 1) * 1000 > 0x7fff) throw new Error(`count tables: known pieces of ${index + 1} tokens do not fit`);
     for (const piece of group) {
       entryOf.set(piece, entries.length);
-      entries.push([hashPiece(piece, 0, piece.length), (index + 1) * 1000 * 65536]);
+      entries.push([hashPiece(piece, 0, piece.length), (index + 1) * 1000]);
     }
   });
-  const languageWords = tables.languageWords ?? [];
-  if (languageWords.length > 16) throw new Error(`count tables: ${languageWords.length} languages, at most 16`);
-  languageWords.forEach((words, l) => {
-    for (const piece of words) {
-      const e = entryOf.get(piece);
-      if (e === undefined) throw new Error(`count tables: language word ${JSON.stringify(piece)} is not a known piece`);
-      entries[e]![1] |= 1 << l;
+  (tables.singles ?? []).forEach((pieces, n) => {
+    for (let k = 0; k + n <= pieces.length && n > 0; k += n) {
+      const piece = pieces.slice(k, k + n);
+      if (entryOf.has(piece)) continue;
+      entryOf.set(piece, entries.length);
+      entries.push([hashPiece(piece, 0, n), 1000]);
     }
   });
-  /** What a line's ASCII words cost more, in 1024ths of their foreignLine misses, by the bits of the languages it was told to be in (the lowest bit's). */
-  const LANGUAGE_SCALE = new Int32Array(1 << languageWords.length);
-  for (let bits = 1; bits < LANGUAGE_SCALE.length; bits++) LANGUAGE_SCALE[bits] = tables.languageScale?.[31 - Math.clz32(bits & -bits)] ?? 0;
-  const LANGUAGE_MASK = LANGUAGE_SCALE.length - 1;
+  // Each entry's units are kept once in VALUES, and its slot holds their index there; index 0
+  // is -1, what a piece not known reads.
+  const VALUES = new Int32Array(256);
+  VALUES[0] = -1;
+  const indexOf = new Map<number, number>();
+  const slotted = entries.map(([h, value]): [number, number] => {
+    let k = indexOf.get(value);
+    if (k === undefined) {
+      k = indexOf.size + 1;
+      if (k > 255) throw new Error("count tables: known pieces of more than 255 different units");
+      indexOf.set(value, k);
+      VALUES[k] = value;
+    }
+    return [h, k];
+  });
   let bits = 10;
   while (1 << bits < entries.length * 2) bits++;
-  let KNOWN = cuckoo(entries, bits);
-  while (KNOWN === undefined) KNOWN = cuckoo(entries, ++bits);
+  let KNOWN = knownTable(slotted, bits);
+  while (KNOWN === undefined) KNOWN = knownTable(slotted, ++bits);
   const KT = KNOWN;
   const SHIFT = 32 - bits;
 
-  /** Units of the known piece with hash h, or -1. */
+  /**
+   * Units of the known piece with hash h, or -1: its two slots read and compared without
+   * branches (index 0 of VALUES is -1).
+   */
   function known(h: number): number {
-    return knownSlot(h) >> 16;
-  }
-
-  /** The slot value of the known piece with hash h (units times 65536 plus its languages' bits), or -1. */
-  function knownSlot(h: number): number {
-    const a = (Math.imul(h, 0x9e3779b1) >>> SHIFT) << 1;
-    const b = (Math.imul(h ^ (h >>> 15), 0x85ebca6b) >>> SHIFT) << 1;
-    const x = KT[a]! ^ h;
-    const y = KT[b]! ^ h;
-    const mx = (x | -x) >> 31; // 0 when slot a holds h, else -1
-    const my = (y | -y) >> 31;
-    return (KT[a + 1]! & ~mx) | (KT[b + 1]! & ~my) | (mx & my);
+    const f = fingerprint(h);
+    const x = KT[slotA(h, SHIFT)]!;
+    const y = KT[slotB(h, SHIFT)]!;
+    const mx = (((x ^ f) >>> 8) - 1) >> 31; // -1 when the slot holds h's fingerprint, else 0
+    const my = (((y ^ f) >>> 8) - 1) >> 31;
+    return VALUES[((x & mx) | (y & my)) & 255]!;
   }
 
   const WORD_PAIR = Int32Array.from(tables.wordPair);
   const WORD_PREFIX = Int32Array.from(tables.wordPrefix);
-  /** WORD_PREFIX by the prefix's code (ASCII) and whether the first letter is a capital. */
-  const WORD_PREFIX_ASCII = new Int32Array(256);
-  for (let c = 0; c < 128; c++) for (let u = 0; u < 2; u++) WORD_PREFIX_ASCII[c * 2 + u] = WORD_PREFIX[PREFIX_INDEX[c]! * 2 + u]!;
-  // The letter pair costs again, indexed by the two letters' codes' low six bits (a & 63) << 6
-  // | (b & 63), which tell the 52 ASCII letters apart, so that the scan needs no index of its own.
-  const WORD_PAIR2 = new Int32Array(64 * 64);
-  for (let x = 0; x < 52; x++) {
-    for (let y = 0; y < 52; y++) {
-      const cx = x < 26 ? 97 + x : 39 + x;
-      const cy = y < 26 ? 97 + y : 39 + y;
-      WORD_PAIR2[((cx & 63) << 6) | (cy & 63)] = tables.wordPair[x * 52 + y]!;
-    }
-  }
   const WORD_LENGTH = Int32Array.from(tables.wordLength);
   /** The price of each ASCII mark as a piece of its own (known, or one run of one mark). */
   const MARK_UNITS = new Int32Array(128);
@@ -503,37 +501,18 @@ export function createScan(tables: Tables): Scan {
   const C = tables.constants;
 
   let lastEnd = 0; // where the piece the last price* function read ends (saves returning pairs)
-  const FOREIGN_LINE = new Int32Array(16);
-  if (tables.foreignLine !== undefined) FOREIGN_LINE.set(tables.foreignLine.slice(0, 16));
   const LINE_LETTER = new Int32Array(0x2000);
   const lineLetters = tables.lineLetters ?? "";
   for (let k = 0; k < lineLetters.length; k++) {
     const c = lineLetters.charCodeAt(k);
     if (c < 0x2000) LINE_LETTER[c] = tables.lineLetterUnits?.[k] ?? 0;
   }
-  // What the last priceWord found besides its price, read right after it: what it adds to
-  // its line's charge if the line is in another language (the foreign-line miss of an ASCII
-  // word it priced by the rule; for a word with Latin, Greek or Cyrillic letters beyond ASCII,
-  // known or not, their lineLetterUnits), and -1 when the word holds such a letter.
-  let lastLineMiss = 0;
-  let lastForeign = 0;
 
-  /**
-   * What a line costs beyond its pieces' prices when it ends: its misses (lineMiss) if it
-   * held a Latin, Greek or Cyrillic letter beyond ASCII (foreign -1), else, if a word told its
-   * language (languages: slot bits), its ASCII words' misses scaled by that language's
-   * languageScale. (A double: the product of a very long line may pass 32 bits.)
-   */
-  function lineCharge(miss: number, foreign: number, languages: number): number {
-    if (foreign !== 0) return miss;
-    const scale = LANGUAGE_SCALE[languages & LANGUAGE_MASK]!;
-    return scale === 0 ? 0 : Math.floor((miss * scale) / 1024);
-  }
 
   /**
    * Prices the word that starts at `start` and whose letters start at `body` (one prefix
-   * character before them, or none). The first pass only finds the end and hashes; most
-   * words are in the known table, and only the others are priced letter by letter.
+   * character before them, or none): its known units or the rule's price, plus the
+   * lineLetterUnits of its Latin, Greek and Cyrillic letters beyond ASCII.
    */
   function priceWord(a: Uint16Array, start: number, body: number, to: number): number {
     let h = 0x811c9dc5 | 0;
@@ -542,7 +521,6 @@ export function createScan(tables: Tables): Scan {
     // ASCII (pairs of ASCII letters, each other letter by its script, a cost per switch);
     // a word of ASCII letters only is priced by priceLetters instead.
     let foreign = false;
-    lastForeign = 0;
     let lineUnits = 0;
     let letterUnits = 0;
     let prev = -1; // index 0-51 of the previous ASCII letter, -2 after a non-ASCII letter
@@ -562,7 +540,6 @@ export function createScan(tables: Tables): Scan {
         const sc = SCRIPT[c]!;
         if (sc <= 2) {
           // (Latin, Greek and Cyrillic letters are all below U+2000, LINE_LETTER's length.)
-          lastForeign = -1;
           lineUnits += LINE_LETTER[c]!;
         }
         if (script < 0) script = sc;
@@ -588,17 +565,18 @@ export function createScan(tables: Tables): Scan {
       h = Math.imul(h ^ c, 0x01000193);
     }
     lastEnd = i;
-    lastLineMiss = lineUnits;
     const exact = known(h === 0 ? 1 : h);
-    if (exact >= 0) return exact;
-    let units = C.wordBase;
-    if (body > start) {
-      const first = a[body]!;
-      units += WORD_PREFIX[prefixIndex(a[start]!) * 2 + (first >= 65 && first <= 90 ? 1 : 0)]!;
-    }
-    if (foreign) return units + letterUnits + FOREIGN_LENGTH[script * 16 + (letters < 15 ? letters : 15)]!;
-    lastLineMiss = FOREIGN_LINE[i - body < 15 ? i - body : 15]!;
+    if (exact >= 0) return exact + lineUnits;
+    const units = C.wordBase + prefixUnits(a, start, body);
+    if (foreign) return units + letterUnits + FOREIGN_LENGTH[script * 16 + (letters < 15 ? letters : 15)]! + lineUnits;
     return units + priceLetters(a, start, body, i);
+  }
+
+  /** What the character before a word's letters costs (how often it is a token of its own), 0 when there is none. */
+  function prefixUnits(a: Uint16Array, start: number, body: number): number {
+    if (body === start) return 0;
+    const first = a[body]!;
+    return WORD_PREFIX[prefixIndex(a[start]!) * 2 + (first >= 65 && first <= 90 ? 1 : 0)]!;
   }
 
   /** The pair rule over ASCII letters [body, end), plus the miss by length and shape. */
@@ -721,16 +699,6 @@ export function createScan(tables: Tables): Scan {
   function scanCodes(a: Uint16Array, to: number, weigh: boolean, sink: ChunkSink | undefined, base: number): number {
     let total = 0;
     let i = 0;
-    // A line of text in another language: the ASCII words the rule prices on it cost more
-    // than the pair costs (learned mostly from English) say, and its letters beyond ASCII
-    // tell which language it is (lineLetterUnits). Both are added up for the line (lineMiss)
-    // and charged when the line ends if it held a Latin, Greek or Cyrillic letter beyond
-    // ASCII (lineForeign -1); a line of ASCII letters only is charged its words' misses, scaled,
-    // when a known word on it tells its language (languageWords). A piece that holds a newline
-    // ends with one, so each line is priced on its own, and units still add up at a line's start.
-    let lineMiss = 0;
-    let lineForeign = 0;
-    let lineLanguages = 0; // the languageWords bits of the known words on the line (the units above them too)
     while (i < to) {
       const start = i;
       const c = a[i]!;
@@ -746,36 +714,18 @@ export function createScan(tables: Tables): Scan {
           let d = a[body]!;
           let h = FNV ^ ((HASH_ONE[c]! ^ FNV) & mask);
           h = Math.imul(h ^ d, 0x01000193);
-          const firstUpper = 3 - (d >> 5);
-          let uppers = firstUpper;
-          let pairs = 0;
-          let prev = (d & 63) << 6;
           let j = body + 1;
           for (; ; j++) {
             d = a[j]!;
             if (((d | 32) - 97) >>> 0 >= 26) break; // not an ASCII letter (END is none)
             h = Math.imul(h ^ d, 0x01000193);
-            pairs += WORD_PAIR2[prev | (d & 63)]!;
-            uppers += 3 - (d >> 5);
-            prev = (d & 63) << 6;
           }
           // A word that goes on in other letters takes the general path below.
           if (d < 128 || j >= to || (CLASS[d] !== XLETTER && CLASS[d] !== HIGH)) {
-            const slot = knownSlot(h === 0 ? 1 : h);
-            const exact = slot >> 16;
-            // The rule's price, computed whether or not the piece is known (cheaper than a
-            // branch that cannot be predicted): shape 0 lower, 1 Capital, 2 UPPER, 3 miXed.
-            const letters = j - body;
-            const isAll = isZero(uppers - letters) & ((1 - letters) >>> 31);
-            const isCap = isZero(uppers - 1) & firstUpper;
-            const shape = (1 - isZero(uppers)) * (3 - isAll - 2 * isCap);
-            const row = (PREFIX_KIND[c]! & mask) * 4 + shape;
-            const rule = C.wordBase + pairs + WORD_LENGTH[row * 32 + Math.min(letters, 31)]! + (WORD_PREFIX_ASCII[c * 2 + firstUpper]! & mask);
-            const pick = exact >> 31; // -1 when the piece is not known
-            const units = (exact & ~pick) | (rule & pick);
+            let units = known(h === 0 ? 1 : h);
+            // Known: 86% of ASCII words. Else the rule, as priceWord's.
+            if (units < 0) units = C.wordBase + prefixUnits(a, start, body) + priceLetters(a, start, body, j);
             total += units;
-            lineMiss += FOREIGN_LINE[letters < 15 ? letters : 15]! & pick;
-            lineLanguages |= slot & ~pick;
             i = j;
             if (sink !== undefined) sink(CHUNK_WORD, base + start, base + i, units);
             continue;
@@ -794,17 +744,12 @@ export function createScan(tables: Tables): Scan {
         } else if (start2 === START_MARKS) {
           // ASCII marks (after an optional space) and trailing newlines.
           let h = HASH_ONE[c]!;
-          let pairs = 0;
-          let prev = c === 32 ? 33 * 34 : PUNCT_INDEX[c]! * 34;
           let j = i + 1;
           let d = 0;
           for (; ; j++) {
             d = a[j]!;
             if (CLASS[d] !== PUNCT) break; // (END is no mark)
             h = Math.imul(h ^ d, 0x01000193);
-            const idx = PUNCT_INDEX[d]!;
-            pairs += PUNCT_PAIR[prev + idx]!;
-            prev = idx * 34;
           }
           // Marks that go on in other symbols take the general path below.
           if (d < 128 || j >= to || (CLASS[d] !== XPUNCT && CLASS[d] !== HIGH)) {
@@ -813,17 +758,18 @@ export function createScan(tables: Tables): Scan {
               h = Math.imul(h ^ d, 0x01000193);
               j++;
             }
-            const exact = known(h === 0 ? 1 : h);
-            const rule = C.punctBase + (j > marks ? C.punctNewline : 0) + pairs;
-            const pick = exact >> 31;
-            const units = (exact & ~pick) | (rule & pick);
-            total += units;
-            if (j > marks) {
-              total += lineCharge(lineMiss, lineForeign, lineLanguages);
-              lineMiss = 0;
-              lineForeign = 0;
-              lineLanguages = 0;
+            let units = known(h === 0 ? 1 : h);
+            if (units < 0) {
+              // Not known (2% of runs of marks): one token and the pairs' cut chances.
+              units = C.punctBase + (j > marks ? C.punctNewline : 0);
+              let prev = c === 32 ? 33 * 34 : PUNCT_INDEX[c]! * 34;
+              for (let k = i + 1; k < marks; k++) {
+                const idx = PUNCT_INDEX[a[k]!]!;
+                units += PUNCT_PAIR[prev + idx]!;
+                prev = idx * 34;
+              }
             }
+            total += units;
             i = j;
             if (sink !== undefined) sink(CHUNK_PUNCT, base + start, base + i, units);
             continue;
@@ -839,12 +785,6 @@ export function createScan(tables: Tables): Scan {
           // One white-space character before something else: a piece of one token.
           total += 1000;
           i++;
-          if (c === 10 || c === 13) {
-            total += lineCharge(lineMiss, lineForeign, lineLanguages);
-            lineMiss = 0;
-            lineForeign = 0;
-            lineLanguages = 0;
-          }
           if (sink !== undefined) sink(CHUNK_SPACE, base + start, base + i, 1000);
           continue;
         } else if (start2 === START_BLANK) {
@@ -865,12 +805,6 @@ export function createScan(tables: Tables): Scan {
           const n = i - start;
           const units = n === 1 ? 1000 : mixed === 0 && n <= LONG_SPACE ? spaceRun(c, n) : priceSpace(a, start, i, weigh);
           total += units;
-          if (lastNewline >= 0) {
-            total += lineCharge(lineMiss, lineForeign, lineLanguages);
-            lineMiss = 0;
-            lineForeign = 0;
-            lineLanguages = 0;
-          }
           if (sink !== undefined) sink(CHUNK_SPACE, base + start, base + i, units);
           continue;
         }
@@ -883,8 +817,6 @@ export function createScan(tables: Tables): Scan {
         units = priceWord(a, i, i, to);
         chunk = CHUNK_WORD;
         i = lastEnd;
-        lineMiss += lastLineMiss;
-        lineForeign |= lastForeign;
       } else if (kind === DIGIT || kind === XDIGIT) {
         // Up to three digits, one token (others cost a little more).
         units = 1000;
@@ -917,8 +849,6 @@ export function createScan(tables: Tables): Scan {
           units = priceWord(a, i, next, to);
           chunk = CHUNK_WORD;
           i = lastEnd;
-          lineMiss += lastLineMiss;
-          lineForeign |= lastForeign;
         } else if (kind === PUNCT || kind === XPUNCT || (c === 32 && (nk === PUNCT || nk === XPUNCT))) {
           units = pricePunct(a, i, to);
           chunk = CHUNK_PUNCT;
@@ -942,16 +872,9 @@ export function createScan(tables: Tables): Scan {
         }
       }
       total += units;
-      const last = a[i - 1]!;
-      if (last === 10 || last === 13) {
-        total += lineCharge(lineMiss, lineForeign, lineLanguages);
-        lineMiss = 0;
-        lineForeign = 0;
-        lineLanguages = 0;
-      }
       if (sink !== undefined) sink(chunk, base + start, base + i, units);
     }
-    return total + lineCharge(lineMiss, lineForeign, lineLanguages);
+    return total;
   }
 
   /**
