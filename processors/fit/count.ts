@@ -294,26 +294,28 @@ function slotB(h: number, shift: number): number {
 }
 
 /**
- * The known pieces' table: 1 << bits slots, each entry (a hash and the index of its value) in one
- * of its hash's two slots (cuckoo hashing), the slot holding the hash's fingerprint plus the
- * index (1 to 255) in its low 8 bits, 0 when empty. Undefined when the entries do not fit, or
- * when both of a piece's slots would match its fingerprint (the caller doubles it). A hash given
- * twice keeps its last value.
+ * The known pieces' table: 1 << bits slots, each piece in one of its hash's two slots (cuckoo
+ * hashing), the slot holding the hash's fingerprint plus the piece's tokens (1 to 255) in its low
+ * 8 bits, 0 when empty. Undefined when the pieces do not fit, or when both of a piece's slots
+ * would match its fingerprint (the caller doubles it). A hash given twice keeps its last tokens.
  */
-function knownTable(entries: readonly (readonly [number, number])[], bits: number): Int32Array | undefined {
+function knownTable(hashes: Int32Array, tokens: Uint8Array, bits: number): Int32Array | undefined {
   const shift = 32 - bits;
   const table = new Int32Array(1 << bits);
   const keys = new Int32Array(1 << bits); // each slot's whole hash, to move it to its other slot
-  next: for (const [key, index] of entries) {
-    let h = key;
-    let v = fingerprint(key) | index;
-    for (const slot of [slotA(h, shift), slotB(h, shift)]) {
-      if (table[slot] !== 0 && keys[slot] === h) {
-        table[slot] = v;
-        continue next;
-      }
-    }
+  next: for (let e = 0; e < hashes.length; e++) {
+    let h = hashes[e]!;
+    let v = fingerprint(h) | tokens[e]!;
     let slot = slotA(h, shift);
+    const b = slotB(h, shift);
+    if (table[slot] !== 0 && keys[slot] === h) {
+      table[slot] = v;
+      continue;
+    }
+    if (table[b] !== 0 && keys[b] === h) {
+      table[b] = v;
+      continue;
+    }
     for (let kicks = 0; kicks <= 500; kicks++) {
       if (table[slot] === 0) {
         table[slot] = v;
@@ -330,7 +332,7 @@ function knownTable(entries: readonly (readonly [number, number])[], bits: numbe
     }
     return undefined;
   }
-  for (const [key] of entries) {
+  for (const key of hashes) {
     const a = table[slotA(key, shift)]!;
     const b = table[slotB(key, shift)]!;
     if (slotA(key, shift) !== slotB(key, shift) && ((a ^ fingerprint(key)) >>> 8) === 0 && ((b ^ fingerprint(key)) >>> 8) === 0) return undefined;
@@ -419,46 +421,38 @@ export function createScan(tables: Tables): Scan {
   // The table of pieces whose token count is known exactly (about 104,000: the vocabulary's
   // single tokens and the calibrated pieces), on a 32-bit FNV-1a hash of the piece: cuckoo
   // hashing with two slots per hash, so that a look-up reads two slots and never loops or
-  // branches. A slot is one 32-bit number, 24 bits of the hash and the index of the piece's
-  // value, so that the table takes 1 MB rather than the 2 MB of a hash and a value side by
-  // side (a piece not known reads slots that are seldom in the cache). A rare piece that shares its hash, or its hash's 24 bits in one of its slots,
+  // branches. A slot is one 32-bit number, 24 bits of the hash and the piece's tokens, so that
+  // the table takes 1 MB rather than the 2 MB of a hash and units side by side (a piece not
+  // known reads slots that are seldom in the cache). A rare piece that shares its hash, or its hash's 24 bits in one of its slots,
   // with a known one is priced as that one; the estimate stays deterministic.
-  const entries: [number, number][] = [];
-  const entryOf = new Map<string, number>();
+  // The pieces, as their hashes and token counts: the vocabulary's single tokens, then the
+  // calibrated pieces (a piece in both keeps the latter's count).
+  const singles = tables.singles ?? [];
+  let size = tables.known.reduce((n, group) => n + group.length, 0);
+  singles.forEach((pieces, n) => (size += n > 0 ? Math.floor(pieces.length / n) : 0));
+  const hashes = new Int32Array(size);
+  const tokens = new Uint8Array(size);
+  let e = 0;
+  singles.forEach((pieces, n) => {
+    for (let k = 0; n > 0 && k + n <= pieces.length; k += n, e++) {
+      hashes[e] = hashPiece(pieces, k, k + n);
+      tokens[e] = 1;
+    }
+  });
   tables.known.forEach((group, index) => {
-    if ((index + 1) * 1000 > 0x7fff) throw new Error(`count tables: known pieces of ${index + 1} tokens do not fit`);
+    if (index >= 255) throw new Error(`count tables: known pieces of ${index + 1} tokens do not fit`);
     for (const piece of group) {
-      entryOf.set(piece, entries.length);
-      entries.push([hashPiece(piece, 0, piece.length), (index + 1) * 1000]);
+      hashes[e] = hashPiece(piece, 0, piece.length);
+      tokens[e++] = index + 1;
     }
   });
-  (tables.singles ?? []).forEach((pieces, n) => {
-    for (let k = 0; k + n <= pieces.length && n > 0; k += n) {
-      const piece = pieces.slice(k, k + n);
-      if (entryOf.has(piece)) continue;
-      entryOf.set(piece, entries.length);
-      entries.push([hashPiece(piece, 0, n), 1000]);
-    }
-  });
-  // Each entry's units are kept once in VALUES, and its slot holds their index there; index 0
-  // is -1, what a piece not known reads.
+  /** Units by the tokens a slot holds; 0, what a piece not known reads, is -1. */
   const VALUES = new Int32Array(256);
-  VALUES[0] = -1;
-  const indexOf = new Map<number, number>();
-  const slotted = entries.map(([h, value]): [number, number] => {
-    let k = indexOf.get(value);
-    if (k === undefined) {
-      k = indexOf.size + 1;
-      if (k > 255) throw new Error("count tables: known pieces of more than 255 different units");
-      indexOf.set(value, k);
-      VALUES[k] = value;
-    }
-    return [h, k];
-  });
+  for (let t = 0; t < 256; t++) VALUES[t] = t === 0 ? -1 : t * 1000;
   let bits = 10;
-  while (1 << bits < entries.length * 2) bits++;
-  let KNOWN = knownTable(slotted, bits);
-  while (KNOWN === undefined) KNOWN = knownTable(slotted, ++bits);
+  while (1 << bits < size * 2) bits++;
+  let KNOWN = knownTable(hashes, tokens, bits);
+  while (KNOWN === undefined) KNOWN = knownTable(hashes, tokens, ++bits);
   const KT = KNOWN;
   const SHIFT = 32 - bits;
 
