@@ -423,10 +423,10 @@ export function createScan(tables: Tables): Scan {
   // hashing with two slots per hash, so that a look-up reads two slots and never loops or
   // branches. A slot is one 32-bit number, 24 bits of the hash and the piece's tokens, so that
   // the table takes 1 MB rather than the 2 MB of a hash and units side by side (a piece not
-  // known reads slots that are seldom in the cache). A rare piece that shares its hash, or its hash's 24 bits in one of its slots,
-  // with a known one is priced as that one; the estimate stays deterministic.
-  // The pieces, as their hashes and token counts: the vocabulary's single tokens, then the
-  // calibrated pieces (a piece in both keeps the latter's count).
+  // known reads slots that are seldom in the cache). A rare piece that shares its hash, or
+  // its hash's 24 bits in one of its slots, with a known one is priced as that one; the
+  // estimate stays deterministic. The pieces go in as their hashes and token counts: the
+  // vocabulary's single tokens, then the calibrated pieces (a piece in both keeps the latter's).
   const singles = tables.singles ?? [];
   let size = tables.known.reduce((n, group) => n + group.length, 0);
   singles.forEach((pieces, n) => (size += n > 0 ? Math.floor(pieces.length / n) : 0));
