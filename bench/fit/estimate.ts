@@ -10,6 +10,8 @@
 //                                            second held-out set when `corpus.ts --unseen` has)
 //   npx tsx bench/fit/estimate.ts --fit-only (only the second table, printed)
 //   npx tsx bench/fit/estimate.ts --no-fit   (only the first tables, printed)
+//   npx tsx bench/fit/estimate.ts --floor    (only where one pass's time goes, printed)
+import { Buffer } from "node:buffer";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -206,6 +208,56 @@ function bigDocuments(pieces: Piece[]): { kind: string; value: unknown; text: st
   ];
 }
 
+/**
+ * Where the time of one pass over the text goes, on the given pieces: steps from reading the
+ * characters to count, each over the bare loop over the same texts, measured one right after
+ * the other; the median of 9 rounds. The texts made from the pieces keep their kinds of pieces
+ * and take away, one at a time, what the processor cannot predict.
+ */
+function floorTable(pieces: Piece[]): string {
+  const flat = (s: string): string => JSON.parse(JSON.stringify(s)) as string; // one flat string, as read from a file
+  const texts = pieces.map((p) => p.text);
+  const codes = new Uint16Array(Math.max(...texts.map((t) => t.length)) + 2);
+  const bytes = Buffer.from(codes.buffer);
+  const copySum = (t: string): number => {
+    bytes.write(t, 0, 2 * t.length, "utf16le");
+    let sum = 0;
+    for (let i = 0; i < t.length; i++) sum = (sum + codes[i]!) | 0;
+    return sum;
+  };
+  const hashAll = (t: string): number => {
+    bytes.write(t, 0, 2 * t.length, "utf16le");
+    let h = 0x811c9dc5 | 0;
+    for (let i = 0; i < t.length; i++) h = Math.imul(h ^ codes[i]!, 0x01000193);
+    return h;
+  };
+  const each = (f: (t: string) => string): string[] => texts.map((t) => flat(f(t)));
+  const steps: [string, string[], (t: string) => number][] = [
+    ["copying the text into a typed array and summing it there", texts, copySum],
+    ["that, hashing every character (FNV-1a) instead of summing", texts, hashAll],
+    ["count of one word repeated (every branch predicted)", each((t) => " hello".repeat(Math.ceil(t.length / 6))), count],
+    ["count of the text's words alone, a space before each (every piece a word)", each((t) => (t.match(/[A-Za-z]+/g) ?? []).map((w) => " " + w).join("")), count],
+    ["count of the text with every word made \"hello\" (its kinds of pieces, one word)", each((t) => t.replace(/[A-Za-z]+/g, "hello")), count],
+    ["count of the text", texts, count],
+  ];
+  for (let round = 0; round < 3; round++) for (const [, ts, f] of steps) for (const t of ts) sink ^= f(t) ^ bareLoop(t);
+  const lines = ["| step | KB | over the bare loop |", "| --- | ---: | ---: |"];
+  for (const [name, ts, f] of steps) {
+    const ratios: number[] = [];
+    for (let k = 0; k < 9; k++) {
+      const l = cpu(() => {
+        for (const t of ts) sink ^= bareLoop(t);
+      });
+      const c = cpu(() => {
+        for (const t of ts) sink ^= f(t);
+      });
+      ratios.push(c / l);
+    }
+    lines.push(`| ${name} | ${(ts.reduce((n, t) => n + t.length, 0) / 1024).toFixed(0)} | ${median(ratios).toFixed(2)}x |`);
+  }
+  return lines.join("\n");
+}
+
 function fittingTable(pieces: Piece[]): string {
   const views: [string, (q: string) => FitOptions][] = [
     ["full", () => ({ view: "full" })],
@@ -245,6 +297,11 @@ async function main(): Promise<void> {
   const sample = fixtures();
   const corpus = await heldOutCorpus();
   const unseen = await unseenCorpus();
+  if (process.argv.includes("--floor")) {
+    const ascii = (corpus.length > 0 ? corpus : sample).filter((p) => p.cls !== "cjk" && p.cls !== "intl");
+    console.log(`Where one pass's time goes: ${ascii.length} held-out pieces of the ASCII classes, Node ${process.version}\n\n${floorTable(ascii)}`);
+    return;
+  }
   if (process.argv.includes("--fit-only")) {
     console.log(fittingTable(corpus.length > 0 ? corpus : sample));
     return;
