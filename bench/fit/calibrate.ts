@@ -421,7 +421,7 @@ ${known.join("\n")}
   scriptLetter: ${nums(t.scriptLetter, 11)},
   // foreignLength[script * 16 + letters]: scripts as SCRIPTS in count.ts, letters 15 or more at 15.
   foreignLength: ${nums(t.foreignLength, 16)},
-  // lineLetterUnits[k]: the charge of a line for each time it holds lineLetters[k].
+  // lineLetterUnits[k]: what a word costs more, known or not, for each time it holds lineLetters[k].
   lineLetters:
 ${chunkString(t.lineLetters ?? "", 40)},
   lineLetterUnits: ${nums(t.lineLetterUnits ?? [], 20)},
@@ -512,7 +512,6 @@ function* linesOf(text: string): Generator<string> {
   }
 }
 
-
 /** The letters of a line that count as its features for lineLetters, with how often each occurs. */
 function lineLetterCounts(line: string): Map<number, number> {
   const counts = new Map<number, number>();
@@ -583,7 +582,6 @@ function fitTraditional(train: Piece[], tables: Tables): Pick<Tables, "hanTradit
 /** The ridge of hanTraditionalUnits, in squared thousandths (one token squared). */
 const HAN_RIDGE = 1e6;
 
-
 /**
  * The pieces cl100k holds as one token: the tokens of its vocabulary, as text, that the
  * pre-tokenizer keeps whole and that are words or runs of marks (digit groups, white space
@@ -604,18 +602,18 @@ function vocabularySingles(): string[] {
   }
   return out.sort();
 }
+/** cl100k's ordinary tokens (its special tokens come after). */
+const VOCABULARY = 100256;
+
 /**
  * Whether count.ts prices a piece of this kind from the known table: words, runs of marks, and
- * white space of more than one character (a digit group, a contraction or a run of one white-space
- * character has a price of its own).
+ * white space that is not one character repeated (a digit group, a contraction or a run of one
+ * white-space character has a price of its own).
  */
 function lookedUp(piece: string, kind: number): boolean {
   if (kind === CHUNK_WORD || kind === CHUNK_PUNCT) return true;
   return kind === CHUNK_SPACE && piece.replaceAll(piece[0]!, "") !== "";
 }
-
-/** cl100k's ordinary tokens (its special tokens come after). */
-const VOCABULARY = 100256;
 
 /** Pieces as count.ts takes its singles: singles[n] holds those of n code units one after another. */
 function byLength(pieces: readonly string[]): string[] {
@@ -634,8 +632,9 @@ function main(): void {
   const stats = collect(train);
   console.log(`${train.length} training pieces, ${test.length} held out, ${stats.size} distinct pieces`);
 
-  // Round 1: rules only. Round 2..: pick the pieces the rules misprice most (by how many
-  // sources they occur in, so one file's own identifiers do not crowd out common words).
+  // Round 1: the rules, with the vocabulary's single tokens known. Rounds 2..: pick the other
+  // pieces the rules misprice most (by how many sources they occur in, so one file's own
+  // identifiers do not crowd out common words).
   const singles = vocabularySingles();
   const single = new Set(singles);
   console.log(`${singles.length} pieces of one token in cl100k's vocabulary`);

@@ -845,7 +845,7 @@ export const TABLES = {
     0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
     0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
   ],
-  // lineLetterUnits[k]: the charge of a line for each time it holds lineLetters[k].
+  // lineLetterUnits[k]: what a word costs more, known or not, for each time it holds lineLetters[k].
   lineLetters:
     "ÁÄÅÆÇÈÉÍÎÓÕÖØÚÜÝßàáâãäåæçèéêëíîïñòóôõöøù" +
     "úüýĀāĂăąćČčďĐđĒēĖėęěğģĪīĮįİıĳĶķĺĻļľłńņňŐ" +

@@ -12,7 +12,6 @@ const CL100K_SPLIT = /'(?:[sS]|[dD]|[mM]|[tT]|[lL][lL]|[vV][eE]|[rR][eE])|[^\r\n
 
 describe("count: the token estimate", () => {
   const pieces = samples();
-  /** Mean absolute relative error against cl100k of an estimate in units, over the sample's translated pieces. */
   /** The units of an estimate built from the tables with some of them left out. */
   const unitsWithout = (left: Partial<Tables>): ((s: string) => number) => {
     const scanOf = createScan({ ...TABLES, ...left });
@@ -20,6 +19,7 @@ describe("count: the token estimate", () => {
   };
   /** The pieces of the tables' singles (grouped by length), one by one. */
   const singles = (): string[] => TABLES.singles.flatMap((group, n) => (n === 0 ? [] : Array.from({ length: group.length / n }, (_, k) => group.slice(k * n, (k + 1) * n))));
+  /** Mean absolute relative error against cl100k of an estimate in units, over the sample's translated pieces. */
   const translatedMare = (u: (s: string) => number): number => {
     const intl = pieces.filter((p) => p.class === "intl");
     expect(intl.length).toBeGreaterThan(0);
