@@ -5,7 +5,7 @@
  * (FIT-15) and the manifest lint (FIT-17).
  */
 import { configWarning, type ConfigWarning, type Parsed } from "./errors.ts";
-import { readBoolean, readId, readText, required, withoutUndefined } from "./fields.ts";
+import { readBoolean, readId, readIdList, readText, required, withoutUndefined } from "./fields.ts";
 import { readName } from "./names.ts";
 import { YamlFile, type Value } from "./yaml-file.ts";
 
@@ -31,6 +31,8 @@ export interface PluginTool {
   readonly functions: readonly PluginFunction[];
   /** The tool's risk class, as the cluster's admins name them (`read_only`, `writes`, `destructive`), shown in the loop report (LOOP-9). @default none */
   readonly risk?: string;
+  /** OFF-9: labels every result of the tool carries (such as `pii`), checked against an agent's `clearance` when read back. @default none */
+  readonly labels?: readonly string[];
 }
 
 export interface PluginManifest {
@@ -43,7 +45,7 @@ export const VIEWS = ["stub", "summary", "section", "full"] as const;
 export type View = (typeof VIEWS)[number];
 
 const MANIFEST_KEYS = ["name", "tools"] as const;
-const TOOL_KEYS = ["id", "mcp", "results", "functions", "risk"] as const;
+const TOOL_KEYS = ["id", "mcp", "results", "functions", "risk", "labels"] as const;
 const FUNCTION_KEYS = ["name", "description", "input_schema", "requires_approval"] as const;
 
 /** Parses `plugins/<name>/oz0-plugin.yaml` or `plugins/<name>.yaml`, with the manifest lint's warnings. */
@@ -87,8 +89,10 @@ function readTool(v: Value): PluginTool | undefined {
     else functions.push(fn);
   }
   const risk = readId(fields.get("risk"), "the tool's risk class, such as read_only, writes or destructive");
+  const labelsField = fields.get("labels");
+  const labels = labelsField.absent ? undefined : readIdList(labelsField, "labels of the tool's results, such as pii");
   if (id === undefined || mcp === undefined) return undefined;
-  return withoutUndefined({ id, mcp, results: { fit: fit ?? false }, functions, risk });
+  return withoutUndefined({ id, mcp, results: { fit: fit ?? false }, functions, risk, labels });
 }
 
 function readMcp(v: Value): readonly string[] | string | undefined {
