@@ -16,6 +16,10 @@
  * Usage reports, re-warms and the job and wait lifecycle are published without an answer to
  * await: their decisions (a crossed spend share, a wait too long) come on oz0.admissions
  * addressed to the job, for a runtime that listens (`onAdmission`).
+ *
+ * An input the pipeline dead-letters (oz0.dead-letter) is answered at once in its stead: a
+ * refusal (reason code DeadLettered) with the dead letter's reason, a failed result for a result
+ * or an oz.read_result call (client/dead-letters.ts). Nobody waits for its own timeout.
  */
 import { randomUUID } from "node:crypto";
 import kafkajs, { type Consumer, type Kafka, type Producer } from "kafkajs";
@@ -23,9 +27,10 @@ import { EXACTLY_ONCE_PRODUCER, kafkaConfig, type Endpoints } from "../processor
 import { createLogger, type Logger } from "../processors/runner/log.ts";
 import type { SchemaName } from "../schemas/catalog.ts";
 import { Serde } from "../schemas/serde.ts";
-import type { CallOrigin, Decision, JobEvent, ModelCall, ResultDelivered, ToolCall, ToolResult } from "../schemas/types.ts";
+import type { CallOrigin, DeadLetter, Decision, JobEvent, ModelCall, ResultDelivered, ToolCall, ToolResult } from "../schemas/types.ts";
 import type { TopicName } from "../topology/topics.ts";
 import { Correlator } from "./correlator.ts";
+import { answersOf, deadLetterDecision, deadLetterDelivered, DeadLettered, originalEvent, originalSchema } from "./dead-letters.ts";
 import { READ_RESULT } from "./read-result.ts";
 
 /** The answers a client can await, each on its topic, correlated by `input_id`. */
@@ -100,7 +105,17 @@ export interface RuntimeClientOptions {
    * @default true
    */
   answersBeforeCommit?: boolean;
+  /**
+   * Read oz0.dead-letter too, so an input the pipeline dead-letters is answered at once with a
+   * refusal that gives the dead letter's reason, instead of waiting for the timeout. Only with
+   * some answer listened for.
+   * @default true
+   */
+  deadLetters?: boolean;
 }
+
+/** Where the pipeline puts the inputs it could not use (processors/runner/runner.ts). */
+export const DEAD_LETTER_TOPIC = "oz0.dead-letter";
 
 /**
  * The IDs of the answers taken lately, so a second copy of one (an aborted transaction's,
@@ -196,6 +211,7 @@ export class RuntimeClient {
   private readonly log: Logger;
   private readonly group = `oz0.runtime.${randomUUID()}`;
   private readonly listening: readonly AnswerKind[];
+  private readonly deadLetters: boolean;
   private readonly timeoutMs: number;
   private readonly answers: { [K in AnswerKind]: Correlator<AnswerOf[K]> };
   private readonly admissionListeners = new Set<(d: Decision) => void>();
@@ -210,6 +226,7 @@ export class RuntimeClient {
     this.replies = this.kafka.consumer({ groupId: this.group, readUncommitted: opts.answersBeforeCommit ?? true, maxWaitTimeInMs: 1_000 });
     this.serde = new Serde({ registryUrl: endpoints.registryUrl });
     this.listening = [...new Set(opts.listen ?? DEFAULT_ANSWERS)];
+    this.deadLetters = this.listening.length > 0 && (opts.deadLetters ?? true);
     this.timeoutMs = opts.timeoutMs ?? 30_000;
     const keep = { keepMs: opts.keepMs };
     this.answers = { admission: new Correlator(keep), callDecision: new Correlator(keep), delivered: new Correlator(keep), decidedCall: new Correlator(keep) };
@@ -227,7 +244,8 @@ export class RuntimeClient {
 
   private async listen(): Promise<void> {
     if (this.listening.length === 0) return;
-    const topics = this.listening.map((k) => ANSWERS[k].topic);
+    const topics: string[] = this.listening.map((k) => ANSWERS[k].topic);
+    if (this.deadLetters) topics.push(DEAD_LETTER_TOPIC);
     const kindOf = new Map<string, AnswerKind>(this.listening.map((k) => [ANSWERS[k].topic, k]));
     // The client reads from each topic's end as it was before connect returned: only answers
     // to what it sends from then on, and none of those missed. The ends are read first and the
@@ -260,6 +278,10 @@ export class RuntimeClient {
     });
     await this.replies.run({
       eachBatch: async ({ batch }) => {
+        if (batch.topic === DEAD_LETTER_TOPIC) {
+          for (const m of batch.messages) await this.takeDeadLetter(m.value);
+          return;
+        }
         const kind = kindOf.get(batch.topic);
         if (!kind) return;
         for (const m of batch.messages) {
@@ -273,6 +295,32 @@ export class RuntimeClient {
       },
     });
     await ready;
+  }
+
+  /**
+   * A dead letter: its original decoded with the schema of the topic it came from, and the
+   * event's awaits answered (a refusal, a failed result; the call as decided rejects with
+   * DeadLettered). A dead letter whose original does not decode (the very reason it may be
+   * one), or comes from a topic no runtime awaits an answer on, names no event: nothing to
+   * answer, and it is only logged at debug level, since every client reads every dead letter.
+   */
+  private async takeDeadLetter(value: Buffer | null): Promise<void> {
+    const dl = await this.serde.decode<DeadLetter>("DeadLetter", value).catch(() => undefined);
+    if (!dl || !this.seen.first(`deadLetter:${dl.id}`)) return;
+    const schema = originalSchema(dl.topic);
+    if (schema === null || dl.value === null) return;
+    const original = await this.serde.decode<unknown>(schema, dl.value).catch((err: unknown) => {
+      this.log.debug("a dead letter's original does not decode; no await can be matched to it", { deadLetter: dl.id, topic: dl.topic, error: err instanceof Error ? err.message : String(err) });
+      return undefined;
+    });
+    const e = originalEvent(original);
+    if (e === null) return;
+    for (const kind of answersOf(dl.topic, e)) {
+      if (!this.listening.includes(kind)) continue;
+      if (kind === "decidedCall") this.answers.decidedCall.cancel(e.id, new DeadLettered(dl, e));
+      else if (kind === "delivered") this.answers.delivered.deliver(e.id, deadLetterDelivered(dl, e));
+      else this.answers[kind].deliver(e.id, deadLetterDecision(dl, e));
+    }
   }
 
   private take(kind: AnswerKind, answer: { id: string; input_id?: string }): void {
