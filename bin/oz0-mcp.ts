@@ -37,7 +37,9 @@ An MCP server over stdio for an agent, in front of the plugin's own MCP server (
 child over stdio, or reached over Streamable HTTP when the manifest's mcp is a URL): every tools/call is decided by the guard rails before the server sees it,
 and the agent reads the result as the pipeline delivers it (fitted, offloaded to a stub that
 oz.read_result pages through, or as it was). tools/list gives the server's tools as they are,
-and oz.read_result.
+and oz.read_result; once only the answer is left (no progress, the soft wall) it gives
+oz.read_result alone, and a call made anyway is refused. Results carry the manifest tool's
+labels and those of the result's _meta["oz0/labels"].
 
   --plugin FILE      the plugin's manifest; its tool's mcp command starts the server (or its URL reaches it)
   --tool ID          which of the manifest's tools (default: its only one)
@@ -84,6 +86,8 @@ const OPTIONS = {
 type Upstream = ({ readonly command: string; readonly args: string[] } | { readonly url: URL }) & {
   readonly plugin: string;
   readonly tool: string;
+  /** OFF-9: the manifest's labels of the tool, carried by every result. */
+  readonly labels: readonly string[];
 };
 
 function positiveInt(value: string | undefined, flag: string, fallback: number): number {
@@ -115,15 +119,16 @@ async function upstreamOf(values: { plugin?: string; tool?: string; name?: strin
     const tool = pickTool(parsed.value, values.tool, values.plugin);
     const argv = command.length > 0 ? command : tool.mcp;
     // A URL: the server runs already, reached over Streamable HTTP.
-    if (typeof argv === "string") return { url: new URL(argv), plugin: parsed.value.name, tool: tool.id };
+    const labels = tool.labels ?? [];
+    if (typeof argv === "string") return { url: new URL(argv), plugin: parsed.value.name, tool: tool.id, labels };
     const [cmd, ...args] = argv;
     if (cmd === undefined) throw usage(`${values.plugin}: the tool ${tool.id} has no command\n`);
-    return { command: cmd, args, plugin: parsed.value.name, tool: tool.id };
+    return { command: cmd, args, plugin: parsed.value.name, tool: tool.id, labels };
   }
   const [cmd, ...args] = command;
   if (cmd === undefined) throw usage(`give the plugin's manifest (--plugin) or the server's command after --\n\n${MCP_HELP}`);
   const name = values.name ?? basename(cmd).replace(/\.[cm]?js$/, "").replace(/[^A-Za-z0-9_-]/g, "_");
-  return { command: cmd, args, plugin: name, tool: name };
+  return { command: cmd, args, plugin: name, tool: name, labels: [] };
 }
 
 function startedEvent(ctx: CallContext, principal: string): JobEvent {
@@ -176,7 +181,8 @@ export async function mcpCommand(argv: string[]): Promise<number> {
   const log: Logger = createLogger({ component: "oz0-mcp", tenant: values.tenant });
   const answerMs = positiveInt(values["timeout-ms"], "timeout-ms", 30_000);
   const endpoints = await servicesForCommand();
-  const runtime = await RuntimeClient.connect(endpoints, { log, timeoutMs: answerMs, listen: ["callDecision", "delivered", "decidedCall"] });
+  // Admissions for LIM-8's soft wall (finish-only); dead letters are read too, so a dead-lettered call or result is answered at once.
+  const runtime = await RuntimeClient.connect(endpoints, { log, timeoutMs: answerMs, listen: ["callDecision", "delivered", "decidedCall", "admission"] });
   const { files, close: closeFiles } = gatewayFiles(endpoints);
   const principal = values.principal ?? "mcp";
   const settings = { answerMs, filesDir: values["files-dir"] ?? join(tmpdir(), "oz0-files"), inlineMaxBytes: positiveInt(values["inline-max"], "inline-max", 256 * 1024) };
@@ -191,7 +197,7 @@ export async function mcpCommand(argv: string[]): Promise<number> {
     const client = new Client({ name: "oz0-mcp", version: "1" });
     await client.connect("url" in upstream ? new StreamableHTTPClientTransport(upstream.url) : new StdioClientTransport({ command: upstream.command, args: upstream.args, stderr: "inherit" }));
     if (ownsJob) await runtime.publishJobEvents([startedEvent(ctx, principal)]);
-    const gateway = new McpGateway({ runtime, upstream: client, files, session: ctx, target: { plugin: upstream.plugin, tool: upstream.tool }, log: slog, settings });
+    const gateway = new McpGateway({ runtime, upstream: client, files, session: ctx, target: { plugin: upstream.plugin, tool: upstream.tool }, labels: upstream.labels, log: slog, settings });
     const server = new Server({ name: `oz0-mcp ${upstream.plugin}`, version: "1" }, { capabilities: { tools: { listChanged: true } } });
     gateway.attach(server);
     let closing: Promise<void> | undefined;

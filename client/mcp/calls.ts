@@ -49,10 +49,81 @@ export const READ_RESULT_TOOL: ListedTool = {
  * Output schemas are left out: a result the pipeline fits or offloads carries the fit's
  * structured content (`{content, truncated, fit}` or the stub), which the server's output
  * schema does not describe, and a client that checks it would reject the call.
+ *
+ * When the run is finish-only (LOOP-7, LIM-8's soft wall) the server's tools are withdrawn and
+ * only `oz.read_result` stays: it reads back what the run already holds, never calls the
+ * server, and the answer may need it.
  */
-export function listedTools(server: readonly ListedTool[]): ListedTool[] {
+export function listedTools(server: readonly ListedTool[], finishOnly = false): ListedTool[] {
+  if (finishOnly) return [READ_RESULT_TOOL];
   const tools = server.filter((t) => t.name !== READ_RESULT_NAME).map(({ outputSchema: _o, ...t }) => t);
   return [...tools, READ_RESULT_TOOL];
+}
+
+/** Where a delivered result carries LOOP-7's words (processors/fit-results/processor.ts). */
+export const NO_PROGRESS_META_KEY = "oz0/no_progress";
+
+/** The reason codes and limits of a decision that leaves only the answer (LOOP-7, LIM-8's soft wall). */
+export const FINISH_ONLY_REASONS: readonly string[] = ["NoProgress", "SoftWall"];
+export const FINISH_ONLY_LIMITS: readonly string[] = ["loops.no_progress", "spend.soft_wall"];
+
+/** A run where only the answer is left: the words the agent reads, and what the decision said. */
+export interface FinishOnly {
+  readonly words: string;
+  readonly reason_code: string | null;
+  readonly limit: string | null;
+  /** A soft wall holds for the whole tree; no progress, for the run. */
+  readonly scope: "tree" | "run";
+}
+
+/**
+ * Whether a decision leaves only the answer: a `refuse` or a `report` whose reason code or limit
+ * is no progress or the soft wall, or a refusal whose words say only the answer is left.
+ */
+export function finishOnlyOf(d: Decision): FinishOnly | null {
+  if (d.verdict !== "refuse" && d.verdict !== "report") return null;
+  const named = (d.reason_code !== null && FINISH_ONLY_REASONS.includes(d.reason_code)) || (d.limit !== null && FINISH_ONLY_LIMITS.includes(d.limit));
+  const said = d.verdict === "refuse" && /only the answer is left/i.test(d.message);
+  if (!named && !said) return null;
+  const tree = d.limit === "spend.soft_wall" || d.reason_code === "SoftWall";
+  const words = d.message !== "" ? d.message : "Only the answer is left: every tool is withdrawn; answer with what you have.";
+  return { words, reason_code: d.reason_code, limit: d.limit, scope: tree ? "tree" : "run" };
+}
+
+/** LOOP-7: the no-progress words a delivered result carries in `_meta`, if any. */
+export function noProgressOf(answer: ToolAnswer): FinishOnly | null {
+  const words = answer._meta?.[NO_PROGRESS_META_KEY];
+  return typeof words === "string" && words !== "" ? { words, reason_code: "NoProgress", limit: "loops.no_progress", scope: "run" } : null;
+}
+
+/** A call made anyway in a finish-only run: refused with the same words, the server never called. */
+export function finishOnlyAnswer(f: FinishOnly): ToolAnswer {
+  return failedAnswer(f.words, { [DECISION_META_KEY]: { verdict: "refuse", reason_code: f.reason_code, limit: f.limit, processor: "oz0-mcp" } });
+}
+
+/** Where a server's result names its own labels (OFF-9): a list of label names. */
+export const LABELS_META_KEY = "oz0/labels";
+
+/**
+ * OFF-9: a result's labels, the union of the tool's manifest (`labels:`) and the result's
+ * `_meta["oz0/labels"]`, each once, in that order. A `_meta` value that is not a list of label
+ * names is an error: the result's labels cannot be known, so it must not be read as unlabelled.
+ */
+export function resultLabels(manifest: readonly string[], answer: ToolAnswer): { labels: string[] } | { error: string } {
+  const own = answer._meta?.[LABELS_META_KEY];
+  const labels = [...new Set(manifest)];
+  if (own === undefined || own === null) return { labels };
+  if (!Array.isArray(own)) return { error: `_meta["${LABELS_META_KEY}"] is ${JSON.stringify(own)}; expected a list of label names such as ["pii"]` };
+  for (const l of own) {
+    if (typeof l !== "string" || l.trim() === "") return { error: `_meta["${LABELS_META_KEY}"] holds ${JSON.stringify(l)}; expected a list of label names such as ["pii"]` };
+    if (!labels.includes(l)) labels.push(l);
+  }
+  return { labels };
+}
+
+/** What the agent reads (and the pipeline is told) when a result's labels cannot be known: the result is withheld. */
+export function unlabelledAnswer(name: string, error: string): ToolAnswer {
+  return failedAnswer(`The result of ${name} is withheld: its labels cannot be known (OFF-9): ${error}. The tool must name its labels as a list of names.`);
 }
 
 /**

@@ -9,8 +9,14 @@
  *   approval's deadline), telling the agent so with progress notifications; `stop` and
  *   `refuse` give the agent the pipeline's words as a tool error.
  * - The server's result goes to `oz0.tool-results` (stored as a file of the tree first when it
- *   is big, so large bytes never pass through Kafka) and the agent reads what the pipeline
+ *   is big, so large bytes never pass through Kafka) with its labels (OFF-9: the manifest's
+ *   `labels:` and the result's `_meta["oz0/labels"]`), and the agent reads what the pipeline
  *   delivered for it: fitted, offloaded, as it was, or a failed call.
+ * - Finish-only (LOOP-7's no progress, LIM-8's soft wall): once a decision or a delivered result
+ *   says only the answer is left, the server's tools are withdrawn from `tools/list`
+ *   (`notifications/tools/list_changed`) and a call made anyway reads the same words.
+ * - An input the pipeline dead-letters is answered at once by the runtime client: a refusal
+ *   with the dead letter's reason, never the call made.
  *
  * Without an answer from the pipeline in time, the agent gets an error saying what to check;
  * the server is never called without a decision, and every result the server gave is published.
@@ -32,7 +38,12 @@ import {
   callArguments,
   deliveredAnswer,
   failedAnswer,
+  finishOnlyAnswer,
+  finishOnlyOf,
   listedTools,
+  noProgressOf,
+  resultLabels,
+  unlabelledAnswer,
   noAnswerText,
   refusedAnswer,
   requestOf,
@@ -41,6 +52,7 @@ import {
   toolResultEvent,
   waitingMessage,
   waitUntil,
+  type FinishOnly,
   type ListedTool,
   type Target,
   type ToolAnswer,
@@ -79,6 +91,8 @@ export interface GatewayDeps {
   readonly target: Target;
   readonly log: Logger;
   readonly settings: GatewaySettings;
+  /** OFF-9: the labels every result of the tool carries (the manifest's `labels:`). @default [] */
+  readonly labels?: readonly string[];
 }
 
 type Extra = { signal: AbortSignal; _meta?: { progressToken?: string | number }; sendNotification: (n: { method: "notifications/progress"; params: { progressToken: string | number; progress: number; total?: number; message?: string } }) => Promise<void> };
@@ -93,21 +107,55 @@ export class McpGateway {
   readonly #bySubject = new Map<string, { readonly kept: Decision[]; heard?: () => void }>();
   readonly #unlisten: () => void;
   #calls = 0;
+  /** Set once only the answer is left (LOOP-7, LIM-8): the tools are withdrawn and every call reads these words. */
+  #finishOnly: FinishOnly | null = null;
+  #server: Server | undefined;
 
   constructor(deps: GatewayDeps) {
     this.#d = deps;
     this.#answerMs = deps.settings.answerMs ?? 30_000;
     this.#inlineMax = deps.settings.inlineMaxBytes ?? 256 * 1024;
-    this.#unlisten = deps.runtime.onCallDecision((d) => {
+    const unlistenCalls = deps.runtime.onCallDecision((d) => {
+      this.heardFinishOnly(d);
       const call = this.#bySubject.get(d.subject);
       if (call === undefined || d.run_id !== deps.session.run_id) return;
       call.kept.push(d);
       call.heard?.();
     });
+    // LIM-8: the soft wall is reported on oz0.admissions to the job whose usage crossed it, and holds for the whole tree.
+    const unlistenAdmissions = deps.runtime.onAdmission((d) => this.heardFinishOnly(d));
+    this.#unlisten = () => {
+      unlistenCalls();
+      unlistenAdmissions();
+    };
+  }
+
+  /** A decision of this session's run (or, for the soft wall, its tree) that leaves only the answer. */
+  private heardFinishOnly(d: Decision): void {
+    const f = finishOnlyOf(d);
+    if (f === null) return;
+    const s = this.#d.session;
+    if (d.tenant !== s.tenant || d.tree_id !== s.tree_id) return;
+    if (f.scope === "run" && d.run_id !== s.run_id) return;
+    this.becomeFinishOnly(f);
+  }
+
+  /** Only the answer is left: the server's tools are withdrawn, and the agent is told the list changed. */
+  private becomeFinishOnly(f: FinishOnly): void {
+    if (this.#finishOnly !== null) return;
+    this.#finishOnly = f;
+    this.#d.log.info("only the answer is left: the server's tools are withdrawn", { reason_code: f.reason_code, limit: f.limit });
+    this.#server?.sendToolListChanged().catch(() => undefined);
+  }
+
+  /** The words of a finish-only run, or null while its tools are callable. */
+  get finishOnly(): FinishOnly | null {
+    return this.#finishOnly;
   }
 
   /** Installs the handlers on the agent's side, and passes the server's tool-list changes on. */
   attach(server: Server): void {
+    this.#server = server;
     server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: (await this.tools()) as Tool[] }));
     server.setRequestHandler(CallToolRequestSchema, async (req, extra) => asResult(await this.call(req.params.name, req.params.arguments, req.params._meta, extra as unknown as Extra)));
     this.#d.upstream.setNotificationHandler(ToolListChangedNotificationSchema, async () => {
@@ -126,6 +174,7 @@ export class McpGateway {
   }
 
   async tools(): Promise<ListedTool[]> {
+    if (this.#finishOnly !== null) return listedTools([], true);
     const all: ListedTool[] = [];
     let cursor: string | undefined;
     do {
@@ -170,16 +219,27 @@ export class McpGateway {
     const decidedP = runtime.awaitDecidedCall(call.id, this.#answerMs);
     decidedP.catch(() => undefined);
     let decision = await runtime.requestToolCall(call, this.#answerMs);
+    // A call refused or stopped has no decided call to wait for (a dead-lettered one has none at all).
+    if (decision.verdict === "stop" || decision.verdict === "refuse") return this.refused(decision);
     const decided = await decidedP.catch((err: unknown) => {
       // A decision came but not the decided call: the arguments as asked, logged.
       this.#d.log.warn("the decided call did not come with its decision; the call goes with its arguments as asked", { event: call.id, error: err instanceof Error ? err.message : String(err) });
       return call;
     });
     if (decision.verdict === "wait") decision = await this.waitForPerson(call, decision, extra);
-    if (decision.verdict === "stop" || decision.verdict === "refuse" || decision.verdict === "wait") return refusedAnswer(decision);
+    if (decision.verdict === "stop" || decision.verdict === "refuse" || decision.verdict === "wait") return this.refused(decision);
+    // Only the answer is left, though this decision let the call go (it came before the pipeline knew): refused all the same.
+    if (this.#finishOnly !== null) return finishOnlyAnswer(this.#finishOnly);
     // allow, report: the server is called with the arguments the pipeline decided on.
     const answer = await this.callServer(name, decided, extra);
     return this.deliver(decided, answer);
+  }
+
+  /** The pipeline's refusal as the agent reads it; one that leaves only the answer withdraws the tools. */
+  private refused(decision: Decision): ToolAnswer {
+    const f = finishOnlyOf(decision);
+    if (f !== null) this.becomeFinishOnly(f);
+    return refusedAnswer(decision);
   }
 
   /**
@@ -272,14 +332,26 @@ export class McpGateway {
     return { ...meta, [FILES_META_KEY]: local };
   }
 
-  /** Publishes the server's answer (by ref when it is big) and returns what the pipeline delivered. */
-  private async deliver(call: ToolCall, answer: ToolAnswer): Promise<ToolAnswer> {
+  /**
+   * Publishes the server's answer (by ref when it is big) with its labels (OFF-9) and returns
+   * what the pipeline delivered. An answer whose `_meta["oz0/labels"]` is not a list of names
+   * is published, and read, as a failed call that says so: its labels cannot be known.
+   */
+  private async deliver(call: ToolCall, served: ToolAnswer): Promise<ToolAnswer> {
+    const manifest = this.#d.labels ?? [];
+    const labelled = resultLabels(manifest, served);
+    const answer = "error" in labelled ? unlabelledAnswer(call.function, labelled.error) : served;
+    const labels = "error" in labelled ? [...manifest] : labelled.labels;
+    if ("error" in labelled) this.#d.log.warn("a result's labels are not a list of names: the result is withheld", { function: call.function, error: labelled.error });
     const json = JSON.stringify(answer);
     const size = Buffer.byteLength(json);
-    const body = size > this.#inlineMax ? { ref: (await this.#d.files.store({ tenant: call.tenant, tree: call.tree_id }, Buffer.from(json))).ref } : { content: json };
-    const result = toolResultEvent(call, answer, { ...body, size });
+    const body = size > this.#inlineMax ? { ref: (await this.#d.files.store({ tenant: call.tenant, tree: call.tree_id }, Buffer.from(json), { labels })).ref } : { content: json };
+    const result = toolResultEvent(call, answer, { ...body, size }, labels);
     try {
-      return deliveredAnswer(await this.#d.runtime.deliverToolResult(result, this.#answerMs));
+      const delivered = deliveredAnswer(await this.#d.runtime.deliverToolResult(result, this.#answerMs));
+      const f = noProgressOf(delivered);
+      if (f !== null) this.becomeFinishOnly(f);
+      return delivered;
     } catch (err) {
       if (!(err instanceof NoAnswer)) throw err;
       // The result is published: the pipeline delivers it when it catches up. The agent is told

@@ -36,6 +36,7 @@ function setup(fake: Fake, server: (name: string, args: unknown, meta: unknown) 
       listeners.add(f);
       return () => listeners.delete(f);
     },
+    onAdmission: () => () => undefined,
     awaitDecidedCall: (id: string) => Promise.resolve().then(() => (lastCall && fake.decided ? fake.decided(lastCall) : (lastCall ?? never("decidedCall", id)))),
     requestToolCall: (call: ToolCall) => {
       lastCall = call;
