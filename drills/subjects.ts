@@ -16,7 +16,7 @@ import type { ModelCall, ToolCall } from "../schemas/types.ts";
 import type { FileStore } from "../store/files.ts";
 import { Keys } from "../store/redis/keys.ts";
 import { topic as topicSpec, type TopicName, type TopicSpec } from "../topology/topics.ts";
-import { BENCH_AGENTS, loadCorpus, modelCalls, toolCalls, toolResults, type EventKind } from "../bench/pipeline/events.ts";
+import { BENCH_CONFIG_ROWS, loadCorpus, modelCalls, toolCalls, toolResults, type EventKind } from "../bench/pipeline/events.ts";
 
 export const SUBJECT_NAMES = ["loop-calls", "limits-model-calls", "fit-results", "fit-offload"] as const;
 export type SubjectName = (typeof SUBJECT_NAMES)[number];
@@ -41,13 +41,15 @@ export interface DrillSubject {
 /** An offload threshold low enough that most of the corpus's results are stored in MinIO. */
 export const OFFLOAD_DRILL_THRESHOLD = 400;
 
-const config = staticConfig(BENCH_AGENTS.map((a) => ({ kind: "agent" as const, id: a.name, value: a })));
+// FIT-8: the docs plugin's manifest too, so its results are fitted.
+const config = staticConfig(BENCH_CONFIG_ROWS);
 
 /** Results stay under the offload threshold here; offloads have drills of their own (MinIO down). */
 const fitEnv: FitEnv = {
   load: () => Promise.resolve(null),
   threshold: () => 10_000,
   storeFile: () => Promise.reject(new Error("the drill's results stay under the offload threshold: nothing should be stored")),
+  config,
 };
 
 export async function drillSubject(name: SubjectName): Promise<DrillSubject> {
@@ -90,6 +92,7 @@ export async function drillSubject(name: SubjectName): Promise<DrillSubject> {
             load: () => Promise.resolve(null),
             threshold: () => OFFLOAD_DRILL_THRESHOLD,
             storeFile: (owner, bytes, options) => store.store(owner, bytes, options),
+            config,
           };
         },
         tenants: ["tenant-0", "tenant-1", "tenant-2"],

@@ -13,6 +13,7 @@ import { filesJobsProcessor } from "./files-jobs/processor.ts";
 import { loopApprovalsProcessor, loopCallsProcessor, loopEnv, loopResultsProcessor } from "./loops/index.ts";
 import { limitsEnv, limitsJobsProcessor, limitsModelCallsProcessor, spendShare } from "./limits/index.ts";
 import { SINKS } from "./sinks.ts";
+import { redisStandingStore } from "./limits/standing.ts";
 import { readResultEnv, readResultProcessor } from "./read-result/index.ts";
 import type { ConfigView } from "./runner/config-table.ts";
 import type { Endpoints } from "./runner/endpoints.ts";
@@ -56,10 +57,12 @@ export const PIPELINE: PipelineEntry[] = [
       // OFF-13: the threshold the job started with, kept in Redis.
       threshold: keptThreshold(state, config),
       storeFile: (owner, bytes, options) => files.store(owner, bytes, options),
+      // FIT-8: the plugin manifests say which functions adopt the fit convention.
+      config,
     };
   }),
   // FILE-3, FILE-4, FILE-5, OFF-13: trees, turns, files handed at a start, thresholds kept at a start.
-  entry(filesJobsProcessor, ({ config, files, redis }) => ({ config, files, state: filesState(redis) })),
+  entry(filesJobsProcessor, ({ config, files, redis }) => ({ config, files, state: filesState(redis), standing: redisStandingStore(redis, new Keys()) })),
   // OFF-6..OFF-9: oz.read_result calls, answered from the file store.
   entry(readResultProcessor, ({ config, files, redis }) => readResultEnv({ config, files, redis, reader: (tenant, tree) => filesState(redis).reader(tenant, tree) })),
   // SYS-5: the trace and audit sinks write MinIO and emit nothing.

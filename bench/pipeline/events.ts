@@ -5,6 +5,7 @@
  */
 import { readdir, readFile } from "node:fs/promises";
 import type { AgentDefinition } from "../../config/agent.ts";
+import type { PluginManifest } from "../../config/plugin.ts";
 import type { SchemaName } from "../../schemas/catalog.ts";
 import type { ModelCall, ToolCall, ToolResult } from "../../schemas/types.ts";
 import { random, syntheticResult } from "../../client/synthetic.ts";
@@ -33,6 +34,38 @@ export const BENCH_AGENTS: AgentDefinition[] = [
   agent("bench-cycler", { on_loop: "stop" }),
   agent("bench-boss", { limits: { tree: {}, max_cost_usd: 0.5, max_output_tokens: 2_000 } }),
   agent("bench-worker", { limits: { tree: {} } }),
+];
+
+/**
+ * The docs plugin the generated tool results name (`syntheticResult`: acme_docs, get_page), as
+ * the example manifest declares it: its get_page adopts the fit convention, so fit-results fits
+ * its results (FIT-8: a tool without a manifest would get them as sent).
+ */
+export const BENCH_PLUGIN: PluginManifest = {
+  name: "acme_docs",
+  tools: [
+    {
+      id: "acme_docs",
+      mcp: ["acme-docs"],
+      results: { fit: true },
+      functions: [
+        {
+          name: "get_page",
+          input_schema: {
+            type: "object",
+            properties: { path: { type: "string" }, view: { enum: ["stub", "summary", "section", "full"] }, budget: { type: "integer" }, query: { type: "string" } },
+            required: ["path"],
+          },
+        },
+      ],
+    },
+  ],
+};
+
+/** The configuration rows the benchmark's processors read: its agents and its docs plugin. */
+export const BENCH_CONFIG_ROWS: Array<{ kind: "agent" | "plugin"; id: string; value: unknown }> = [
+  ...BENCH_AGENTS.map((a) => ({ kind: "agent" as const, id: a.name, value: a })),
+  { kind: "plugin", id: BENCH_PLUGIN.name, value: BENCH_PLUGIN },
 ];
 
 /** Round-robin over per-run sequences, as many runtimes publishing at once would interleave. */

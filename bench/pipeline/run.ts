@@ -46,7 +46,7 @@ import { ensureTopics } from "../../topology/create.ts";
 import { topic as topicSpec, type TopicName, type TopicSpec } from "../../topology/topics.ts";
 import { ThreadedCollector, type OutputTopic } from "./collect.ts";
 import { CpuMeter, type CpuSpent } from "./cpu.ts";
-import { BENCH_AGENTS, loadCorpus, modelCalls, toolCalls, toolResults, type BenchEvent, type EventKind } from "./events.ts";
+import { BENCH_CONFIG_ROWS, loadCorpus, modelCalls, toolCalls, toolResults, type BenchEvent, type EventKind } from "./events.ts";
 import { identityProcessor, startPassthrough, startTransactionalPassthrough, startUnderRunner, type RunningSubject, type SubjectContext } from "./subjects.ts";
 import { deleteKeys, scanKeys } from "../../store/redis/slots.ts";
 
@@ -98,7 +98,8 @@ const serde = new Serde({ registryUrl: endpoints.registryUrl });
 // The pipeline's own Redis settings, so the processors run here as they do there.
 const redis = redisClient(endpoints, PIPELINE_REDIS);
 const keys = new Keys(`bench_${uid}`);
-const config = staticConfig(BENCH_AGENTS.map((a) => ({ kind: "agent" as const, id: a.name, value: a })));
+// FIT-8: the docs plugin's manifest too, so its results are fitted.
+const config = staticConfig(BENCH_CONFIG_ROWS);
 
 type SubjectName = "passthrough" | "passthrough-txn" | "runner-identity" | "processor";
 
@@ -117,6 +118,7 @@ const fitEnv: FitEnv = {
   load: () => Promise.resolve(null),
   threshold: () => 10_000,
   storeFile: () => Promise.reject(new Error("the benchmark's results stay under the offload threshold: nothing should be stored")),
+  config,
 };
 
 const groups: Group[] = [];

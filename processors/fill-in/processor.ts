@@ -6,14 +6,14 @@
  * the loop detector all see the budget.
  */
 import type { AgentDefinition } from "../../config/agent.ts";
-import { budgetFillInFunctions, type PluginManifest } from "../../config/plugin.ts";
+import type { PluginManifest } from "../../config/plugin.ts";
 import { resolveSpend } from "../../config/resolve.ts";
 import type { TenantSettings } from "../../config/tenant.ts";
 import type { ToolCall } from "../../schemas/types.ts";
 import type { ConfigView } from "../runner/config-table.ts";
 import { defineProcessor, type Outcome } from "../runner/processor.ts";
 import { parseArguments } from "../call-arguments.ts";
-import { builtinManifest } from "../read-result/tool.ts";
+import { adoptsFitConvention, manifestOf } from "../fit-results/convention.ts";
 import { resolveFileArguments, type FileArgumentsEnv } from "../files/arguments.ts";
 import { defaultBudget } from "./budget.ts";
 
@@ -34,9 +34,7 @@ export interface FillInEnv {
 
 /** Whether this call's function takes a filled-in budget, from the tool's manifest. */
 export function fillsIn(call: ToolCall, manifest: PluginManifest | undefined): boolean {
-  if (call.origin !== "model" || !manifest) return false;
-  const tool = manifest.tools.find((t) => t.id === call.tool);
-  return tool !== undefined && budgetFillInFunctions(tool).includes(call.function);
+  return call.origin === "model" && adoptsFitConvention(call, manifest);
 }
 
 export const fillInProcessor = defineProcessor<ToolCall, FillInEnv>({
@@ -59,7 +57,7 @@ export const fillInProcessor = defineProcessor<ToolCall, FillInEnv>({
     for (const { value: call } of records) {
       let filled = call;
       // OFF-6: a built-in (oz.read_result) takes a filled-in budget as a fitted tool does.
-      const manifest = builtinManifest(call.plugin) ?? (env.config.get("plugin", call.plugin) as PluginManifest | undefined);
+      const manifest = manifestOf(env.config, call.plugin);
       if (fillsIn(call, manifest)) {
         const args = parseArguments(call.arguments) as Record<string, unknown>;
         if (args.budget === undefined || args.budget === null) {

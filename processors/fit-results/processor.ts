@@ -1,20 +1,29 @@
 /**
- * The fit processor: fits each tool result whose call asked for it (any of view, budget,
- * query, including a budget filled in by FIT-15) and publishes what the model reads, with the
- * fit note in the content's `fit` field and in `_meta["oz0/fit"]` (FIT-13), the `truncated`
- * flag (FIT-12), and a trace entry under "Results fitted to a budget" with the view and the
- * numbers, never the omitted sentence (FIT-14). A call with none of the three arguments is
- * answered exactly as the tool answered it (FIT-8).
+ * The fit processor: fits each tool result whose function adopts the fit convention and whose
+ * call asked for it (any of view, budget, query, including a budget filled in by FIT-15), and
+ * publishes what the model reads, with the fit note in the content's `fit` field and in
+ * `_meta["oz0/fit"]` (FIT-13), the `truncated` flag (FIT-12), and a trace entry under "Results
+ * fitted to a budget" with the view and the numbers, never the omitted sentence (FIT-14).
+ *
+ * A function adopts the convention when its tool's manifest (the config table's `plugin` row)
+ * says `results: {fit: true}` and its input schema has an integer `budget` beside a `view` enum
+ * of the four views, the same test the budget fill-in makes (`convention.ts`). Every other
+ * result is answered exactly as the tool answered it (FIT-8), byte for byte: a call with none
+ * of the three arguments, a function whose `view`, `budget` or `query` are its own (a search
+ * term, an amount of money), a tool the pipeline has no manifest for, and a result that already
+ * carries a fit note (`_meta["oz0/fit"]`: the tool fitted itself, and its trace entry says so).
  *
  * After fitting, a result that weighs more than the job's offload threshold is stored whole as
- * a file of the tree and the model reads a stub (OFF-3); one above 31 MiB is a failed call
- * (OFF-1). The trace shows an offload's size and digest, never its outline (OFF-11). The file keeps
- * the result's labels (OFF-9), so read_result withholds it from an agent without the clearance.
+ * a file of the tree and the model reads a stub (OFF-3), whatever its tool; one above 31 MiB is
+ * a failed call (OFF-1). The trace shows an offload's size and digest, never its outline
+ * (OFF-11). The file keeps the result's labels (OFF-9), so read_result withholds it from an
+ * agent without the clearance.
  *
- * Every result the runtime awaits gets an answer: arguments the convention cannot use (a view
- * that is not one of the four, a budget that is not a positive whole number) are answered as a
- * failed call that says so, rather than dead-lettered.
+ * Every result the runtime awaits gets an answer: arguments of a conventional function that
+ * the convention cannot use (a view that is not one of the four, a budget that is not a
+ * positive whole number) are answered as a failed call that says so, rather than dead-lettered.
  */
+import type { PluginManifest } from "../../config/plugin.ts";
 import type { OffloadThreshold } from "../../config/resolve.ts";
 import { fit, META_KEY, wanted } from "../fit/index.ts";
 import { offloadResult, type OffloadEnv } from "../offload/index.ts";
@@ -23,6 +32,8 @@ import { parseArguments } from "../call-arguments.ts";
 import { deriveId } from "../runner/ids.ts";
 import { defineProcessor, type Emit, type Outcome } from "../runner/processor.ts";
 import { extractEmbeddedFiles } from "../files/embedded.ts";
+import type { ConfigView } from "../runner/config-table.ts";
+import { adoptsFitConvention, manifestOf } from "./convention.ts";
 import { fittable, readMcpResult, type McpResult } from "./mcp.ts";
 
 export const FIT_SECTION = "Results fitted to a budget";
@@ -36,6 +47,8 @@ export interface FitEnv extends OffloadEnv {
   load(result: ToolResult): Promise<Buffer | null>;
   /** The job's offload threshold (OFF-13): the one it started with, kept for the job. */
   threshold(result: ToolResult): OffloadThreshold | Promise<OffloadThreshold>;
+  /** The plugin manifests (FIT-8): only a function whose tool's manifest adopts the fit convention is fitted. */
+  readonly config: ConfigView;
 }
 
 interface FitArgs {
@@ -120,18 +133,38 @@ function traceEntry(r: ToolResult, note: FitNote): TraceEntry {
   };
 }
 
-/** Fits one result; pure given its text. */
-export function fitResult(r: ToolResult, text: string): Outcome {
+/** The trace entry of a result its tool fitted itself (FIT-14), when its note has the numbers; else none. */
+function selfFittedEntry(r: ToolResult, note: unknown): Emit[] {
+  const n = note as Partial<FitNote> | null;
+  if (n === null || typeof n !== "object" || typeof n.view !== "string" || typeof n.size !== "number" || typeof n.tokens !== "number") return [];
+  const entry = traceEntry(r, { view: n.view, budget: typeof n.budget === "number" ? n.budget : null, size: n.size, tokens: n.tokens, omitted: "" });
+  return [{ to: "oz0.trace", key: r.tree_id, value: { ...entry, facts: { ...entry.facts, by: "tool" } } }];
+}
+
+/**
+ * Fits one result; pure given its text and its tool's manifest (undefined when the pipeline has
+ * none). Only a function that adopts the convention is fitted (FIT-8); a result its tool
+ * fitted itself goes on as the tool sent it (FIT-13).
+ */
+export function fitResult(r: ToolResult, text: string, manifest: PluginManifest | undefined): Outcome {
   const args = parseArguments(r.arguments);
   if (typeof args === "string") return { invalid: args };
   const mcp = readMcpResult(text);
   if ("error" in mcp) return { invalid: mcp.error };
+  const asSent: Emit = { to: "oz0.results-delivered", key: r.run_id, value: delivered(r, text) };
+  // FIT-8: view, budget and query of a function that does not adopt the convention are its own.
+  if (!adoptsFitConvention(r, manifest)) return { emits: [asSent] };
+  // FIT-13: a fit note is already there, so the tool fitted its answer: never fitted again.
+  const own = mcp._meta?.[META_KEY];
+  if (own !== undefined) {
+    const truncated = (mcp.structuredContent as { truncated?: unknown } | undefined)?.truncated === true;
+    const told = { ...asSent, value: delivered(r, text, { truncated, fit: JSON.stringify(own) }) };
+    return { emits: [told, ...selfFittedEntry(r, own)] };
+  }
   const wantedArgs = fitArguments(args);
   if ("error" in wantedArgs) return { emits: [failedCall(r, `The result was not fitted: ${wantedArgs.error}.`)] };
   const { view, budget, query } = wantedArgs;
-  if (!wanted(view, budget, query)) {
-    return { emits: [{ to: "oz0.results-delivered", key: r.run_id, value: delivered(r, text) }] };
-  }
+  if (!wanted(view, budget, query)) return { emits: [asSent] };
   const f = fit(fittable(mcp), { view, budget, query, name: `${r.tool}.${r.function}` });
   const note = f.meta() as FitNote;
   const answer = { content: f.text, truncated: f.truncated, fit: note };
@@ -266,7 +299,7 @@ export const fitResultsProcessor = defineProcessor<ToolResult, FitEnv>({
         continue;
       }
       const files = await storeEmbeddedFiles(r, text, env);
-      out.push("invalid" in files ? files : withNoProgress(r, await offloaded(r, fitResult(r, files.text), env)));
+      out.push("invalid" in files ? files : withNoProgress(r, await offloaded(r, fitResult(r, files.text, manifestOf(env.config, r.plugin)), env)));
     }
     return out;
   },

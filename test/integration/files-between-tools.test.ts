@@ -35,7 +35,7 @@ describe("files between tools on real Kafka, Redis and MinIO", () => {
     files = new FileStore({ client: minioClient(endpoints()), bucket, keys: PayloadKeys.fromMaster(Buffer.alloc(32, 3)) });
     await files.ensureBucket();
     const state = new RedisFilesState(redis, new Keys(uid("files").replace(/-/g, "_")));
-    running.push(await startOnKafka(fitResultsProcessor, { load: () => Promise.resolve(null), threshold: () => 10_000, storeFile: (owner, bytes, options) => files.store(owner, bytes, options) }, s));
+    running.push(await startOnKafka(fitResultsProcessor, { load: () => Promise.resolve(null), threshold: () => 10_000, storeFile: (owner, bytes, options) => files.store(owner, bytes, options), config: staticConfig([]) }, s));
     running.push(await startOnKafka(fillInProcessor, { config: staticConfig([]), spendShare: () => Promise.resolve(null), files: fileArgumentsEnv(state, files) }, s));
   });
 

@@ -30,7 +30,7 @@ describe("budget fill-in and fit processors on the real broker and registry", ()
     table = await ConfigTable.start(kafka(), s, createLogger({}, () => {}));
     running.push(await startOnKafka(fillInProcessor, { config: table, spendShare: () => Promise.resolve(null) }, s));
     const noFiles = () => Promise.reject(new Error("this test offloads nothing"));
-    running.push(await startOnKafka(fitResultsProcessor, { load: () => Promise.resolve(null), threshold: () => 10_000, storeFile: noFiles }, s));
+    running.push(await startOnKafka(fitResultsProcessor, { load: () => Promise.resolve(null), threshold: () => 10_000, storeFile: noFiles, config: table }, s));
   });
 
   afterAll(async () => {

@@ -131,6 +131,7 @@ describe("tenant and tree isolation on the real MinIO and Redis", () => {
       load: async (r) => (r.content_ref ? files.read(await state.reader(r.tenant, r.tree_id), r.content_ref).then((f) => f.bytes, notFoundAsNull) : null),
       threshold: keptThreshold(state, config),
       storeFile: (owner, bytes, options) => files.store(owner, bytes, options),
+      config,
     };
     const fit = new TestDriver(fitResultsProcessor, fitEnv);
     const reader = new TestDriver(readResultProcessor, readResultEnv({ config, files, redis, keys, reader: (tenant, tree) => state.reader(tenant, tree) }));

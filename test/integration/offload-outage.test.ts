@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Producer } from "kafkajs";
 import { fitResultsProcessor } from "../../processors/fit-results/processor.ts";
+import { staticConfig } from "../../processors/runner/config-table.ts";
 import { EXACTLY_ONCE_PRODUCER } from "../../processors/runner/endpoints.ts";
 import type { RunningProcessor } from "../../processors/runner/runner.ts";
 import type { Serde } from "../../schemas/serde.ts";
@@ -36,7 +37,7 @@ describe("fit-results offloading while the file store's MinIO is unreachable", (
     await direct.ensureBucket();
     // The processor reaches MinIO only through the proxy.
     const proxied = new FileStore({ client: minioClient({ ...e, minioUrl: `http://127.0.0.1:${proxy.port}` }), bucket, keys });
-    running = await startOnKafka(fitResultsProcessor, { load: () => Promise.resolve(null), threshold: () => 1_000, storeFile: (owner, bytes, options) => proxied.store(owner, bytes, options) }, s);
+    running = await startOnKafka(fitResultsProcessor, { load: () => Promise.resolve(null), threshold: () => 1_000, storeFile: (owner, bytes, options) => proxied.store(owner, bytes, options), config: staticConfig([]) }, s);
   });
 
   afterAll(async () => {

@@ -63,7 +63,7 @@ describe("oz.read_result on the real broker, registry, MinIO and Redis", () => {
     running.push(
       await startOnKafka(
         fitResultsProcessor,
-        { load: () => Promise.resolve(null), threshold: () => 2_000, storeFile: (owner, bytes, options) => files.store(owner, bytes, options) },
+        { load: () => Promise.resolve(null), threshold: () => 2_000, storeFile: (owner, bytes, options) => files.store(owner, bytes, options), config },
         s,
       ),
     );

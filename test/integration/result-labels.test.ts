@@ -47,7 +47,7 @@ describe("result labels through fit-results and read_result on the real broker, 
     files = new FileStore({ client: minioClient(endpoints()), bucket, keys: PayloadKeys.fromMaster(Buffer.alloc(32, 11)) });
     await files.ensureBucket();
     redis = redisClient(endpoints(), { maxRetriesPerRequest: 3 });
-    running.push(await startOnKafka(fitResultsProcessor, { load: () => Promise.resolve(null), threshold: () => 1_000, storeFile: (owner, bytes, options) => files.store(owner, bytes, options) }, s));
+    running.push(await startOnKafka(fitResultsProcessor, { load: () => Promise.resolve(null), threshold: () => 1_000, storeFile: (owner, bytes, options) => files.store(owner, bytes, options), config }, s));
     running.push(await startOnKafka(readResultProcessor, readResultEnv({ config, files, redis, keys }), s));
   });
 

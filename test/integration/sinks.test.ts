@@ -20,6 +20,7 @@ import { minioClient } from "../../store/objects.ts";
 import type { TopicName } from "../../topology/topics.ts";
 import { endpoints, kafka, serde, startOnKafka } from "../support/kafka.ts";
 import { jobEvent, uid } from "../support/events.ts";
+import { fittedManifest } from "../support/manifests.ts";
 
 const PAGE = ["# Guide", "", "The guide starts here.", ...Array.from({ length: 200 }, (_, i) => `## Part ${i}\n\nPart ${i} is about topic ${i} and goes on for a while.`)].join("\n");
 
@@ -183,7 +184,7 @@ describe("the trace and audit sinks on the real broker and MinIO", () => {
       ts: Date.now(),
       labels: [],
     };
-    const fitted = fitResult(result, result.content ?? "");
+    const fitted = fitResult(result, result.content ?? "", fittedManifest("acme_docs"));
     if (!("emits" in fitted)) throw new Error(`the fit failed: ${fitted.invalid}`);
     const fitEntry = fitted.emits.find((e) => e.to === "oz0.trace")?.value as TraceEntry;
     const omitted = (fitted.emits.find((e) => e.to === "oz0.results-delivered")?.value as { fit: string }).fit;

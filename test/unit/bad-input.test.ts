@@ -42,7 +42,7 @@ function toolResult(over: Partial<ToolResult> = {}): ToolResult {
   };
 }
 
-const fitEnv: FitEnv = { load: () => Promise.resolve(null), threshold: () => 10_000, storeFile: () => Promise.reject(new Error("nothing is stored here")) };
+const fitEnv: FitEnv = { load: () => Promise.resolve(null), threshold: () => 10_000, storeFile: () => Promise.reject(new Error("nothing is stored here")), config: staticConfig([]) };
 
 describe("arguments too large or too deep (SYS-1, FILE-1)", () => {
   it("SYS-1 measures nesting by a linear scan, skipping brackets inside strings and escapes", () => {

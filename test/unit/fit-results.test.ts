@@ -1,6 +1,9 @@
-import { describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
+import { loadConfigDir } from "../../config/load.ts";
+import type { PluginManifest } from "../../config/plugin.ts";
 import { META_KEY } from "../../processors/fit/index.ts";
 import { fitResultsProcessor, FIT_SECTION, NO_PROGRESS_META, OFFLOAD_SECTION, type FitEnv } from "../../processors/fit-results/processor.ts";
+import { staticConfig } from "../../processors/runner/config-table.ts";
 import { TestDriver } from "../../processors/runner/test-driver.ts";
 import type { ResultDelivered, ToolResult, TraceEntry } from "../../schemas/types.ts";
 import { uid } from "../support/events.ts";
@@ -50,9 +53,30 @@ function result(args: Record<string, unknown>, content: string | null = mcp(PAGE
   };
 }
 
+/**
+ * The plugin manifests the processor reads: the example acme_docs (its get_page adopts the fit
+ * convention, its quote takes a money budget), a search tool whose query is a search term, and
+ * a tool whose get_page has the convention's arguments but whose manifest does not say fit.
+ */
+const config = staticConfig([]);
+const SEARCH: PluginManifest = {
+  name: "web",
+  tools: [{ id: "web", mcp: ["web"], results: { fit: true }, functions: [{ name: "search", input_schema: { type: "object", properties: { query: { type: "string" }, budget: { type: "integer" } } } }] }],
+};
+
+beforeAll(async () => {
+  const examples = await loadConfigDir("config/examples");
+  const docs = examples.plugins.get("acme_docs");
+  if (docs === undefined) throw new Error("config/examples has no acme_docs manifest");
+  config.set("plugin", "acme_docs", docs);
+  config.set("plugin", "web", SEARCH);
+  config.set("plugin", "plain_docs", { name: "plain_docs", tools: docs.tools.map((t) => ({ ...t, id: "plain_docs", results: { fit: false } })) });
+});
+
 function memoryEnv(threshold: number | "off" = 10_000, stored = new Map<string, Buffer>()): FitEnv & { stored: Map<string, Buffer> } {
   return {
     stored,
+    config,
     load: () => Promise.resolve(null),
     threshold: () => threshold,
     storeFile: (_owner, bytes) => {
@@ -184,6 +208,90 @@ describe("fit processor", () => {
       expect.stringMatching(/is not a file of tree tree-1 of tenant acme/),
       expect.stringMatching(/exactly one of content and content_ref/),
     ]);
+  });
+});
+
+describe("FIT-8 only a function that adopts the fit convention is fitted", () => {
+  const asSent = (out: ResultDelivered | undefined, r: ToolResult): void => {
+    expect(out?.content).toBe(r.content);
+    expect(out?.fit).toBeNull();
+    expect(out?.truncated).toBe(false);
+    expect(out?.is_error).toBe(false);
+  };
+
+  it("FIT-8 a query of a tool without the convention is its own search term: the result goes on byte for byte as sent, with no note and no trace", async () => {
+    const hits = mcp(PAGE, { structuredContent: { hits: 8 } });
+    const r = result({ query: "kafka transactions" }, hits, { plugin: "web", tool: "web", function: "search", arguments: JSON.stringify({ query: "kafka transactions", budget: 300 }) });
+    const { out, trace, driver } = await deliver(r, memoryEnv("off"));
+    asSent(out, r);
+    expect(trace).toEqual([]);
+    expect(driver.deadLetters).toEqual([]);
+  });
+
+  it("FIT-8 the example manifest's quote takes a money budget: budget 2.5 goes on as sent, not as a failed call", async () => {
+    const answer = mcp("The team plan costs 2.40 USD a seat, within the budget of 2.5.");
+    const r = result({}, answer, { function: "quote", arguments: JSON.stringify({ plan: "team", budget: 2.5 }) });
+    const { out, trace } = await deliver(r);
+    asSent(out, r);
+    expect(out?.content).not.toMatch(/whole number/);
+    expect(trace).toEqual([]);
+  });
+
+  it("FIT-8 a money budget big or small is never a token budget: quote's budget 300 leaves a long answer whole", async () => {
+    const r = result({}, mcp(PAGE), { function: "quote", arguments: JSON.stringify({ plan: "team", budget: 300 }) });
+    asSent((await deliver(r, memoryEnv("off"))).out, r);
+  });
+
+  it("FIT-8 a tool the pipeline has no manifest for is not fitted, whatever its arguments are named", async () => {
+    const r = result({ view: "summary", budget: 300 }, mcp(PAGE), { plugin: "unpublished", tool: "unpublished" });
+    const { out, trace } = await deliver(r, memoryEnv("off"));
+    asSent(out, r);
+    expect(trace).toEqual([]);
+  });
+
+  it("FIT-8 a function with the convention's arguments whose manifest does not say results: {fit: true} is not fitted", async () => {
+    const r = result({ view: "summary", budget: 300 }, mcp(PAGE), { plugin: "plain_docs", tool: "plain_docs" });
+    asSent((await deliver(r, memoryEnv("off"))).out, r);
+  });
+
+  it("FIT-8 a view of a tool without the convention is never judged: view huge goes on as sent", async () => {
+    const r = result({ view: "huge" }, mcp("ok"), { plugin: "unpublished", tool: "unpublished" });
+    asSent((await deliver(r)).out, r);
+  });
+
+  it("FIT-8 FIT-13 a conventional function's result is fitted as before, with its note", async () => {
+    const { out, trace } = await deliver(result({ view: "summary", budget: 300 }), memoryEnv("off"));
+    expect(JSON.parse(out?.fit ?? "null")).toMatchObject({ budget: 300 });
+    expect(trace.map((t) => t.section)).toEqual([FIT_SECTION]);
+  });
+
+  it("FIT-13 FIT-8 a result that carries a fit note was fitted by its tool: it goes on as the tool sent it, section text intact, never fitted again", async () => {
+    const section = PAGE.split("\n## Use")[0]?.split("## Install\n")[1] ?? "";
+    expect(section.length).toBeGreaterThan(1_000);
+    const note = { view: "section", budget: 300, size: 9_000, tokens: 290, omitted: "Every section but Install: ask for another by its heading." };
+    const own = { content: section, truncated: true, fit: note };
+    const sent = JSON.stringify({ content: [{ type: "text", text: JSON.stringify(own) }], structuredContent: own, _meta: { [META_KEY]: note } });
+    const r = result({ view: "section", query: "Install", budget: 300 }, sent);
+    const { out, trace } = await deliver(r, memoryEnv("off"));
+    expect(out?.content).toBe(sent);
+    const read = JSON.parse(out?.content ?? "{}") as { structuredContent: { content: string } };
+    expect(read.structuredContent.content).toBe(section);
+    expect(JSON.parse(out?.fit ?? "null")).toEqual(note);
+    expect(out?.truncated).toBe(true);
+    // FIT-14: the step is in the trace, as its tool fitted it, never with the omitted sentence.
+    expect(trace).toHaveLength(1);
+    expect(trace[0]).toMatchObject({ section: FIT_SECTION, facts: { view: "section", by: "tool" }, numbers: { budget: 300, size: 9_000, tokens: 290 } });
+    expect(JSON.stringify(trace)).not.toContain(note.omitted);
+  });
+
+  it("OFF-3 OFF-14 a result of a tool without the convention is still offloaded over the job's threshold", async () => {
+    const env = memoryEnv(1_000);
+    const r = result({ query: "kafka transactions" }, mcp(PAGE), { plugin: "web", tool: "web", function: "search", arguments: JSON.stringify({ query: "kafka transactions" }) });
+    const { out, trace } = await deliver(r, env);
+    const read = JSON.parse(out?.content ?? "{}") as { structuredContent: { offloaded: { ref: string } } };
+    expect(env.stored.get(read.structuredContent.offloaded.ref)?.toString()).toBe(PAGE);
+    expect(out?.fit).toBeNull();
+    expect(trace.map((t) => t.section)).toEqual([OFFLOAD_SECTION]);
   });
 });
 

@@ -5,6 +5,7 @@ import { TestDriver } from "../../../processors/runner/test-driver.ts";
 import type { ResultDelivered, ToolResult } from "../../../schemas/types.ts";
 import { refOf } from "../../../store/objects.ts";
 import { uid } from "../../support/events.ts";
+import { staticConfig } from "../../../processors/runner/config-table.ts";
 
 const archive = Buffer.from([0x1f, 0x8b, 0x08, 0x00, 1, 2, 3, 4, 5]);
 const ref = refOf(archive);
@@ -53,6 +54,7 @@ describe("FILE-1 files a tool returns as embedded resources", () => {
         stored.push({ owner, bytes });
         return Promise.resolve({ ref: refOf(bytes) });
       },
+      config: staticConfig([]),
     };
     const driver = new TestDriver(fitResultsProcessor, env);
     await driver.pipe(result([{ type: "text", text: `The archive is ${ref}.` }, embedded()]));
@@ -64,7 +66,7 @@ describe("FILE-1 files a tool returns as embedded resources", () => {
   });
 
   it("FILE-1 fit-results dead-letters a result whose embedded URI is not the digest of its bytes", async () => {
-    const env: FitEnv = { load: () => Promise.resolve(null), threshold: () => 10_000, storeFile: () => Promise.reject(new Error("nothing is stored")) };
+    const env: FitEnv = { load: () => Promise.resolve(null), threshold: () => 10_000, storeFile: () => Promise.reject(new Error("nothing is stored")), config: staticConfig([]) };
     const driver = new TestDriver(fitResultsProcessor, env);
     await driver.pipe(result([embedded({ blob: Buffer.from("forged").toString("base64") })]));
     expect(driver.read("oz0.results-delivered")).toEqual([]);

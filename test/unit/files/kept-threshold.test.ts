@@ -18,7 +18,7 @@ function result(job: string): ToolResult {
 describe("OFF-13 the offload threshold a job started with", () => {
   it("OFF-13 fit-results weighs every result of a job against the threshold of its first result, and a new job against the settings of its start", async () => {
     const config = staticConfig([{ kind: "tenant", id: "acme", value: { offload: { default: 1_000 } } }]);
-    const driver = new TestDriver(fitResultsProcessor, { load: () => Promise.resolve(null), threshold: keptThreshold(new MemoryFilesState(), config), storeFile: (_o, bytes) => Promise.resolve({ ref: refOf(bytes) }) });
+    const driver = new TestDriver(fitResultsProcessor, { load: () => Promise.resolve(null), threshold: keptThreshold(new MemoryFilesState(), config), storeFile: (_o, bytes) => Promise.resolve({ ref: refOf(bytes) }), config });
     const offloaded = async (r: ToolResult) => {
       await driver.pipe(r);
       const out = driver.read<ResultDelivered>("oz0.results-delivered").find((d) => d.input_id === r.id);

@@ -5,6 +5,7 @@ import { TestDriver } from "../../../processors/runner/test-driver.ts";
 import type { ResultDelivered, ToolResult, TraceEntry } from "../../../schemas/types.ts";
 import { refOf } from "../../../store/objects.ts";
 import { toolCall, uid } from "../../support/events.ts";
+import { staticConfig } from "../../../processors/runner/config-table.ts";
 
 const PAGE = ["# Handbook", "", "The handbook says how things are done.", ...Array.from({ length: 300 }, (_, i) => `## Rule ${i}\n\nRule ${i} says to do thing ${i} before thing ${i + 1}, and to write it down.`)].join("\n");
 
@@ -21,6 +22,7 @@ function env(stored: Map<string, Buffer>): FitEnv {
       stored.set(refOf(bytes), bytes);
       return Promise.resolve({ ref: refOf(bytes) });
     },
+    config: staticConfig([]),
   };
 }
 

@@ -62,6 +62,7 @@ class MemoryFiles {
       load: () => Promise.resolve(null),
       threshold: () => threshold,
       storeFile: (owner, bytes, { labels }) => Promise.resolve({ ref: this.store(owner, bytes, labels) }),
+      config: staticConfig([]),
     };
   }
 }

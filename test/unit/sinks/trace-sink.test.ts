@@ -7,6 +7,7 @@ import { jobPrefix, mergeParts, padOffset, parsePart, partName, partsByJob, type
 import type { Decision, JobEvent, ResultDelivered, ToolResult, TraceEntry } from "../../../schemas/types.ts";
 import { refOf } from "../../../store/objects.ts";
 import { jobEvent as rootJobEvent, uid } from "../../support/events.ts";
+import { fittedConfig, fittedManifest } from "../../support/manifests.ts";
 
 const PAGE = [
   "# Widget guide",
@@ -48,6 +49,7 @@ function fitEnv(threshold: number): FitEnv {
     load: () => Promise.resolve(null),
     threshold: () => threshold,
     storeFile: (_owner, bytes) => Promise.resolve({ ref: refOf(bytes), size: bytes.length, labels: [], lastStored: 0, expiresAt: 0 }),
+    config: fittedConfig(fittedManifest("acme_docs")),
   };
 }
 
