@@ -10,6 +10,7 @@ import { kafkaAnswers } from "../processors/loops/deadlines.ts";
 import { RedisLoopStore } from "../processors/loops/redis-store.ts";
 import type { RunFlags } from "../processors/loops/store.ts";
 import { approvalState, deadlineEntries, formatWaiting, listed, personAnswer, waitingOf, type WaitingApproval } from "../processors/loops/waiting.ts";
+import { argumentsTooLarge } from "../processors/call-arguments.ts";
 import { EXACTLY_ONCE_PRODUCER, kafkaConfig } from "../processors/runner/endpoints.ts";
 import { createLogger } from "../processors/runner/log.ts";
 import { Serde } from "../schemas/serde.ts";
@@ -25,9 +26,9 @@ import { servicesForCommand } from "./services.ts";
 
 const TOP = `oz0: the guard rails' command for the people who run them
 
-  oz0 approval list [--tenant T] [--kind loop] [--json]     what waits for a person
-  oz0 approval approve <job> <approval> [--comment C]       the held call goes ahead
-  oz0 approval deny <job> <approval> [--comment C]          the job stops with LoopDetected
+  oz0 approval list [--tenant T] [--kind loop|budget|tool] [--json]   what waits for a person
+  oz0 approval approve <job> <approval> [--comment C] [--arguments JSON]   the held call goes ahead
+  oz0 approval deny <job> <approval> [--comment C]          a loop: the job stops; a tool call: refused
   oz0 job trace <job> [--tenant T] [--json] [--scan]        a job's trace
   oz0 doctor [--hours 1] [--json]                           the pipeline's health at a glance
   oz0 plugin lint <oz0-plugin.yaml>                         a plugin manifest's lint (FIT-17)
@@ -45,26 +46,29 @@ Each subcommand takes --help. Exit status: 0 done, 1 what was asked is not so, 2
 `;
 
 const HELP: Record<string, string> = {
-  "approval list": `oz0 approval list [--tenant T] [--kind loop|budget] [--json]
+  "approval list": `oz0 approval list [--tenant T] [--kind loop|budget|tool] [--json]
 
 What waits for a person. Loops (LOOP-5): each approval with its job, evidence (the detector,
 the calls, the repeated call's arguments), when it was asked, its deadline and the escalation
-step it is on, soonest deadline first. Budget requests (LIM-7, LIM-8, LIM-10): a model call or
+step it is on, soonest deadline first. Tool calls (TOOL-3, approvals t-...): a call of a
+function in its tool's requires_approval, with its arguments as asked, listed with the loops.
+Budget requests (LIM-7, LIM-8, LIM-10): a model call or
 a child that waits on the tree's budget (on_budget: wait), the forecast's request before the
 wall, or a spent monthly quota, with the limit, the numbers and how to answer, oldest first.
 Read from the state the pipeline keeps in Redis.
 
   --tenant T   only this tenant's
-  --kind K     only this kind (loop or budget)
+  --kind K     only this kind (loop, budget or tool)
   --json       one JSON array, for scripts
 
 Example:
   oz0 approval list --tenant acme
 `,
-  "approval approve": `oz0 approval approve <job> <approval> [--comment C] [--budget USD] [--as NAME] [--wait S] [--json]
+  "approval approve": `oz0 approval approve <job> <approval> [--comment C] [--arguments JSON] [--budget USD] [--as NAME] [--wait S] [--json]
 
 Approves a loop that waits for a person: the held call goes ahead and the run's loop counters
-start again. The answer goes to the pipeline on oz0.loop-approvals and is audited with who
+start again. A tool call that waits (TOOL-3, an approval t-...) is made, with the arguments
+given as a JSON object in --arguments (they replace the asked ones), else as asked. The answer goes to the pipeline on oz0.loop-approvals and is audited with who
 answered (--as, else OZ0_OPERATOR, else the login name). Waits up to --wait seconds (default 30)
 for the pipeline to take it.
 
@@ -74,12 +78,14 @@ raises): the job may ask again. Answered in the tree's state at once, and audite
 
 Examples:
   oz0 approval approve job-7f3a a-91c2 --comment "the retries are expected"
+  oz0 approval approve job-7f3a t-Xb3kQ9 --arguments '{"plan": "basic"}'
   oz0 approval approve job-7f3a b-4c1d9e0a2f6b --budget 5 --comment "the migration needs it"
 `,
   "approval deny": `oz0 approval deny <job> <approval> [--comment C] [--as NAME] [--wait S] [--json]
 
 Denies a loop that waits for a person: the job stops with LoopDetected and the model reads the
-comment as the held call's failed result. Audited with who answered (--as, else OZ0_OPERATOR,
+comment as the held call's failed result. A tool call denied (t-...) is refused: the model
+reads the refusal with the comment, and the job goes on. Audited with who answered (--as, else OZ0_OPERATOR,
 else the login name). Waits up to --wait seconds (default 30) for the pipeline to take it.
 
 A budget request (b-...) denied: the job fails with BudgetExceeded.
@@ -146,6 +152,7 @@ Example:
 
 const ANSWER_OPTIONS = {
   comment: { type: "string" },
+  arguments: { type: "string" },
   budget: { type: "string" },
   as: { type: "string" },
   wait: { type: "string", default: "30" },
@@ -184,8 +191,8 @@ async function approvalList(args: string[]): Promise<string> {
   const { values, positionals } = parse("approval list", args, { tenant: { type: "string" }, kind: { type: "string" }, json: { type: "boolean", default: false }, help: { type: "boolean", default: false } });
   if (values.help) return HELP["approval list"] ?? "";
   if (positionals.length > 0) throw usage(`approval list takes no arguments, got ${positionals.join(" ")}\n\n${HELP["approval list"]}`);
-  if (values.kind !== undefined && values.kind !== "loop" && values.kind !== "budget") throw usage(`--kind ${values.kind}: the kinds that wait for a person here are: loop, budget\n`);
-  const budgets = values.kind === "loop" ? [] : await budgetRequestsWaiting({ tenant: values.tenant });
+  if (values.kind !== undefined && values.kind !== "loop" && values.kind !== "budget" && values.kind !== "tool") throw usage(`--kind ${values.kind}: the kinds that wait for a person here are: loop, budget, tool\n`);
+  const budgets = values.kind === "loop" || values.kind === "tool" ? [] : await budgetRequestsWaiting({ tenant: values.tenant });
   if (values.kind === "budget") return values.json ? `${JSON.stringify(budgets, null, 2)}\n` : budgets.length === 0 ? "no budget request waits for a person\n" : formatBudgetRequests(budgets, Date.now());
   const s = await loopState();
   try {
@@ -208,6 +215,7 @@ async function approvalAnswer(verb: "approve" | "deny", args: string[]): Promise
   const name = person(values.as);
   if (isBudgetApproval(approval)) return answerBudgetRequest({ verb, job, approval, person: name, comment: values.comment, budget: values.budget, json: values.json });
   if (values.budget !== undefined) throw usage(`--budget answers a budget request (b-...); ${approval} is a loop's\n`);
+  const approvedArgs = values.arguments === undefined ? undefined : argumentsOption(verb, values.arguments);
   const s = await loopState();
   try {
     const run = (await s.store.approvalRun(approval)) ?? (await timerRun(s.store, approval));
@@ -218,9 +226,11 @@ async function approvalAnswer(verb: "approve" | "deny", args: string[]): Promise
     if (hold.job_id !== job) throw new Exit(1, `approval ${approval} belongs to job ${hold.job_id}, not ${job}\n`);
     const before = approvalState(flags, approval);
     if (before !== "waiting") throw new Exit(1, `approval ${approval} of job ${job} was ${before} already; nothing changed\n`);
+    const tool = hold.kind === "tool";
+    if (approvedArgs !== undefined && !tool) throw usage(`--arguments approves a tool call with other arguments (an approval t-...); ${approval} is a loop's\n`);
 
     const verdict = verb === "approve" ? "allow" : "stop";
-    const answer = personAnswer(hold, { verdict, person: name, comment: values.comment, now: Date.now() });
+    const answer = personAnswer(hold, { verdict, person: name, comment: values.comment, now: Date.now(), ...(approvedArgs ? { arguments: approvedArgs } : {}) });
     await publish(answer);
 
     const deadline = Date.now() + waitS * 1000;
@@ -231,6 +241,7 @@ async function approvalAnswer(verb: "approve" | "deny", args: string[]): Promise
         const said = { approval, job, tenant: run.tenant, run: run.run, answer: decided.answer, by: name, answer_id: answer.id, decided_by_this_answer: mine };
         if (!mine) throw values.json ? new Exit(1, `${JSON.stringify(said)}\n`, "stdout") : new Exit(1, `approval ${approval} of job ${job} was ${decided.answer} by another answer first\n`);
         if (values.json) return `${JSON.stringify(said)}\n`;
+        if (tool) return decided.answer === "approved" ? `approved ${approval} as ${name}: the call of ${hold.plugin ?? ""}/${hold.tool ?? ""}.${hold.function ?? ""} of job ${job} is made${approvedArgs ? " with the arguments given" : ""}\n` : `denied ${approval} as ${name}: the call of ${hold.plugin ?? ""}/${hold.tool ?? ""}.${hold.function ?? ""} of job ${job} is refused\n`;
         return decided.answer === "approved" ? `approved ${approval} as ${name}: the held call of job ${job} goes ahead\n` : `denied ${approval} as ${name}: job ${job} stops with LoopDetected\n`;
       }
       if (Date.now() >= deadline) break;
@@ -240,6 +251,21 @@ async function approvalAnswer(verb: "approve" | "deny", args: string[]): Promise
   } finally {
     await s.close();
   }
+}
+
+/** TOOL-3: `--arguments`, a JSON object, taken only by approve. */
+function argumentsOption(verb: "approve" | "deny", text: string): Record<string, unknown> {
+  if (verb === "deny") throw usage("--arguments goes with approve: a denied call is not made\n");
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch (err) {
+    throw usage(`--arguments is not JSON (${err instanceof Error ? err.message : String(err)}): give the call's arguments as one JSON object, such as '{"plan": "basic"}'\n`);
+  }
+  if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) throw usage(`--arguments must be a JSON object, such as '{"plan": "basic"}'; got ${JSON.stringify(parsed)}\n`);
+  const why = argumentsTooLarge(text);
+  if (why !== null) throw usage(`--arguments: ${why}\n`);
+  return parsed as Record<string, unknown>;
 }
 
 /** The run of an approval held before approvals were indexed: from the timer's deadlines. */

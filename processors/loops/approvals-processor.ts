@@ -16,6 +16,12 @@ import { runLane, type LaneSpec, type LaneStep } from "./lane.ts";
 import { decision, finding, refusedResult, type Subject } from "./outputs.ts";
 import type { LoopEnv } from "./calls-processor.ts";
 import type { Deadline, RunFlags } from "./store.ts";
+import { stepToolAnswer } from "./tool-approval.ts";
+
+function toolEscalation(answer: Decision): { step: number; to: string } | null {
+  const esc = escalationOf(answer);
+  return typeof esc === "string" ? null : esc;
+}
 
 export const LOOP_APPROVALS = "loop-approvals";
 
@@ -46,6 +52,8 @@ export function stepAnswer(flags: RunFlags, answer: Decision): LaneStep<Approval
   const hold = flags.holds.get(approval);
   if (!hold) return { invalid: `no loop of run ${answer.run_id ?? "(none)"} waits on approval ${approval}: answer an approval the run's wait decision named` };
   if (flags.approved.has(approval) || flags.denied.has(approval)) return { state: {}, emits: [], remember: false };
+  // TOOL-3: an approval of kind tool refuses only the held call when denied.
+  if (hold.kind === "tool") return stepToolAnswer(LOOP_APPROVALS, flags, hold, answer, answer.verdict === "wait" ? toolEscalation(answer) : null);
   const s: Subject = { ...hold, id: answer.id, ts: answer.ts };
   if (answer.verdict === "wait") return stepEscalation(flags, hold, s, answer);
   const facts = { approval, answered_by: answer.processor };

@@ -23,6 +23,8 @@ import { runLane, type LaneSpec, type LaneStep } from "./lane.ts";
 import { decision, finding, loopActed, loopWords, refusedResult, type Subject } from "./outputs.ts";
 import { behindField, utcDay, type BehindCall, type Deadline, type LoopEvidence, type LoopStore, type RunFlags } from "./store.ts";
 import { isAnswer, isWatched } from "./watched.ts";
+import { toolHold } from "./tool-approval.ts";
+import { toolNotAllowed } from "./tool-policy.ts";
 
 export const LOOP_CALLS = "loop-calls";
 
@@ -240,8 +242,14 @@ export function stepCall(config: ConfigView, state: CallsLaneState, flags: RunFl
     const evidence = { kill_switch: { tool: killSwitchId(killed.plugin, killed.tool), reason: killed.reason, by: killed.by, thrown_at: new Date(killed.at).toISOString() } };
     return { state, emits: [decision(LOOP_CALLS, s, { verdict: "refuse", reason_code: "KillSwitch", message, evidence }), refusedResult(LOOP_CALLS, call, message)], remember: true };
   }
+  // TOOL-1: a call of a tool the agent does not list is refused with the tools it may call; it is never made.
+  const notAllowed = toolNotAllowed(LOOP_CALLS, config, call);
+  if (notAllowed !== null) return { state, emits: notAllowed, remember: true };
   if (flags.finishOnly !== null) return refused(state, call, { finish_only: flags.finishOnly });
   if (!isWatched(call)) return { state, emits: [decision(LOOP_CALLS, s, { verdict: "allow" })], remember: false };
+  // TOOL-3: a function in its tool's requires_approval waits for a person (an approval of kind tool); only this call waits.
+  const toolWaits = toolHold(LOOP_CALLS, config, settingsOf, state, call);
+  if (toolWaits !== null) return toolWaits;
   if (state.hold !== null) {
     // Approved: the counters start again and the call is made.
     if (flags.approved.has(state.hold.approval)) return act(settingsOf, { calls: startAgain(), hold: null }, flags, call);

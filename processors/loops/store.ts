@@ -130,6 +130,10 @@ export interface Deadline {
   readonly asked_at?: number;
   /** What the loop was, as the wait decision's evidence says it, for the people who answer (`oz0 approval list`). */
   readonly evidence?: LoopEvidence;
+  /** What waits: a loop (LOOP-5), or a call of a function in its tool's requires_approval (TOOL-3). @default "loop" */
+  readonly kind?: "loop" | "tool";
+  /** TOOL-3: the held call's arguments as asked (JSON object text, as the call carries them): what an approval without other arguments makes the call with. */
+  readonly arguments?: string;
 }
 
 /** A loop's evidence: its detector, the calls of the loop, the held call's arguments, the count and the threshold. */

@@ -8,10 +8,10 @@ import type { Decision } from "../../schemas/types.ts";
 import { deriveId } from "../runner/ids.ts";
 import type { Deadline, RunFlags, TimerEntry } from "./store.ts";
 
-/** A loop waiting for a person, as `oz0 approval list` shows it. */
+/** A loop, or a call of a function that requires approval (TOOL-3), waiting for a person, as `oz0 approval list` shows it. */
 export interface WaitingApproval {
   readonly approval: string;
-  readonly kind: "loop";
+  readonly kind: "loop" | "tool";
   readonly tenant: string;
   readonly tree_id: string;
   readonly job_id: string;
@@ -31,6 +31,8 @@ export interface WaitingApproval {
   readonly next: ReadonlyArray<{ readonly at: number; readonly to: string }>;
   /** What the loop was: detector, calls, the repeated call's arguments, count and threshold. */
   readonly evidence: Deadline["evidence"] | null;
+  /** TOOL-3: the held call's arguments as asked (an approval without --arguments makes the call with them); absent for a loop. */
+  readonly arguments?: unknown;
 }
 
 /** What a run's flags say about one approval. */
@@ -59,7 +61,7 @@ export function waitingOf(entry: TimerEntry, flags: RunFlags): WaitingApproval |
   const step = taken.length === 0 ? 0 : Math.max(...taken);
   return {
     approval: entry.approval,
-    kind: "loop",
+    kind: hold.kind ?? "loop",
     tenant: hold.tenant,
     tree_id: hold.tree_id,
     job_id: hold.job_id,
@@ -72,7 +74,17 @@ export function waitingOf(entry: TimerEntry, flags: RunFlags): WaitingApproval |
     escalated_to: step === 0 ? null : (ladder[step - 1]?.to ?? null),
     next: ladder.slice(step),
     evidence: hold.evidence ?? null,
+    ...(hold.kind === "tool" ? { arguments: asJson(hold.arguments) } : {}),
   };
+}
+
+function asJson(text: string | undefined): unknown {
+  if (text === undefined) return null;
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return text;
+  }
 }
 
 export interface ListFilter {
@@ -93,11 +105,17 @@ export function personProcessor(name: string): string {
 }
 
 /**
- * A person's answer to a waiting loop: approve (`allow`) or deny (`stop`, LoopDetected), the
- * comment as its message. Its ID is derived from the approval, the person and the verdict, so
- * the same answer sent twice is one answer.
+ * A person's answer to a waiting loop or tool call: approve (`allow`) or deny (`stop`; reason
+ * LoopDetected for a loop, ToolDenied for a tool call), the comment as its message; an approval
+ * of kind tool may carry the arguments the call is to be made with (TOOL-3), as the evidence's
+ * `arguments`. Its ID is derived from the approval, the person and the verdict, so the same
+ * answer sent twice is one answer.
  */
-export function personAnswer(w: Pick<WaitingApproval, "approval" | "tenant" | "tree_id" | "job_id" | "run_id">, answer: { verdict: "allow" | "stop"; person: string; comment?: string; now: number }): Decision {
+export function personAnswer(
+  w: Pick<WaitingApproval, "approval" | "tenant" | "tree_id" | "job_id" | "run_id"> & { readonly kind?: "loop" | "tool" },
+  answer: { verdict: "allow" | "stop"; person: string; comment?: string; now: number; arguments?: Record<string, unknown> },
+): Decision {
+  if (answer.arguments !== undefined && (w.kind !== "tool" || answer.verdict !== "allow")) throw new Error("arguments are given only with the approval of a tool call (kind tool)");
   const processor = personProcessor(answer.person);
   return {
     id: deriveId("approval-answer", w.approval, processor, answer.verdict),
@@ -109,11 +127,11 @@ export function personAnswer(w: Pick<WaitingApproval, "approval" | "tenant" | "t
     run_id: w.run_id,
     subject: w.approval,
     verdict: answer.verdict,
-    reason_code: answer.verdict === "stop" ? "LoopDetected" : null,
+    reason_code: answer.verdict === "stop" ? (w.kind === "tool" ? "ToolDenied" : "LoopDetected") : null,
     limit: null,
     numbers: {},
     message: answer.comment ?? "",
-    evidence: null,
+    evidence: answer.arguments === undefined ? null : JSON.stringify({ arguments: answer.arguments }),
     ts: answer.now,
   };
 }
@@ -134,7 +152,10 @@ export function formatWaiting(waiting: readonly WaitingApproval[], now: number):
     const asked = w.asked_at === null ? "" : `asked ${new Date(w.asked_at).toISOString()}, `;
     lines.push(`  ${asked}deadline ${new Date(w.deadline).toISOString()} (${ago(w.deadline - now)})`);
     const e = w.evidence;
-    if (e) {
+    if (w.kind === "tool") {
+      lines.push(`  ${fn} requires approval before it runs (TOOL-3); a denial or the deadline refuses the call, the job goes on`);
+      lines.push(`  arguments ${truncate(JSON.stringify(w.arguments ?? null), 200)}`);
+    } else if (e) {
       const calls = e.calls?.length ? `, calls ${e.calls.map((c) => c.function).join(" -> ")}` : "";
       lines.push(`  ${e.detector}: ${fn} ${e.count} times (threshold ${e.threshold})${calls}`);
       if (e.arguments !== undefined) lines.push(`  arguments ${truncate(JSON.stringify(e.arguments), 200)}`);
@@ -144,7 +165,8 @@ export function formatWaiting(waiting: readonly WaitingApproval[], now: number):
     const where = w.step === 0 ? "not escalated" : `escalation step ${w.step}, with ${w.escalated_to ?? "?"}`;
     const next = w.next[0] ? `; next: ${w.next[0].to} ${ago(w.next[0].at - now)}` : "";
     lines.push(`  ${where}${next}`);
-    lines.push(`  answer: oz0 approval approve ${w.job_id} ${w.approval}   or   oz0 approval deny ${w.job_id} ${w.approval} --comment "..."`);
+    const changed = w.kind === "tool" ? " [--arguments JSON]" : "";
+    lines.push(`  answer: oz0 approval approve ${w.job_id} ${w.approval}${changed}   or   oz0 approval deny ${w.job_id} ${w.approval} --comment "..."`);
   }
   return `${lines.join("\n")}\n`;
 }
