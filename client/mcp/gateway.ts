@@ -30,6 +30,7 @@ import type { Logger } from "../../processors/runner/log.ts";
 import type { Decision, ToolCall } from "../../schemas/types.ts";
 import type { FileReader } from "../../store/files.ts";
 import { FILES_META_KEY } from "../../processors/files/arguments.ts";
+import { approvedArguments } from "../../processors/loops/tool-approval.ts";
 import { REF_PREFIX } from "../../store/objects.ts";
 import { NoAnswer, readResultCall, type CallContext, type ReadResultArgs, type RuntimeClient } from "../runtime-client.ts";
 import { READ_RESULT_NAME } from "../read-result.ts";
@@ -230,9 +231,11 @@ export class McpGateway {
     if (decision.verdict === "stop" || decision.verdict === "refuse" || decision.verdict === "wait") return this.refused(decision);
     // Only the answer is left, though this decision let the call go (it came before the pipeline knew): refused all the same.
     if (this.#finishOnly !== null) return finishOnlyAnswer(this.#finishOnly);
-    // allow, report: the server is called with the arguments the pipeline decided on.
-    const answer = await this.callServer(name, decided, extra);
-    return this.deliver(decided, answer);
+    // allow, report: the server is called with the arguments the pipeline decided on, or those a person approved (TOOL-3).
+    const approved = approvedArguments(decision);
+    const made = approved === null ? decided : { ...decided, arguments: approved };
+    const answer = await this.callServer(name, made, extra);
+    return this.deliver(made, answer);
   }
 
   /** The pipeline's refusal as the agent reads it; one that leaves only the answer withdraws the tools. */
