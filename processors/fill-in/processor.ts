@@ -3,7 +3,8 @@
  * model left out is filled in, only for functions whose input schema has an integer `budget`
  * beside a `view` enum of the four views, and only for a model's calls. It reads the calls
  * runtimes publish and writes the calls everything else sees, so policy, hooks, approvals and
- * the loop detector all see the budget.
+ * the loop detector all see the budget. It also resolves file arguments (FILE-1), withholding a
+ * file above the agent's clearance (OFF-9), which loop-calls then refuses the call for.
  */
 import type { AgentDefinition } from "../../config/agent.ts";
 import type { PluginManifest } from "../../config/plugin.ts";
@@ -26,7 +27,8 @@ export interface FillInEnv {
   spendShare(tenant: string, treeId: string): Promise<number | null>;
   /**
    * FILE-1: resolves a call's file arguments to paths in `_meta["oz0/files"]` when the call's
-   * tree may read them (`processors/files/arguments.ts`). Left out, file arguments pass as they
+   * tree may read them and their labels are within the agent's clearance (OFF-9,
+   * `processors/files/arguments.ts`). Left out, file arguments pass as they
    * are: for runs of the budget rules alone.
    */
   files?: FileArgumentsEnv;
@@ -69,7 +71,9 @@ export const fillInProcessor = defineProcessor<ToolCall, FillInEnv>({
         }
       }
       if (env.files) {
-        const resolved = await resolveFileArguments(call, parseArguments(filled.arguments) as Record<string, unknown>, env.files);
+        // OFF-9: a file above the agent's clearance is withheld, and loop-calls refuses the call.
+        const agent = env.config.get("agent", call.agent) as AgentDefinition | undefined;
+        const resolved = await resolveFileArguments(call, parseArguments(filled.arguments) as Record<string, unknown>, env.files, agent);
         if (resolved !== null) filled = { ...filled, arguments: JSON.stringify(resolved) };
       }
       out.push({ emits: [{ to: "oz0.tool-calls", key: call.run_id, value: filled }] });

@@ -3,9 +3,11 @@
  * Allows it; or, when it completes a repeat or a cycle, acts on the agent's on_loop: waits for
  * a person (an approval of kind loop), stops the job with LoopDetected, or reports a
  * possible_loop finding and lets it go. Refuses every call but the answer once no progress
- * has left only the answer (LOOP-7), every call of a tool an admin switched off (LOOP-9), and
- * stops every call of a stopped job. A call refused or stopped is not made: the model reads
- * the words as its failed result. Each loop acted on goes to the audit log (LOOP-9).
+ * has left only the answer (LOOP-7), every call of a tool an admin switched off (LOOP-9),
+ * every call handed a file above its agent's clearance (OFF-9: the fill-in withheld the file,
+ * `processors/files/arguments.ts`), and stops every call of a stopped job. A call refused or
+ * stopped is not made: the model reads the words as its failed result. Each loop acted on
+ * goes to the audit log (LOOP-9).
  */
 import type { AgentDefinition } from "../../config/agent.ts";
 import { reachableSteps } from "../../config/approvals.ts";
@@ -18,6 +20,7 @@ import { deriveId } from "../runner/ids.ts";
 import { defineProcessor, type Emit, type InputRecord } from "../runner/processor.ts";
 import { EMPTY_CALL_STATE, startAgain, watchCall, type CallDetector, type CallState } from "./call-detector.ts";
 import { parseArguments } from "../call-arguments.ts";
+import { withheldFilesRefusal } from "../files/arguments.ts";
 import { callSignature, functionName, splitSignature } from "./digest.ts";
 import { runLane, type LaneSpec, type LaneStep } from "./lane.ts";
 import { decision, finding, loopActed, loopWords, refusedResult, type Subject } from "./outputs.ts";
@@ -27,6 +30,9 @@ import { toolHold } from "./tool-approval.ts";
 import { toolNotAllowed } from "./tool-policy.ts";
 
 export const LOOP_CALLS = "loop-calls";
+
+/** OFF-9: the reason a call handed a file above the agent's clearance is refused with. */
+export const CLEARANCE = "ClearanceExceeded";
 
 /** When the tenant sets no loop_deadline: a loop's approval waits a day for a person. */
 export const DEFAULT_LOOP_DEADLINE_MS = 24 * 60 * 60 * 1000;
@@ -245,6 +251,10 @@ export function stepCall(config: ConfigView, state: CallsLaneState, flags: RunFl
   // TOOL-1: a call of a tool the agent does not list is refused with the tools it may call; it is never made.
   const notAllowed = toolNotAllowed(LOOP_CALLS, config, call);
   if (notAllowed !== null) return { state, emits: notAllowed, remember: true };
+  // OFF-9, FILE-1: a file above the agent's clearance is never handed to a tool: the call is refused (the fill-in withheld the file).
+  const args = argumentsOf(call);
+  const withheld = typeof args === "string" ? null : withheldFilesRefusal(args);
+  if (withheld !== null) return { state, emits: [decision(LOOP_CALLS, s, { verdict: "refuse", reason_code: CLEARANCE, limit: "clearance", message: withheld }), refusedResult(LOOP_CALLS, call, withheld)], remember: true };
   if (flags.finishOnly !== null) return refused(state, call, { finish_only: flags.finishOnly });
   if (!isWatched(call)) return { state, emits: [decision(LOOP_CALLS, s, { verdict: "allow" })], remember: false };
   // TOOL-3: a function in its tool's requires_approval waits for a person (an approval of kind tool); only this call waits.

@@ -43,6 +43,11 @@ export function offersReadResult(agent: string, lookup: AgentLookup): boolean {
   return jobAgents(agent, lookup).some(listsPluginTool);
 }
 
+/** OFF-9: how many of a file's labels are above an agent's clearance, in words (read back or handed alike). */
+export function aboveClearanceWords(count: number, agent: string): string {
+  return `${count === 1 ? "one of its labels is" : `${count} of its labels are`} above the clearance of agent ${agent}`;
+}
+
 /**
  * OFF-9: the labels of a stored result above the agent's clearance: those its `clearance` does
  * not list. An agent without a clearance may read every label.

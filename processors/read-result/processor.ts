@@ -27,8 +27,9 @@ import type { ConfigView } from "../runner/config-table.ts";
 import { deriveId } from "../runner/ids.ts";
 import { defineProcessor, type Emit, type Outcome } from "../runner/processor.ts";
 import { readArguments, type ReadArguments } from "./arguments.ts";
-import { labelsAboveClearance, offersReadResult } from "./offered.ts";
+import { aboveClearanceWords, labelsAboveClearance, offersReadResult } from "./offered.ts";
 import { isReadResult, READ_RESULT_NAME } from "./tool.ts";
+import { endedWords, endingFor, NO_STANDING, standingsOf, type Standing, type StandingStore } from "../limits/standing.ts";
 
 export const READ_SECTION = "Results read back";
 const PROCESSOR = "read-result";
@@ -45,10 +46,12 @@ export interface ReadResultEnv {
   readFile(reader: { readonly tenant: string; readonly tree: string }, ref: string): Promise<{ readonly bytes: Buffer; readonly labels: readonly string[] } | null>;
   /** Joins labels into the job (OFF-9) and returns how many it holds now; idempotent. */
   joinLabels(job: { readonly tenant: string; readonly tree: string; readonly job: string }, labels: readonly string[]): Promise<number>;
+  /** Endings bind: a job that ended reads nothing more (processors/limits/standing.ts). Left out, nothing is checked. */
+  readonly standing?: StandingStore;
 }
 
 /** How a read ended, as the trace names it. */
-export type ReadOutcome = "read" | "not_offered" | "bad_arguments" | "not_found" | "withheld";
+export type ReadOutcome = "read" | "not_offered" | "bad_arguments" | "not_found" | "withheld" | "job_ended";
 
 function delivered(call: ToolCall, result: McpResult, extra: Partial<ResultDelivered> = {}): Emit {
   const value: ResultDelivered = {
@@ -105,9 +108,11 @@ export function readBack(call: ToolCall, args: ReadArguments, text: string): { e
 }
 
 /** Answers one call of oz.read_result. */
-export async function readResult(call: ToolCall, env: ReadResultEnv): Promise<Outcome> {
+export async function readResult(call: ToolCall, env: ReadResultEnv, standing: Standing = NO_STANDING): Promise<Outcome> {
   const args = parseArguments(call.arguments);
   if (typeof args === "string") return { invalid: args };
+  const ended = endingFor(standing, call.id);
+  if (ended) return { emits: [failed(call, endedWords(call.job_id, ended)), traceEntry(call, "job_ended", null, {}, { reason: ended.code })] };
   const lookup = (name: string) => env.config.get("agent", name) as AgentDefinition | undefined;
   if (!offersReadResult(call.agent, lookup)) {
     const message = `oz.read_result is not offered in this job: none of its agents lists a plugin tool, so none of its results was kept as a file to read back.`;
@@ -121,7 +126,7 @@ export async function readResult(call: ToolCall, env: ReadResultEnv): Promise<Ou
   if (file === null) return { emits: [failed(call, `${new FileNotFound(ref).message}.`), traceEntry(call, "not_found", ref)] };
   const above = labelsAboveClearance(file.labels, lookup(call.agent));
   if (above.length > 0) {
-    const message = `The result ${ref} is withheld by clearance: ${above.length === 1 ? "one of its labels is" : `${above.length} of its labels are`} above the clearance of agent ${call.agent}, so it is not read into this job.`;
+    const message = `The result ${ref} is withheld by clearance: ${aboveClearanceWords(above.length, call.agent)}, so it is not read into this job.`;
     return { emits: [failed(call, message), traceEntry(call, "withheld", ref, { bytes: file.bytes.length, labels: file.labels.length })] };
   }
   const joined = file.labels.length > 0 ? await env.joinLabels({ tenant: call.tenant, tree: call.tree_id, job: call.job_id }, file.labels) : null;
@@ -148,7 +153,9 @@ export const readResultProcessor = defineProcessor<ToolCall, ReadResultEnv>({
   },
   async process(records, env) {
     const out: Outcome[] = [];
-    for (const { value: call } of records) out.push(isReadResult(call) ? await readResult(call, env) : { emits: [] });
+    const reads = records.map((r) => r.value).filter(isReadResult);
+    const standings = env.standing && reads.length > 0 ? await standingsOf(env.standing, env.config, reads) : new Map<ToolCall, Standing>();
+    for (const { value: call } of records) out.push(isReadResult(call) ? await readResult(call, env, standings.get(call)) : { emits: [] });
     return out;
   },
 });
