@@ -28,6 +28,7 @@ import { deriveId } from "../runner/ids.ts";
 import { defineProcessor, type Emit, type InputRecord, type Outcome } from "../runner/processor.ts";
 import type { FilesState } from "../files/state.ts";
 import { chosenTreeRule, handingRule, type StartRule } from "./rules.ts";
+import { endingsOf, type StandingStore } from "../limits/standing.ts";
 
 export const FILES_JOBS = "files-jobs";
 export const FILES_HANDED = "job.files_handed";
@@ -41,6 +42,8 @@ export interface FilesJobsEnv {
     /** Grants a file of the tenant to the tree; FileNotFound when the tenant holds no such file (`FileStore.hand`). */
     hand(tenant: string, ref: string, tree: string): Promise<unknown>;
   };
+  /** Endings bind: a start the file rules refuse ends the job, so its later inputs are refused too (processors/limits/standing.ts). */
+  readonly standing?: StandingStore;
 }
 
 function decision(e: JobEvent, tag: string, rule: Exclude<StartRule, { action: "start" }>): Emit {
@@ -144,7 +147,9 @@ export const filesJobsProcessor = defineProcessor<JobEvent, FilesJobsEnv>({
         const agent = env.config.get("agent", e.agent) as AgentDefinition | undefined;
         const tenant = env.config.get("tenant", e.tenant) as TenantSettings | undefined;
         await env.state.threshold(e.tenant, e.tree_id, e.job_id, resolveOffloadThreshold(agent, tenant));
-        out.push({ emits: e.parent_job_id === null ? await rootStart(r, env) : await childStart(e, env) });
+        const emits = e.parent_job_id === null ? await rootStart(r, env) : await childStart(e, env);
+        await env.standing?.record(endingsOf(emits, false));
+        out.push({ emits });
       } else if (e.kind === "ended" && e.parent_job_id === null) {
         await env.state.end(e.tenant, e.tree_id, e.job_id, { source: `${r.topic}:${r.partition}`, offset: r.offset });
         out.push({ emits: [] });

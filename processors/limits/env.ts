@@ -3,6 +3,7 @@ import type { AgentDefinition } from "../../config/agent.ts";
 import type { TenantSettings } from "../../config/tenant.ts";
 import type { ConfigView } from "../runner/config-table.ts";
 import type { PriceTable } from "./prices.ts";
+import type { StandingStore } from "./standing.ts";
 import type { JobClock, LimitsStore } from "./store.ts";
 import { resolveTreeSettings, type TreeSettings } from "./tree-settings.ts";
 
@@ -11,6 +12,12 @@ export interface LimitsEnv {
   readonly config: ConfigView;
   /** @default DEFAULT_PRICES */
   readonly prices: PriceTable;
+  /**
+   * How each job stands (standing.ts): an ended job's asks and children are refused with its
+   * ending, and every ending these processors decide is kept. Left out, nothing is kept or
+   * checked beyond the tree's own state (runs of the admission rules alone).
+   */
+  readonly standing?: StandingStore;
 }
 
 export function agentOf(env: LimitsEnv, name: string): AgentDefinition | undefined {

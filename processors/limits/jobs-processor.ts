@@ -19,6 +19,7 @@ import { recordFinishedTree } from "./forecast-calls.ts";
 import { jobTimeout } from "./job-timeout.ts";
 import { microsToUsd } from "./money.ts";
 import { quotaChildCheck, quotaRefusal, type QuotaRefusal } from "./quota-calls.ts";
+import { endingFor, endingsOf, standingOf, type Ending } from "./standing.ts";
 import { NO_LIMIT, type TreeSettings } from "./tree-settings.ts";
 
 export const LIMITS_JOBS = "limits-jobs";
@@ -67,9 +68,58 @@ function ownClock(e: JobEvent): { timeout: number; session: boolean } {
   return { timeout: e.timeout_ms ?? NO_LIMIT, session: e.session === true };
 }
 
+/**
+ * Endings bind (standing.ts): a child of a job that ended is not started, nor a child whose own
+ * ask or start was refused before. Its start is stopped (the edge fails it); its ask refused.
+ */
+async function endedChild(e: JobEvent & { parent_job_id: string }, env: LimitsEnv, phase: "ask" | "start"): Promise<Emit | null> {
+  if (!env.standing) return null;
+  const [parentFields, childFields] = await env.standing.read([
+    { tenant: e.tenant, tree: e.tree_id, job: e.parent_job_id },
+    { tenant: e.tenant, tree: e.tree_id, job: e.job_id },
+  ]);
+  const agent = (name: string) => agentOf(env, name);
+  // The parent's timeout is the tree script's to check (limitsChild), with its own answer.
+  const parentEnding = endingFor(standingOf(parentFields ?? [], e.ts, agent, "", { timeout: false }), e.id);
+  const own = endingFor(standingOf(childFields ?? [], e.ts, agent, e.agent, { timeout: false }), e.id);
+  const said = (ending: Ending, whose: string): Judgement => ({
+    verdict: phase === "ask" ? "refuse" : "stop",
+    reason_code: ending.code,
+    limit: ending.limit,
+    message: `The child job is not started: ${whose}. ${ending.message}`.trim(),
+  });
+  if (parentEnding) return decision(e, "ended", said(parentEnding, `the job that asks for it, ${e.parent_job_id}, has ended (${parentEnding.code})`), {}, e.parent_job_id);
+  if (own) return decision(e, "ended", said(own, `job ${e.job_id} was refused or ended before (${own.code})`), {}, e.parent_job_id);
+  return null;
+}
+
+/**
+ * TOOL-2: an agent delegates only to the agents in its `delegation.allow`. A delegation (a child
+ * of kind `delegation`) to any other agent is refused at its ask and stopped at its start, before
+ * any slot is taken. A parent whose agent the pipeline has no definition of is not held to a
+ * list, as it is held to no tool list (docs/limits.md).
+ */
+function delegationRefused(e: JobEvent & { parent_job_id: string }, parentAgent: string, parentDefinition: ReturnType<typeof agentOf>, phase: "ask" | "start"): Emit | null {
+  if (parentDefinition === undefined || e.delegation !== "delegation") return null;
+  const allow = resolveDelegation(parentDefinition).allow;
+  if (allow.includes(e.agent)) return null;
+  const may = allow.length === 0 ? "may delegate to no agent" : `may delegate only to ${allow.join(", ")}`;
+  const j: Judgement = {
+    verdict: phase === "ask" ? "refuse" : "stop",
+    reason_code: "DelegationNotAllowed",
+    limit: "delegation.allow",
+    message: `The child job is not started (DelegationNotAllowed): agent ${parentAgent} ${may} (delegation.allow), and ${e.agent} is not among them. Add ${e.agent} to delegation.allow of agent ${parentAgent} to allow it.`,
+  };
+  return decision(e, "delegation", j, {}, e.parent_job_id);
+}
+
 async function child(e: JobEvent & { parent_job_id: string }, env: LimitsEnv, phase: "ask" | "start"): Promise<Emit[]> {
+  const ended = await endedChild(e, env, phase);
+  if (ended) return [ended];
   const { settings, ...parent } = await treeSettings(env, e.tree_id, e.tenant, e.parent_job_id, "");
   const parentDefinition = agentOf(env, parent.jobAgent);
+  const refused = delegationRefused(e, parent.jobAgent, parentDefinition, phase);
+  if (refused) return [refused];
   const delegation = resolveDelegation(parentDefinition);
   // LIM-1: a parent past its timeout (counted from its start, once seen) starts no child.
   const timeout = jobTimeout(parentDefinition, parent);
@@ -120,7 +170,13 @@ export const limitsJobsProcessor = defineProcessor<JobEvent, LimitsEnv>({
   },
   // The trees of a batch at once, each tree's events in order (by-tree.ts).
   // A budget request is kept with its decision, so a tree the store refuses fails alone.
-  process: (records, env) => byTree(records, (e) => treeKey(e.tenant, e.tree_id), () => null, async (e) => (await keepBudgetRequests(env, [{ emits: await decide(e, env) }]))[0] as Outcome),
+  // Every ending decided (a child refused, a job past its waits or with no outcome) is kept for the job's later inputs (standing.ts).
+  process: (records, env) =>
+    byTree(records, (e) => treeKey(e.tenant, e.tree_id), () => null, async (e) => {
+      const emits = await decide(e, env);
+      await env.standing?.record(endingsOf(emits, true));
+      return (await keepBudgetRequests(env, [{ emits }]))[0] as Outcome;
+    }),
 });
 
 async function decide(e: JobEvent, env: LimitsEnv): Promise<Emit[]> {

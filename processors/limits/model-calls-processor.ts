@@ -25,6 +25,7 @@ import { costMicros, microsToUsd } from "./money.ts";
 import { priceOf } from "./prices.ts";
 import { quotaAsk, quotaGiveBack, quotaRefusal, quotaSpend, quotasOf } from "./quota-calls.ts";
 import { spendCrossings } from "./spend.ts";
+import { endedWords, endingFor, endingsOf, NO_STANDING, standingsOf, type Ending } from "./standing.ts";
 import type { JobClock, MonthSpend, TreeStep } from "./store.ts";
 import { monthOf } from "./tenant-budget.ts";
 import { tenantAsk, tenantBudget, tenantGiveBack, tenantSpend } from "./tenant-calls.ts";
@@ -73,14 +74,19 @@ function askPlan(call: ModelCall, env: LimitsEnv, job: JobView): AskPlan {
   const agent = agentOf(env, call.agent ?? job.jobAgent);
   const limits = resolveJobLimits(agent);
   const { price, listed } = priceOf(env.prices, call.model);
-  const maxOutput = call.max_output_tokens ?? limits.max_output_tokens ?? price.max_output_tokens;
+  // LIM-1: an ask never reserves above its agent's max_output_tokens, whatever it asks for (docs/limits.md).
+  const agentMax = limits.max_output_tokens ?? null;
+  const asked = call.max_output_tokens;
+  const capped = asked !== null && agentMax !== null && asked > agentMax;
+  const maxOutput = capped ? agentMax : (asked ?? agentMax ?? price.max_output_tokens);
   const worst = costMicros(price, { input: call.input_tokens, output: maxOutput, cacheRead: call.cache_read_tokens, cacheWrite: call.cache_write_tokens });
   // LIM-1: the job's timeout (its agent's or its own run --timeout) counts from its start, once the start has been seen.
   const timeout = jobTimeout(agent, job);
   const run = { maxSteps: limits.max_steps, maxTokens: limits.max_tokens ?? NO_LIMIT, timeout: timeout.ms, timeoutLimit: timeout.limit };
   const deadline = timeout.deadline;
   const ask = { requestId: call.request_id, runId: call.run_id, inputTokens: call.input_tokens, worst, maxSteps: run.maxSteps, maxTokens: run.maxTokens, deadline, now: call.ts };
-  return { ask, run, jobStart: job.jobStart, priced: { worst_usd: microsToUsd(worst), ...(listed ? {} : { unpriced_model: 1 }) } };
+  const cap: Record<string, number> = capped ? { max_output_tokens: maxOutput, asked_output_tokens: asked } : {};
+  return { ask, run, jobStart: job.jobStart, priced: { worst_usd: microsToUsd(worst), ...(listed ? {} : { unpriced_model: 1 }), ...cap } };
 }
 
 /** The tree's answer to an ask, as the runtime reads it. */
@@ -154,7 +160,7 @@ export const limitsModelCallsProcessor = defineProcessor<ModelCall, LimitsEnv>({
     const outcomes = await byTreeGroups(records, (call) => treeKey(call.tenant, call.tree_id), async (calls) => {
       // A tree that fails is decided again input by input: only what a call that succeeded spends is kept.
       const mine = new MonthSpends();
-      const out = await keepBudgetRequests(env, await decideTree(calls, env, mine));
+      const out = await keepBudgetRequests(env, await decideUnlessEnded(calls, env, mine));
       months.take(mine);
       return out;
     });
@@ -162,6 +168,33 @@ export const limitsModelCallsProcessor = defineProcessor<ModelCall, LimitsEnv>({
     return outcomes;
   },
 });
+
+/**
+ * Endings bind (standing.ts): an ask of a job that ended, or whose start was refused, is
+ * refused with its ending and reserves nothing; the rest of the tree's inputs are decided as
+ * before. The endings the decisions make (a stop, a tree limit) are kept for the job's later
+ * inputs, of every processor.
+ */
+async function decideUnlessEnded(calls: ModelCall[], env: LimitsEnv, months: MonthSpends): Promise<Outcome[]> {
+  if (!env.standing) return decideTree(calls, env, months);
+  // The job's timeout is the tree script's to check (limitsAdmitCall), with its own answer.
+  const standings = await standingsOf(env.standing, env.config, calls.filter((c) => c.kind === "ask"), { timeout: false });
+  const ended = calls.map((c) => (c.kind === "ask" ? endingFor(standings.get(c) ?? NO_STANDING, c.id) : null));
+  const rest = calls.filter((_, i) => ended[i] === null);
+  const decided = rest.length > 0 ? await decideTree(rest, env, months) : [];
+  let k = 0;
+  const out = calls.map((c, i): Outcome => {
+    const e = ended[i];
+    return e ? { emits: [endedDecision(c, e)] } : (decided[k++] as Outcome);
+  });
+  await env.standing.record(endingsOf(decided.flatMap((o) => ("emits" in o ? o.emits : [])), false));
+  return out;
+}
+
+/** An ask of a job that has ended: refused with the ending's reason. */
+function endedDecision(call: ModelCall, e: Ending): Emit {
+  return decision(call, "ended", { verdict: "stop", reason_code: e.code, limit: e.limit, message: endedWords(call.job_id, e) }, {});
+}
 
 /**
  * A tree's inputs of one batch, in their order. When no ask of the tree is checked against

@@ -23,6 +23,7 @@ import { parseArguments } from "../call-arguments.ts";
 import { withheldFilesRefusal } from "../files/arguments.ts";
 import { callSignature, functionName, splitSignature } from "./digest.ts";
 import { runLane, type LaneSpec, type LaneStep } from "./lane.ts";
+import { endedWords, endingFor, endingsOf, NO_STANDING, standingsOf, type Standing, type StandingStore } from "../limits/standing.ts";
 import { decision, finding, loopActed, loopWords, refusedResult, type Subject } from "./outputs.ts";
 import { behindField, utcDay, type BehindCall, type Deadline, type LoopEvidence, type LoopStore, type RunFlags } from "./store.ts";
 import { isAnswer, isWatched } from "./watched.ts";
@@ -40,6 +41,8 @@ export const DEFAULT_LOOP_DEADLINE_MS = 24 * 60 * 60 * 1000;
 export interface LoopEnv {
   readonly config: ConfigView;
   readonly store: LoopStore;
+  /** Endings bind: how each call's job stands (processors/limits/standing.ts). Left out, nothing is checked or kept. */
+  readonly standing?: StandingStore;
 }
 
 /** A loop waiting for a person (LOOP-5). */
@@ -214,7 +217,15 @@ function act(settingsOf: SettingsOf, state: CallsLaneState, flags: RunFlags, cal
  * (its words), only the answer is left (its words), or a loop of the run waits for a person (its
  * approval). Kept for a replay, which builds the same outputs again from it.
  */
-export type CallRecall = { readonly stopped: string } | { readonly finish_only: string } | { readonly held: string } | { readonly acted: Acted };
+export type CallRecall =
+  | { readonly stopped: string }
+  | { readonly finish_only: string }
+  | { readonly held: string }
+  | { readonly acted: Acted }
+  /** The call's job had ended, or its start was refused: its ending's reason and words. */
+  | { readonly ended: { readonly code: string; readonly limit: string | null; readonly message: string } }
+  /** LIM-8: the tree had passed its soft wall: only the answer is left, with its words. */
+  | { readonly wall: string };
 
 /** The outputs of a call from its recall: the same however often built, the first time and on a replay alike. */
 export function recalled(call: ToolCall, recall: CallRecall): Emit[] {
@@ -222,6 +233,13 @@ export function recalled(call: ToolCall, recall: CallRecall): Emit[] {
   if ("acted" in recall) return actedOutputs(call, recall.acted);
   if ("stopped" in recall) {
     return [decision(LOOP_CALLS, s, { verdict: "stop", reason_code: "LoopDetected", message: recall.stopped }), refusedResult(LOOP_CALLS, call, recall.stopped)];
+  }
+  if ("ended" in recall) {
+    const { code, limit, message } = recall.ended;
+    return [decision(LOOP_CALLS, s, { verdict: "stop", reason_code: code, limit, message }), refusedResult(LOOP_CALLS, call, message)];
+  }
+  if ("wall" in recall) {
+    return [decision(LOOP_CALLS, s, { verdict: "refuse", reason_code: "SoftWall", limit: "spend.soft_wall", message: recall.wall }), refusedResult(LOOP_CALLS, call, recall.wall)];
   }
   if ("finish_only" in recall) {
     return [
@@ -237,9 +255,19 @@ function refused(state: CallsLaneState, call: ToolCall, recall: CallRecall): Lan
   return { state, emits: recalled(call, recall), remember: true, recall };
 }
 
-export function stepCall(config: ConfigView, state: CallsLaneState, flags: RunFlags, call: ToolCall, settingsOf: SettingsOf = settingsPerBatch(config)): LaneStep<CallsLaneState, CallRecall> {
+export function stepCall(
+  config: ConfigView,
+  state: CallsLaneState,
+  flags: RunFlags,
+  call: ToolCall,
+  settingsOf: SettingsOf = settingsPerBatch(config),
+  standing: Standing = NO_STANDING,
+): LaneStep<CallsLaneState, CallRecall> {
   const s: Subject = call;
   if (flags.stopped !== null) return refused(state, call, { stopped: flags.stopped });
+  // Endings bind: every call of a job that ended, timed out or whose start was refused is refused with its ending (the answer too).
+  const ended = endingFor(standing, call.id);
+  if (ended !== null) return refused(state, call, { ended: { code: ended.code, limit: ended.limit, message: endedWords(call.job_id, ended) } });
   if (isAnswer(call)) return { state, emits: [decision(LOOP_CALLS, s, { verdict: "allow" })], remember: false };
   // LOOP-9: a kill switch refuses every call of the tool, in every tenant, whoever makes it.
   const killed = asKillSwitch(config.get("kill_switch", killSwitchId(call.plugin, call.tool)));
@@ -256,6 +284,8 @@ export function stepCall(config: ConfigView, state: CallsLaneState, flags: RunFl
   const withheld = typeof args === "string" ? null : withheldFilesRefusal(args);
   if (withheld !== null) return { state, emits: [decision(LOOP_CALLS, s, { verdict: "refuse", reason_code: CLEARANCE, limit: "clearance", message: withheld }), refusedResult(LOOP_CALLS, call, withheld)], remember: true };
   if (flags.finishOnly !== null) return refused(state, call, { finish_only: flags.finishOnly });
+  // LIM-8: past the soft wall only the answer is left (the answer was allowed above); a person's call by hand is not held.
+  if (standing.finishOnly !== null && isWatched(call)) return refused(state, call, { wall: standing.finishOnly });
   if (!isWatched(call)) return { state, emits: [decision(LOOP_CALLS, s, { verdict: "allow" })], remember: false };
   // TOOL-3: a function in its tool's requires_approval waits for a person (an approval of kind tool); only this call waits.
   const toolWaits = toolHold(LOOP_CALLS, config, settingsOf, state, call);
@@ -270,14 +300,14 @@ export function stepCall(config: ConfigView, state: CallsLaneState, flags: RunFl
   return act(settingsOf, state, flags, call);
 }
 
-function callsLane(config: ConfigView): LaneSpec<ToolCall, CallsLaneState, CallRecall> {
+function callsLane(config: ConfigView, standings: ReadonlyMap<ToolCall, Standing> = new Map()): LaneSpec<ToolCall, CallsLaneState, CallRecall> {
   const settingsOf = settingsPerBatch(config);
   return {
     lane: "calls",
     runOf: (call) => call.run_id,
     tenantOf: (call) => call.tenant,
     initial: INITIAL,
-    step: (state, flags, r: InputRecord<ToolCall>) => stepCall(config, state, flags, r.value, settingsOf),
+    step: (state, flags, r: InputRecord<ToolCall>) => stepCall(config, state, flags, r.value, settingsOf, standings.get(r.value)),
     plain: (r): Emit[] => [decision(LOOP_CALLS, r.value, { verdict: "allow" })],
     replay: (r, recall) => recalled(r.value, recall),
   };
@@ -296,5 +326,12 @@ export const loopCallsProcessor = defineProcessor<ToolCall, LoopEnv>({
     if (typeof args === "string") reasons.push(args);
     return reasons;
   },
-  process: (records, env) => runLane(callsLane(env.config), env.store, records),
+  async process(records, env) {
+    if (!env.standing) return runLane(callsLane(env.config), env.store, records);
+    // Endings bind: each call's job read once a batch; the endings its decisions make (a loop that stops the job) kept for every processor.
+    const standings = await standingsOf(env.standing, env.config, records.map((r) => r.value));
+    const out = await runLane(callsLane(env.config, standings), env.store, records);
+    await env.standing.record(endingsOf(out.flatMap((o) => ("emits" in o ? o.emits : [])), false));
+    return out;
+  },
 });

@@ -7,6 +7,7 @@ import type { RedisClient } from "../../store/redis/client.ts";
 import type { Kafka } from "kafkajs";
 import type { Serde } from "../../schemas/serde.ts";
 import { Keys } from "../../store/redis/keys.ts";
+import { redisStandingStore } from "../limits/standing.ts";
 import type { ConfigView } from "../runner/config-table.ts";
 import type { Logger } from "../runner/log.ts";
 import { loopApprovalsProcessor } from "./approvals-processor.ts";
@@ -39,7 +40,7 @@ export interface LoopDeps {
 
 /** The environment of every loop processor, from the pipeline's shared connections. */
 export function loopEnv({ redis, config }: LoopDeps): LoopEnv {
-  return { config, store: loopStore(redis) };
+  return { config, store: loopStore(redis), standing: redisStandingStore(redis, new Keys()) };
 }
 
 /**

@@ -10,6 +10,7 @@ import { redisFailure } from "../../store/redis/errors.ts";
 import { runScript } from "../../store/redis/scripts.ts";
 import type { ConfigView } from "../runner/config-table.ts";
 import type { ReadResultEnv } from "./processor.ts";
+import { redisStandingStore } from "../limits/standing.ts";
 
 export { parseRange, readArguments, type ReadArguments } from "./arguments.ts";
 export { jobAgents, labelsAboveClearance, listsPluginTool, offersReadResult, type AgentLookup } from "./offered.ts";
@@ -60,5 +61,6 @@ export function readResultEnv({ config, files, redis, keys = new Keys(), reader 
         },
       ),
     joinLabels: (job, labels) => joinJobLabels(redis, keys, job, labels),
+    standing: redisStandingStore(redis, keys),
   };
 }
