@@ -4,8 +4,9 @@
  * in this process, so the test sees every call the server gets), and the whole pipeline of
  * `npm start` in this process on the real stack:
  *
- * - LOOP-7 finish-only: the server's tools are withdrawn with `notifications/tools/list_changed`,
- *   and a call made anyway reads the refusal; the server never sees it;
+ * - LOOP-7 and LIM-8 finish-only: the server's tools are withdrawn with
+ *   `notifications/tools/list_changed`, and a call made anyway reads the refusal; the server
+ *   never sees it;
  * - a call the pipeline dead-letters is answered within a second, with the dead letter's reason;
  * - OFF-9 a result's labels (the manifest's and the result's own) reach the published ToolResult,
  *   so `oz.read_result` withholds it from an agent without the clearance.
@@ -27,9 +28,11 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { publishLoadConfig } from "../../bench/load/publish-config.ts";
 import { untilReady } from "../../bench/load/run.ts";
 import { startPipeline, type Pipeline } from "../../bin/pipeline.ts";
+import { RuntimeClient } from "../../client/runtime-client.ts";
 import { endpointsEnv, kafkaConfig } from "../../processors/runner/endpoints.ts";
 import { createLogger } from "../../processors/runner/log.ts";
 import { Serde } from "../../schemas/serde.ts";
+import type { JobEvent, ModelCall } from "../../schemas/types.ts";
 import { FileStore } from "../../store/files.ts";
 import { minioClient } from "../../store/objects.ts";
 import { PayloadKeys } from "../../store/payload-keys.ts";
@@ -181,6 +184,35 @@ describe("oz0 mcp keeps the rails: finish-only, dead letters, labels (the SDK's 
     expect(anyway.content[0]?.text).toBe(words);
     expect(anyway._meta?.["oz0/decision"]).toMatchObject({ verdict: "refuse", reason_code: "NoProgress" });
     expect(server.served.length - servedBefore, "the server saw no call after the line").toBe(made);
+  }, 300_000);
+
+  it("LIM-8 the soft wall crossed by the tree's model usage withdraws the server's tools with tools/list_changed; a call made anyway is refused and the server never sees it", async () => {
+    const job = `rails-job-${randomUUID().slice(0, 8)}`;
+    const runtime = await RuntimeClient.connect(endpoints(), { log, listen: [] });
+    try {
+      // The job is the agent host's: it starts it, and its model calls are its own (the gateway fronts the tools).
+      const started: JobEvent = { id: randomUUID(), tenant, tree_id: job, job_id: job, parent_job_id: null, run_id: `${job}-run`, agent: "rails-spender", kind: "started", started_by: "person", delegation: "none", depth: 0, outcome: null, principal: "rails-test", team: null, permissions: [], files: [], chosen_tree_id: false, conversation_id: null, previous_turn: null, ts: Date.now() };
+      await runtime.publishJobEvents([started]);
+      const { client, changed } = await gateway("rails_search", "rails-spender", job);
+      expect((await call(client, "search", { query: "before the wall" })).isError).toBeFalsy();
+      expect(changed()).toBe(0);
+      const servedBefore = server.served.length;
+
+      // 1,000 tokens in and 1,000 out: $0.018 of the tree's $0.02, past warn_share (80%) and soft_wall (85%).
+      const ask: ModelCall = { id: randomUUID(), tenant, tree_id: job, job_id: job, run_id: `${job}-run`, request_id: randomUUID(), kind: "ask", model: "claude-sonnet-4", input_tokens: 1_000, max_output_tokens: 100, output_tokens: null, cache_read_tokens: 0, cache_write_tokens: 0, agent: "rails-spender", ts: Date.now() };
+      await runtime.publishModelCalls([ask, { ...ask, id: randomUUID(), kind: "usage", output_tokens: 1_000, ts: Date.now() }]);
+      for (let waited = 0; changed() === 0 && waited < 30_000; waited += 100) await new Promise((r) => setTimeout(r, 100));
+      expect(changed(), "notifications/tools/list_changed").toBe(1);
+      expect(await names(client)).toEqual(["oz.read_result"]);
+
+      const anyway = await call(client, "search", { query: "after the wall" });
+      expect(anyway.isError).toBe(true);
+      expect(anyway.content[0]?.text).toMatch(/soft.?wall|only the answer is left/i);
+      expect(anyway._meta?.["oz0/decision"]).toMatchObject({ verdict: "refuse" });
+      expect(server.served.length).toBe(servedBefore);
+    } finally {
+      await runtime.close();
+    }
   }, 300_000);
 
   it("SYS-1 a call the pipeline dead-letters (a WRONGTYPE key over its run's loop lane) is answered within a second with the dead letter's reason; the server is not called", async () => {
