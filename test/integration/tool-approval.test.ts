@@ -1,9 +1,29 @@
 /**
  * TOOL-1 and TOOL-3 on the real stack: loop-calls and loop-approvals on Kafka with their state
- * in Redis, and `oz0 approval` run as a person runs it, a process of its own.
+ * in Redis, and `oz0 approval` run as a person runs it, a process of its own. Then the same
+ * through `oz0 mcp`, with the official SDK's client as the agent, an MCP server of the SDK's own
+ * behind the gateway (in this process, so the test sees every call it gets), and the whole
+ * pipeline of `npm start` in this process.
  */
+import { randomUUID } from "node:crypto";
 import { readFileSync } from "node:fs";
-import type { Producer } from "kafkajs";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { createServer as createHttpServer, type Server as HttpServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { Server } from "@modelcontextprotocol/sdk/server/index.js";
+import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
+import { CallToolRequestSchema, ListToolsRequestSchema } from "@modelcontextprotocol/sdk/types.js";
+import kafkajs, { type Producer } from "kafkajs";
+import { publishLoadConfig } from "../../bench/load/publish-config.ts";
+import { untilReady } from "../../bench/load/run.ts";
+import { startPipeline, type Pipeline } from "../../bin/pipeline.ts";
+import { endpointsEnv, kafkaConfig } from "../../processors/runner/endpoints.ts";
+import { Serde } from "../../schemas/serde.ts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parsePlugin } from "../../config/plugin.ts";
 import { loopApprovalsProcessor } from "../../processors/loops/approvals-processor.ts";
@@ -17,7 +37,6 @@ import { createLogger } from "../../processors/runner/log.ts";
 import type { Processor } from "../../processors/runner/processor.ts";
 import { startProcessor, type RunningProcessor } from "../../processors/runner/runner.ts";
 import { KafkaTransport } from "../../processors/runner/transport.ts";
-import type { Serde } from "../../schemas/serde.ts";
 import type { Decision, ResultDelivered, ToolCall } from "../../schemas/types.ts";
 import { redisClient, type RedisClient } from "../../store/redis/client.ts";
 import { Keys } from "../../store/redis/keys.ts";
@@ -133,4 +152,160 @@ describe("TOOL-1 and TOOL-3 on the real stack, answered with oz0 approval as a p
     await send(toolCall({ tenant, agent, run_id: runId, job_id: job, tree_id: job, function: "get_page" }));
     expect((await decisionsOf(runId, 3))[2]?.verdict).toBe("allow");
   });
+});
+
+const CONFIG_DIR = fileURLToPath(new URL("../fixtures/tool-approval-config/", import.meta.url));
+const ROOT = fileURLToPath(new URL("../../", import.meta.url));
+const CALL_MS = 120_000;
+
+interface Answer {
+  content: Array<{ type: string; text?: string }>;
+  isError?: boolean;
+  _meta?: Record<string, unknown>;
+}
+
+/** A bank MCP server of the SDK's own over Streamable HTTP: every call it gets is in `served` (its side effect). */
+async function startBank(): Promise<{ url: string; served: string[]; close: () => Promise<void> }> {
+  const served: string[] = [];
+  const transports = new Map<string, StreamableHTTPServerTransport>();
+  const http: HttpServer = createHttpServer((req, res) => {
+    void (async () => {
+      const id = req.headers["mcp-session-id"];
+      const known = typeof id === "string" ? transports.get(id) : undefined;
+      if (known) return known.handleRequest(req, res);
+      const mcp = new Server({ name: "bank", version: "1" }, { capabilities: { tools: {} } });
+      mcp.setRequestHandler(ListToolsRequestSchema, () => ({
+        tools: [
+          { name: "transfer", description: "Moves money.", inputSchema: { type: "object", properties: { amount: { type: "number" }, to: { type: "string" } }, required: ["amount", "to"] } },
+          { name: "balance", description: "The balance.", inputSchema: { type: "object", properties: {} } },
+        ],
+      }));
+      mcp.setRequestHandler(CallToolRequestSchema, (r) => {
+        served.push(`${r.params.name} ${JSON.stringify(r.params.arguments ?? {})}`);
+        return { content: [{ type: "text", text: r.params.name === "transfer" ? `sent ${JSON.stringify(r.params.arguments)}` : "1000 EUR" }] };
+      });
+      const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({ sessionIdGenerator: () => randomUUID(), onsessioninitialized: (sid) => void transports.set(sid, transport) });
+      await mcp.connect(transport);
+      await transport.handleRequest(req, res);
+    })().catch(() => {
+      if (!res.headersSent) res.writeHead(500).end();
+    });
+  });
+  await new Promise<void>((resolve) => http.listen(0, "127.0.0.1", resolve));
+  const port = (http.address() as AddressInfo).port;
+  return {
+    url: `http://127.0.0.1:${port}/mcp`,
+    served,
+    close: async () => {
+      await Promise.allSettled([...transports.values()].map((t) => t.close()));
+      http.closeAllConnections();
+      await new Promise<void>((resolve) => http.close(() => resolve()));
+    },
+  };
+}
+
+describe("TOOL-1 and TOOL-3 through oz0 mcp (the SDK's client and server, the whole pipeline)", () => {
+  const run = randomUUID().slice(0, 8);
+  const tenant = `ta-${run}`;
+  const log = createLogger({ test: "tool-approval-mcp" }, () => {});
+  let pipeline: Pipeline | undefined;
+  let bank: Awaited<ReturnType<typeof startBank>>;
+  let dir: string;
+  const clients: Client[] = [];
+
+  async function gateway(agent: string, job = `ta-job-${randomUUID().slice(0, 8)}`): Promise<{ client: Client; job: string }> {
+    const manifest = join(dir, "ta_bank.yaml");
+    await writeFile(manifest, `name: ta_bank\ntools:\n  - id: ta_bank\n    mcp: "${bank.url}"\n    results: {fit: false}\n`);
+    const transport = new StdioClientTransport({
+      command: "npx",
+      args: ["tsx", "bin/oz0.ts", "mcp", "--plugin", manifest, "--tenant", tenant, "--agent", agent, "--job", job, "--timeout-ms", String(CALL_MS)],
+      cwd: ROOT,
+      env: { ...(process.env as Record<string, string>), ...endpointsEnv(endpoints()), OZ0_LOG_LEVEL: "warn" },
+      stderr: "inherit",
+    });
+    const client = new Client({ name: "tool-approval-test", version: "1" });
+    await client.connect(transport, { timeout: 120_000 });
+    clients.push(client);
+    return { client, job };
+  }
+
+  const call = async (client: Client, name: string, args: Record<string, unknown>): Promise<Answer> => (await client.callTool({ name, arguments: args }, undefined, { timeout: CALL_MS })) as unknown as Answer;
+
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), "oz0-tool-approval-"));
+    bank = await startBank();
+    const e = endpoints();
+    const kafka = new kafkajs.Kafka({ ...kafkaConfig(`oz0-ta-${run}`, e, process.env, log), logLevel: kafkajs.logLevel.ERROR });
+    const serde = new Serde({ registryUrl: e.registryUrl });
+    await serde.registerAll();
+    await publishLoadConfig(kafka, serde, log, { dir: CONFIG_DIR, reason: "tool approval test agents" });
+    pipeline = await startPipeline(e, log, { ops: { host: "127.0.0.1", port: 0 }, groupPrefix: `oz0.ta-${run}.`, startAt: "end" });
+    await untilReady(pipeline, 120_000);
+  }, 240_000);
+
+  afterAll(async () => {
+    await Promise.allSettled(clients.map((c) => c.close()));
+    if (pipeline) {
+      const p = pipeline;
+      await p.stop().catch(() => undefined);
+      const admin = p.kafka.admin();
+      await admin.connect().then(() => admin.deleteGroups([...p.groups.values()]).catch(() => undefined), () => undefined);
+      await admin.disconnect().catch(() => undefined);
+    }
+    await bank?.close();
+    if (dir) await rm(dir, { recursive: true, force: true });
+  }, 120_000);
+
+  it("TOOL-3 transfer does not run until oz0 approval approve (a process), then runs once with the arguments approved", async () => {
+    const { client, job } = await gateway("ta-payer");
+    // A function without requires_approval goes straight through.
+    expect((await call(client, "balance", {})).isError).toBeFalsy();
+    const pending = call(client, "transfer", { amount: 100, to: "acct-1" });
+    let listed: WaitingApproval | undefined;
+    for (let waited = 0; listed === undefined && waited < 60_000; waited += 1_000) {
+      const list = await oz0(["approval", "list", "--tenant", tenant, "--kind", "tool", "--json"]);
+      listed = (JSON.parse(list.out || "[]") as WaitingApproval[]).find((w) => w.job_id === job);
+      if (listed === undefined) await new Promise((r) => setTimeout(r, 1_000));
+    }
+    expect(listed, "the transfer's approval is listed").toMatchObject({ kind: "tool", call: { plugin: "ta_bank", tool: "ta_bank", function: "transfer" }, arguments: { amount: 100, to: "acct-1" } });
+    expect(bank.served.filter((c) => c.startsWith("transfer")), "the server saw no transfer before the approval").toEqual([]);
+
+    const approved = await oz0(["approval", "approve", job, listed?.approval ?? "", "--arguments", '{"amount": 5, "to": "acct-1"}', "--as", "carol"]);
+    expect(approved.code, approved.err).toBe(0);
+    const answer = await pending;
+    expect(answer.isError).toBeFalsy();
+    expect(answer.content[0]?.text).toBe('sent {"amount":5,"to":"acct-1"}');
+    expect(bank.served.filter((c) => c.startsWith("transfer"))).toEqual(['transfer {"amount":5,"to":"acct-1"}']);
+  }, 300_000);
+
+  it("TOOL-3 transfer denied: the agent reads the refusal and the server never sees it", async () => {
+    const { client, job } = await gateway("ta-payer");
+    const before = bank.served.length;
+    const pending = call(client, "transfer", { amount: 9999, to: "acct-2" });
+    let listed: WaitingApproval | undefined;
+    for (let waited = 0; listed === undefined && waited < 60_000; waited += 1_000) {
+      const list = await oz0(["approval", "list", "--tenant", tenant, "--kind", "tool", "--json"]);
+      listed = (JSON.parse(list.out || "[]") as WaitingApproval[]).find((w) => w.job_id === job);
+      if (listed === undefined) await new Promise((r) => setTimeout(r, 1_000));
+    }
+    const denied = await oz0(["approval", "deny", job, listed?.approval ?? "", "--comment", "too much", "--as", "carol"]);
+    expect(denied.code, denied.err).toBe(0);
+    const answer = await pending;
+    expect(answer.isError).toBe(true);
+    expect(answer.content[0]?.text).toContain("A person denied the call of ta_bank/ta_bank.transfer");
+    expect(answer.content[0]?.text).toContain("too much");
+    expect(answer._meta?.["oz0/decision"]).toMatchObject({ verdict: "refuse", reason_code: "ToolDenied" });
+    expect(bank.served.length).toBe(before);
+  }, 300_000);
+
+  it("TOOL-1 an agent that does not list the tool gets every call refused, with the tools it may call named; the server sees none", async () => {
+    const { client } = await gateway("ta-reader");
+    const before = bank.served.length;
+    const answer = await call(client, "balance", {});
+    expect(answer.isError).toBe(true);
+    expect(answer.content[0]?.text).toContain("The agent ta-reader does not list the tool ta_bank");
+    expect(answer.content[0]?.text).toContain("it may call only ta_docs");
+    expect(answer._meta?.["oz0/decision"]).toMatchObject({ verdict: "refuse", reason_code: "ToolNotAllowed" });
+    expect(bank.served.length).toBe(before);
+  }, 300_000);
 });
