@@ -53,12 +53,14 @@ describe("limits processors on real Kafka and Redis", () => {
     const send = (list: ModelCall[]) => producer.send({ topic: "oz0.model-calls", messages: list.map((c) => ({ key: tree, value: s.encode("ModelCall", c) })) });
     await send(asks.slice(0, 3));
     await collect<Decision>("oz0.admissions", "Decision", s, (d) => d.tree_id === tree && d.processor === "limits-model-calls", 3, 60_000);
+    // The children are asked while the job runs: once the budget stops it, its children are refused with its ending (docs/limits.md, "Endings bind").
+    const children = ["c1", "c2", "c3"].map((c) => jobEvent(tree, { id: uid("evt"), kind: "child_ask", job_id: `${tree}-${c}`, parent_job_id: tree, agent: "boss", depth: 1 }));
+    await producer.send({ topic: "oz0.jobs", messages: children.map((e) => ({ key: tree, value: s.encode("JobEvent", e) })) });
+    await collect<Decision>("oz0.admissions", "Decision", s, (d) => d.tree_id === tree && d.processor === "limits-jobs", 3, 60_000);
     await calls.stop();
     await send(asks.slice(3));
     // The same group again, not moved to the end: it resumes at the offsets it committed.
     calls = await startProcessor(limitsModelCallsProcessor, env, { transport: new KafkaTransport({ kafka: kafka(callsGroup), groupId: callsGroup, topics: ["oz0.model-calls"], log }), serde: s, log });
-    const children = ["c1", "c2", "c3"].map((c) => jobEvent(tree, { id: uid("evt"), kind: "child_ask", job_id: `${tree}-${c}`, parent_job_id: tree, agent: "boss", depth: 1 }));
-    await producer.send({ topic: "oz0.jobs", messages: children.map((e) => ({ key: tree, value: s.encode("JobEvent", e) })) });
 
     const decided = await collect<Decision>("oz0.admissions", "Decision", s, (d) => d.tree_id === tree, 8 + 3, 90_000, 2_000);
     await calls.stop();
