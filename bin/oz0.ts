@@ -22,6 +22,8 @@ import { tenantErase } from "./oz0-erase.ts";
 import { answerBudgetRequest, budgetRequestsWaiting } from "./oz0-budget.ts";
 import { formatBudgetRequests, isBudgetApproval } from "../processors/limits/budget-requests.ts";
 import { servicesForCommand } from "./services.ts";
+import { redisStandingStore, type Ending, type StandingStore } from "../processors/limits/standing.ts";
+import { jobEnding } from "../processors/loops/closing.ts";
 
 
 const TOP = `oz0: the guard rails' command for the people who run them
@@ -164,13 +166,33 @@ const parse = <O extends NonNullable<ParseArgsConfig["options"]>>(command: strin
 
 interface Services {
   readonly store: RedisLoopStore;
+  readonly standing: StandingStore;
   close(): Promise<void>;
 }
 
 async function loopState(): Promise<Services> {
   const endpoints = await servicesForCommand();
   const redis = redisClient(endpoints, { maxRetriesPerRequest: 3 });
-  return { store: new RedisLoopStore(redis, new Keys()), close: async () => void (await redis.quit().catch(() => redis.disconnect())) };
+  return { store: new RedisLoopStore(redis, new Keys()), standing: redisStandingStore(redis, new Keys()), close: async () => void (await redis.quit().catch(() => redis.disconnect())) };
+}
+
+type JobRef = { readonly tenant: string; readonly tree_id: string; readonly job_id: string };
+const jobKey = (j: JobRef): string => `${j.tenant}\u0000${j.tree_id}\u0000${j.job_id}`;
+
+/**
+ * The jobs among these that ended, with their endings (the endings the pipeline kept: a job's
+ * own end, a stop or refusal that ended it). Their approvals leave the list and take no answer:
+ * the deadline timer closes them (processors/loops/closing.ts).
+ */
+async function endedOf(standing: StandingStore, refs: readonly JobRef[]): Promise<Map<string, Ending>> {
+  const jobs = [...new Map(refs.map((r) => [jobKey(r), r])).values()];
+  const fields = await standing.read(jobs.map((j) => ({ tenant: j.tenant, tree: j.tree_id, job: j.job_id })));
+  const out = new Map<string, Ending>();
+  jobs.forEach((j, i) => {
+    const ending = jobEnding(fields[i] ?? [], Date.now(), null);
+    if (ending) out.set(jobKey(j), ending);
+  });
+  return out;
 }
 
 /** Every loop waiting for a person, from the deadlines the timer watches and each run's flags. */
@@ -192,11 +214,15 @@ async function approvalList(args: string[]): Promise<string> {
   if (values.help) return HELP["approval list"] ?? "";
   if (positionals.length > 0) throw usage(`approval list takes no arguments, got ${positionals.join(" ")}\n\n${HELP["approval list"]}`);
   if (values.kind !== undefined && values.kind !== "loop" && values.kind !== "budget" && values.kind !== "tool") throw usage(`--kind ${values.kind}: the kinds that wait for a person here are: loop, budget, tool\n`);
-  const budgets = values.kind === "loop" || values.kind === "tool" ? [] : await budgetRequestsWaiting({ tenant: values.tenant });
-  if (values.kind === "budget") return values.json ? `${JSON.stringify(budgets, null, 2)}\n` : budgets.length === 0 ? "no budget request waits for a person\n" : formatBudgetRequests(budgets, Date.now());
   const s = await loopState();
   try {
-    const shown = listed(await waiting(s.store), { tenant: values.tenant, kind: values.kind });
+    // An approval whose job ended waits for nobody: it is not listed (closed in the audit log by the deadline timer).
+    const asked = values.kind === "loop" || values.kind === "tool" ? [] : await budgetRequestsWaiting({ tenant: values.tenant });
+    const waitingNow = values.kind === "budget" ? [] : listed(await waiting(s.store), { tenant: values.tenant, kind: values.kind });
+    const ended = await endedOf(s.standing, [...asked, ...waitingNow]);
+    const budgets = asked.filter((r) => !ended.has(jobKey(r)));
+    if (values.kind === "budget") return values.json ? `${JSON.stringify(budgets, null, 2)}\n` : budgets.length === 0 ? "no budget request waits for a person\n" : formatBudgetRequests(budgets, Date.now());
+    const shown = waitingNow.filter((w) => !ended.has(jobKey(w)));
     if (values.json) return `${JSON.stringify([...shown, ...budgets], null, 2)}\n`;
     return budgets.length === 0 ? formatWaiting(shown, Date.now()) : `${shown.length === 0 ? "" : formatWaiting(shown, Date.now())}${formatBudgetRequests(budgets, Date.now())}`;
   } finally {
@@ -225,7 +251,10 @@ async function approvalAnswer(verb: "approve" | "deny", args: string[]): Promise
     if (!hold) throw new Exit(1, `no loop waits on approval ${approval} (its run's state has expired): see what waits with oz0 approval list\n`);
     if (hold.job_id !== job) throw new Exit(1, `approval ${approval} belongs to job ${hold.job_id}, not ${job}\n`);
     const before = approvalState(flags, approval);
+    if (before === "closed") throw new Exit(1, `approval ${approval} of job ${job} was closed with the job's end (${flags.closed?.get(approval) ?? "ended"}); nothing changed\n`);
     if (before !== "waiting") throw new Exit(1, `approval ${approval} of job ${job} was ${before} already; nothing changed\n`);
+    const ended = (await endedOf(s.standing, [hold])).get(jobKey(hold));
+    if (ended) throw new Exit(1, `approval ${approval} is closed: job ${job} has ended (${ended.code}), so the held call can no longer run; nothing changed\n`);
     const tool = hold.kind === "tool";
     if (approvedArgs !== undefined && !tool) throw usage(`--arguments approves a tool call with other arguments (an approval t-...); ${approval} is a loop's\n`);
 

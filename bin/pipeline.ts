@@ -8,6 +8,8 @@
 import { redisClient } from "../store/redis/client.ts";
 import { Kafka, type Admin } from "kafkajs";
 import { loopStore, startLoopDeadlines } from "../processors/loops/index.ts";
+import { redisStandingStore } from "../processors/limits/standing.ts";
+import { Keys } from "../store/redis/keys.ts";
 import { PIPELINE, type PipelineEntry } from "../processors/pipeline.ts";
 import { ensureSinkBuckets } from "../processors/sinks.ts";
 import { ConfigTable } from "../processors/runner/config-table.ts";
@@ -175,7 +177,8 @@ export async function startPipeline(endpoints: Endpoints, log: Logger, options: 
   );
   const running: RunningProcessor[] = apps.flatMap((a) => a.processors);
   // LOOP-5: deadlines of loop approvals fire by a timer, even when the run sends nothing more.
-  const loopDeadlines = await startLoopDeadlines({ store: loopStore(redis), kafka, serde, log });
+  // Issue 32: approvals whose job ended are closed with the job's end (processors/loops/closing.ts).
+  const loopDeadlines = await startLoopDeadlines({ store: loopStore(redis), kafka, serde, log, ended: { standing: redisStandingStore(redis, new Keys()), config } });
   if (running.length === 0) log.warn("the pipeline lists no processors: topics and schemas are ready, nothing consumes them");
   ops.running();
 

@@ -77,9 +77,12 @@ export function fromCallDecision(d: Decision): AuditEvent | null {
     return fromDecision(d, "approval.escalated", { reason: d.message || null }, { approval: approvalOf(d), to: typeof escalation?.to === "string" ? escalation.to : null });
   }
   if (d.processor === APPROVALS) {
-    const answeredBy = evidenceOf(d).answered_by;
-    const outcome = d.verdict === "allow" ? "approved" : answeredBy === DEADLINES ? "deadline_passed" : "denied";
-    return fromDecision(d, "approval.decided", {}, { approval: approvalOf(d), outcome, answered_by: typeof answeredBy === "string" ? answeredBy : null });
+    const evidence = evidenceOf(d);
+    const answeredBy = evidence.answered_by;
+    // Closed with the job's end (processors/loops/closing.ts): the reason code is the job's ending.
+    const closed = evidence.closed !== undefined && evidence.closed !== null;
+    const outcome = d.verdict === "allow" ? "approved" : closed ? "closed" : answeredBy === DEADLINES ? "deadline_passed" : "denied";
+    return fromDecision(d, "approval.decided", {}, { approval: approvalOf(d), outcome, answered_by: typeof answeredBy === "string" ? answeredBy : null, ...(closed ? { ending: d.reason_code } : {}) });
   }
   if (d.verdict === "wait") return fromDecision(d, "approval.requested", { reason: d.reason_code }, { approval: approvalOf(d) });
   if (d.verdict === "refuse") return fromDecision(d, "call.refused");
@@ -101,7 +104,7 @@ export function fromAdmission(d: Decision): AuditEvent | null {
  */
 export function fromLoopApproval(d: Decision): AuditEvent | null {
   if (d.verdict === "wait") return null;
-  const answer = d.verdict === "allow" ? "approve" : d.processor === DEADLINES ? "deadline_passed" : "deny";
+  const answer = d.verdict === "allow" ? "approve" : d.processor === DEADLINES ? (d.reason_code === "ApprovalClosed" ? "closed" : "deadline_passed") : "deny";
   return fromDecision(d, "approval.answered", { reason: d.message || null }, { approval: d.subject, answer, subject: null });
 }
 

@@ -17,6 +17,7 @@ import { decision, finding, refusedResult, type Subject } from "./outputs.ts";
 import type { LoopEnv } from "./calls-processor.ts";
 import type { Deadline, RunFlags } from "./store.ts";
 import { stepToolAnswer } from "./tool-approval.ts";
+import { closingOf, isClosing, stepClosed } from "./closing.ts";
 
 function toolEscalation(answer: Decision): { step: number; to: string } | null {
   const esc = escalationOf(answer);
@@ -50,8 +51,11 @@ function behindOutputs(flags: RunFlags, approval: string, s: Subject, verdict: "
 export function stepAnswer(flags: RunFlags, answer: Decision): LaneStep<ApprovalsLaneState> | { invalid: string } {
   const approval = answer.subject;
   const hold = flags.holds.get(approval);
+  // Closed with its job's end (closing.ts): an approval no longer kept has nothing left to close.
+  if (!hold && isClosing(answer)) return { state: {}, emits: [], remember: false };
   if (!hold) return { invalid: `no loop of run ${answer.run_id ?? "(none)"} waits on approval ${approval}: answer an approval the run's wait decision named` };
   if (flags.approved.has(approval) || flags.denied.has(approval)) return { state: {}, emits: [], remember: false };
+  if (isClosing(answer)) return stepClosed(LOOP_APPROVALS, flags, hold, answer);
   // TOOL-3: an approval of kind tool refuses only the held call when denied.
   if (hold.kind === "tool") return stepToolAnswer(LOOP_APPROVALS, flags, hold, answer, answer.verdict === "wait" ? toolEscalation(answer) : null);
   const s: Subject = { ...hold, id: answer.id, ts: answer.ts };
@@ -157,6 +161,7 @@ export const loopApprovalsProcessor = defineProcessor<Decision, LoopEnv>({
       if (answer.processor !== LOOP_DEADLINES || answer.reason_code !== "LoopEscalated") reasons.push(`verdict is wait from ${answer.processor}: only ${LOOP_DEADLINES} publishes a wait, an escalation step (reason LoopEscalated)`);
       else if (typeof escalationOf(answer) === "string") reasons.push(escalationOf(answer) as string);
     } else if (answer.verdict !== "allow" && answer.verdict !== "stop") reasons.push(`verdict is ${answer.verdict}: a loop approval is answered allow (approve) or stop (deny)`);
+    else if (isClosing(answer) && typeof closingOf(answer) === "string") reasons.push(closingOf(answer) as string);
     return reasons;
   },
   process: (records, env) => runLane(approvalsLane, env.store, records),

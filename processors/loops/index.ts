@@ -7,14 +7,15 @@ import type { RedisClient } from "../../store/redis/client.ts";
 import type { Kafka } from "kafkajs";
 import type { Serde } from "../../schemas/serde.ts";
 import { Keys } from "../../store/redis/keys.ts";
-import { redisStandingStore } from "../limits/standing.ts";
+import { redisStandingStore, type StandingStore } from "../limits/standing.ts";
+import type { AgentDefinition } from "../../config/agent.ts";
 import type { ConfigView } from "../runner/config-table.ts";
 import type { Logger } from "../runner/log.ts";
 import { loopApprovalsProcessor } from "./approvals-processor.ts";
 import { loopCallsProcessor, type LoopEnv } from "./calls-processor.ts";
 import { kafkaAnswers, startDeadlineTimer, type DeadlineTimer } from "./deadlines.ts";
 import { RedisLoopStore } from "./redis-store.ts";
-import type { LoopStore } from "./store.ts";
+import type { LoopStore, TimerEntry } from "./store.ts";
 import { loopResultsProcessor } from "./results-processor.ts";
 
 export { loopApprovalsProcessor } from "./approvals-processor.ts";
@@ -53,11 +54,30 @@ export const loopsPipelineEntries = [
   { processor: loopApprovalsProcessor, env: loopEnv },
 ] as const;
 
-/** Starts the deadline timer (LOOP-5) beside the processors, with a producer of its own; `stop` stops both. */
-export async function startLoopDeadlines(deps: { store: LoopStore; kafka: Kafka; serde: Serde; log: Logger; intervalMs?: number }): Promise<DeadlineTimer> {
+/**
+ * Starts the deadline timer (LOOP-5) beside the processors, with a producer of its own; `stop`
+ * stops both. With `ended`, it also closes the approvals whose job ended (closing.ts), reading
+ * each job's standing (and its agent's limits.timeout from `config`) every `everyMs`.
+ */
+export async function startLoopDeadlines(deps: {
+  store: LoopStore & { watched?(): Promise<TimerEntry[]> };
+  kafka: Kafka;
+  serde: Serde;
+  log: Logger;
+  intervalMs?: number;
+  ended?: { standing: Pick<StandingStore, "read">; config: ConfigView | null; everyMs?: number };
+}): Promise<DeadlineTimer> {
   const producer = deps.kafka.producer({ allowAutoTopicCreation: false });
   await producer.connect();
-  const timer = startDeadlineTimer({ store: deps.store, publish: kafkaAnswers(producer, deps.serde), log: deps.log.child({ component: "loop-deadlines" }), intervalMs: deps.intervalMs });
+  const { store, ended } = deps;
+  const watched = store.watched?.bind(store);
+  if (ended && !watched) throw new Error("closing approvals with their job's end needs a loop store that lists what it watches (watched)");
+  const config = ended?.config ?? null;
+  const endedJobs =
+    ended && watched
+      ? { watched, standing: ended.standing, agentOf: config ? (name: string) => (name ? (config.get("agent", name) as AgentDefinition | undefined) : undefined) : null, everyMs: ended.everyMs }
+      : undefined;
+  const timer = startDeadlineTimer({ store, publish: kafkaAnswers(producer, deps.serde), log: deps.log.child({ component: "loop-deadlines" }), intervalMs: deps.intervalMs, ended: endedJobs });
   return {
     stop: async () => {
       await timer.stop();

@@ -65,6 +65,11 @@ export class MemoryLoopStore implements LoopStore {
     return Promise.resolve(due.slice(0, limit));
   }
 
+  /** Every deadline and escalation step watched, soonest first (as RedisLoopStore.watched). */
+  watched(): Promise<TimerEntry[]> {
+    return Promise.resolve([...this.deadlines.values()].sort((a, b) => a.at - b.at));
+  }
+
   dropDeadlines(entries: readonly TimerEntry[]): Promise<void> {
     for (const e of entries) this.deadlines.delete(timerMember(e));
     return Promise.resolve();

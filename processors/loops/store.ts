@@ -25,6 +25,8 @@ export interface RunFlags {
   readonly escalated: ReadonlySet<string>;
   /** Calls of the run that came while a loop waited and wait behind it, by approval (LOOP-5): the answer decides them too. */
   readonly behind: ReadonlyMap<string, readonly BehindCall[]>;
+  /** Approvals closed with their job's end (issue 32), by approval: the ending's code. Read as denied as well (`denied:` is raised with it). */
+  readonly closed?: ReadonlyMap<string, string>;
 }
 
 /** A call that waits behind a loop waiting for a person: what its decision and failed result name. */
@@ -64,16 +66,18 @@ export function withBehind(behind: ReadonlyMap<string, readonly BehindCall[]>, f
 
 /**
  * A flag to raise: `stopped`, `finish_only`, `approved:<approval>`, `denied:<approval>`,
- * `hold:<approval>` (the Deadline as JSON), `escalated:<approval>:<step>` or
- * `behind:<approval>:<call event ID>` (a BehindCall as JSON).
+ * `hold:<approval>` (the Deadline as JSON), `escalated:<approval>:<step>`,
+ * `behind:<approval>:<call event ID>` (a BehindCall as JSON) or `closed:<approval>` (the
+ * ending code of the job the approval was closed with).
  */
-export type FlagField = "stopped" | "finish_only" | `approved:${string}` | `denied:${string}` | `hold:${string}` | `escalated:${string}` | `behind:${string}`;
+export type FlagField = "stopped" | "finish_only" | `approved:${string}` | `denied:${string}` | `hold:${string}` | `escalated:${string}` | `behind:${string}` | `closed:${string}`;
 
 export function flagsFromHash(hash: Record<string, string>): RunFlags {
   const approved = new Set<string>();
   const denied = new Set<string>();
   const holds = new Map<string, Deadline>();
   const escalated = new Set<string>();
+  const closed = new Map<string, string>();
   let behind: ReadonlyMap<string, readonly BehindCall[]> = new Map();
   for (const [field, value] of Object.entries(hash)) {
     if (field.startsWith("behind:")) behind = withBehind(behind, field, value);
@@ -81,8 +85,9 @@ export function flagsFromHash(hash: Record<string, string>): RunFlags {
     if (field.startsWith("approved:")) approved.add(field.slice("approved:".length));
     if (field.startsWith("denied:")) denied.add(field.slice("denied:".length));
     if (field.startsWith("hold:")) holds.set(field.slice("hold:".length), JSON.parse(value) as Deadline);
+    if (field.startsWith("closed:")) closed.set(field.slice("closed:".length), value);
   }
-  return { stopped: hash.stopped ?? null, finishOnly: hash.finish_only ?? null, approved, denied, holds, escalated, behind };
+  return { stopped: hash.stopped ?? null, finishOnly: hash.finish_only ?? null, approved, denied, holds, escalated, behind, ...(closed.size > 0 ? { closed } : {}) };
 }
 
 export interface LaneRead {

@@ -35,11 +35,12 @@ export interface WaitingApproval {
   readonly arguments?: unknown;
 }
 
-/** What a run's flags say about one approval. */
-export type ApprovalState = "waiting" | "approved" | "denied" | "unknown";
+/** What a run's flags say about one approval ("closed": with its job's end, closing.ts). */
+export type ApprovalState = "waiting" | "approved" | "denied" | "closed" | "unknown";
 
 export function approvalState(flags: RunFlags, approval: string): ApprovalState {
   if (flags.approved.has(approval)) return "approved";
+  if (flags.closed?.has(approval)) return "closed";
   if (flags.denied.has(approval)) return "denied";
   return flags.holds.has(approval) ? "waiting" : "unknown";
 }
