@@ -13,6 +13,16 @@ import { NO_LIMIT, type TreeSettings } from "./tree-settings.ts";
 export interface RunCounters {
   steps: number;
   tokens: number;
+  /** The answer that ended the run's job (endings bind): every later ask of the run gets it. */
+  stop?: CallCode;
+}
+
+/**
+ * Answers that end the job (its model call fails): a run that got one gets the same for every
+ * later ask, in order, whatever its batches. A budget that waits for a person does not end it.
+ */
+function endsTheJob(t: TreeState, code: CallCode): boolean {
+  return code === "tree_model_calls" || code === "tree_tokens" || code === "run_steps" || code === "run_tokens" || code === "job_timeout" || (code === "budget" && t.settings.onBudget !== "wait");
 }
 
 export interface JobState {
@@ -154,7 +164,8 @@ export function admitCall(t: TreeState, ask: CallAsk): CallAnswer {
   const before = t.asks.get(ask.requestId);
   if (before) return before;
   const r = run(t, ask.runId);
-  const code = decideCall(t, r, ask);
+  const code = r.stop ?? decideCall(t, r, ask);
+  if (r.stop === undefined && endsTheJob(t, code)) r.stop = code;
   if (code === "allow" || code === "allow_last_call") {
     t.modelCalls += 1;
     t.tokens += ask.inputTokens;

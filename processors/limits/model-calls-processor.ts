@@ -179,7 +179,13 @@ async function decideUnlessEnded(calls: ModelCall[], env: LimitsEnv, months: Mon
   if (!env.standing) return decideTree(calls, env, months);
   // The job's timeout is the tree script's to check (limitsAdmitCall), with its own answer.
   const standings = await standingsOf(env.standing, env.config, calls.filter((c) => c.kind === "ask"), { timeout: false });
-  const ended = calls.map((c) => (c.kind === "ask" ? endingFor(standings.get(c) ?? NO_STANDING, c.id) : null));
+  // An ending this processor decided is the tree script's to hold (a run whose ask ended its job
+  // gets the same answer for every later ask, in order, whatever the batches): only the endings
+  // other processors kept are checked here.
+  const ended = calls.map((c) => {
+    const e = c.kind === "ask" ? endingFor(standings.get(c) ?? NO_STANDING, c.id) : null;
+    return e !== null && e.processor !== LIMITS_MODEL_CALLS ? e : null;
+  });
   const rest = calls.filter((_, i) => ended[i] === null);
   const decided = rest.length > 0 ? await decideTree(rest, env, months) : [];
   let k = 0;

@@ -33,6 +33,8 @@ export interface Ending {
   readonly message: string;
   /** The input whose decision ended the job: its replay is decided as the first time. */
   readonly by: string;
+  /** The processor that decided it ("" when not known). */
+  readonly processor?: string;
 }
 
 /** What a job's inputs meet: its ending, or (for tool calls) the soft wall's words, or nothing. */
@@ -59,7 +61,7 @@ function parseEnding(raw: string): Ending | null {
   try {
     const e = JSON.parse(raw) as Partial<Ending>;
     if (typeof e.code !== "string" || typeof e.message !== "string") return null;
-    return { code: e.code, limit: typeof e.limit === "string" ? e.limit : null, message: e.message, by: typeof e.by === "string" ? e.by : "" };
+    return { code: e.code, limit: typeof e.limit === "string" ? e.limit : null, message: e.message, by: typeof e.by === "string" ? e.by : "", processor: typeof e.processor === "string" ? e.processor : "" };
   } catch {
     return null;
   }
@@ -153,7 +155,7 @@ export function endingsOf(emits: readonly Emit[], childSubjects: boolean): Endin
     if (child && d.verdict === "refuse" && d.limit === "limits.tree.fan_out") continue;
     const job = child ? d.subject : d.job_id;
     if (!job) continue;
-    out.push({ tenant: d.tenant, tree: d.tree_id, job, ending: { code: d.reason_code ?? "Refused", limit: d.limit, message: d.message, by: d.input_id } });
+    out.push({ tenant: d.tenant, tree: d.tree_id, job, ending: { code: d.reason_code ?? "Refused", limit: d.limit, message: d.message, by: d.input_id, processor: d.processor } });
   }
   return out;
 }

@@ -92,7 +92,9 @@ describe("limits: model calls", () => {
     const answer = admitCall(t, late);
     expect(answer).toMatchObject({ code: "job_timeout", modelCalls: 1, reserved: 10 });
     expect(admitCall(t, { ...late, now: 1 })).toEqual(answer);
-    expect(admitCall(t, ask({ deadline: NO_LIMIT, now: 10 ** 12 })).code).toBe("allow");
+    // Endings bind: the run stays stopped; another job's run without a deadline goes on.
+    expect(admitCall(t, ask({ deadline: NO_LIMIT, now: 10 ** 12 })).code).toBe("job_timeout");
+    expect(admitCall(t, ask({ deadline: NO_LIMIT, now: 10 ** 12, runId: "run-2" })).code).toBe("allow");
   });
 
   it("LIM-1 the run's max_tokens refuses a call whose input would pass it", () => {
@@ -115,7 +117,9 @@ describe("limits: model calls", () => {
     settleCall(t, { requestId: a.requestId, runId: "run-1", inputTokens: 400, outputTokens: 500, cost: 1 });
     expect(t.tokens).toBe(900);
     expect(admitCall(t, ask({ inputTokens: 101 })).code).toBe("tree_tokens");
-    expect(admitCall(t, ask({ inputTokens: 100 })).code).toBe("allow");
+    // The refused run's job failed with TreeLimitExceeded: its later asks get the same; another run's that fits goes ahead.
+    expect(admitCall(t, ask({ inputTokens: 100 })).code).toBe("tree_tokens");
+    expect(admitCall(t, ask({ inputTokens: 100, runId: "run-2" })).code).toBe("allow");
   });
 
   it("LIM-7 each call reserves its worst case; a call that does not fit is the one last call under last_call", () => {
@@ -126,22 +130,32 @@ describe("limits: model calls", () => {
     expect(admitCall(t, ask({ worst: 1 })).code).toBe("budget");
   });
 
+  it("LIM-1 LIM-7 endings bind: a run whose ask ended its job gets the same answer for every later ask; a budget that waits for a person ends nothing", () => {
+    const failing = tree({ budget: 100, reserve: "strict", onBudget: "fail" });
+    expect(admitCall(failing, ask({ worst: 200 })).code).toBe("budget");
+    expect(admitCall(failing, ask({ worst: 1 })).code).toBe("budget");
+    expect(failing.reserved).toBe(0);
+    const waiting = tree({ budget: 100, reserve: "strict", onBudget: "wait" });
+    expect(admitCall(waiting, ask({ worst: 200 })).code).toBe("budget");
+    expect(admitCall(waiting, ask({ worst: 1 })).code).toBe("allow");
+  });
+
   it("LIM-7 strict refuses the last call that does not fit too", () => {
     const t = tree({ budget: 100, reserve: "strict" });
     expect(admitCall(t, ask({ worst: 60 })).code).toBe("allow");
     expect(admitCall(t, ask({ worst: 50 })).code).toBe("budget");
-    expect(admitCall(t, ask({ worst: 40 })).code).toBe("allow");
+    expect(admitCall(t, ask({ worst: 40, runId: "run-2" })).code).toBe("allow");
   });
 
   it("LIM-7 settlement frees the reservation and spends what the call cost", () => {
     const t = tree({ budget: 100, reserve: "strict" });
     const a = ask({ worst: 90 });
     admitCall(t, a);
-    expect(admitCall(t, ask({ worst: 20 })).code).toBe("budget");
+    expect(admitCall(t, ask({ worst: 20, runId: "run-2" })).code).toBe("budget");
     const s = settleCall(t, { requestId: a.requestId, runId: "run-1", inputTokens: 100, outputTokens: 10, cost: 30 });
     expect(s).toMatchObject({ spent: 30, reserved: 0, spentBefore: 0 });
     expect(admitCall(t, ask({ worst: 70 })).code).toBe("allow");
-    expect(admitCall(t, ask({ worst: 1 })).code).toBe("budget");
+    expect(admitCall(t, ask({ worst: 1, runId: "run-3" })).code).toBe("budget");
   });
 
   it("LIM-7 an ask or a usage again answers the same and changes nothing", () => {

@@ -101,8 +101,8 @@ describe("endings bind in the limits processors (in memory)", () => {
     for (const a of [ask(tree), stopping, ask(tree)]) await calls.pipe(a, { key: tree });
     const [, stopped, later] = calls.read<Decision>("oz0.admissions");
     expect(stopped).toMatchObject({ verdict: "stop", reason_code: "UsageLimitExceeded" });
+    // The tree's own state holds the run stopped, in order, whatever the batches.
     expect(later).toMatchObject({ verdict: "stop", reason_code: "UsageLimitExceeded", limit: "limits.max_steps" });
-    expect(later?.message).toMatch(new RegExp(`^Job ${tree} has ended \\(UsageLimitExceeded\\): nothing more runs in it`));
     expect([...(standing.hashes.values().next().value?.keys() ?? [])]).toContain(`job:${tree}:end`);
     // The input that ended the job, handled again, is decided as before (same ID, same words).
     await calls.pipe(stopping, { key: tree });
@@ -112,16 +112,29 @@ describe("endings bind in the limits processors (in memory)", () => {
     expect(jobs.read<Decision>("oz0.admissions").at(-1)?.message).toMatch(/The child job is not started: the job that asks for it.*has ended/);
   });
 
-  it("LIM-2 after 402 oz0_tree_limit the job's next ask is refused for its ending even where the tree would now admit it", async () => {
+  it("LIM-2 after 402 oz0_tree_limit the job's next ask is refused too, in a later batch as in the same one", async () => {
     const { calls, jobs } = setup([agent("boss", { limits: { tree: { model_calls: 1 } } })]);
     const tree = uid("tree");
     await jobs.pipe(job(tree, {}), { key: tree });
-    for (const a of [ask(tree), ask(tree), ask(tree)]) await calls.pipe(a, { key: tree });
+    await calls.pipe([ask(tree), ask(tree)], { key: tree });
+    await calls.pipe(ask(tree), { key: tree });
     expect(calls.read<Decision>("oz0.admissions").map((d) => [d.verdict, d.reason_code])).toEqual([
       ["allow", null],
       ["refuse", "oz0_tree_limit"],
-      ["stop", "oz0_tree_limit"],
+      ["refuse", "oz0_tree_limit"],
     ]);
+  });
+
+  it("LOOP-6 FILE-5 an ending another processor kept (a loop that stopped the job) refuses the job's model asks with its words, and reserves nothing", async () => {
+    const { calls, jobs, standing } = setup([agent("boss")]);
+    const tree = uid("tree");
+    await jobs.pipe(job(tree, {}), { key: tree });
+    await standing.record([{ tenant: "acme", tree, job: tree, ending: { code: "LoopDetected", limit: "loops.repeats", message: "The same call three times.", by: "evt-loop", processor: "loop-calls" } }]);
+    await calls.pipe(ask(tree), { key: tree });
+    const refused = calls.read<Decision>("oz0.admissions").at(-1);
+    expect(refused).toMatchObject({ verdict: "stop", reason_code: "LoopDetected", limit: "loops.repeats" });
+    expect(refused?.message).toBe(`Job ${tree} has ended (LoopDetected): nothing more runs in it. The same call three times.`);
+    expect(refused?.numbers.reserved_usd).toBeUndefined();
   });
 
   it("LIM-3 LIM-5 a child refused at its ask is stopped at its start, with the ask's reason", async () => {

@@ -6,7 +6,8 @@
 
 -- An ask: the run's and the tree's limits and budget checked, the worst case reserved when it
 -- may go ahead (LIM-1, LIM-2, LIM-7); a job past its timeout deadline (-1 for none) makes no
--- more calls. Answers { code, spent, reserved, model_calls, tokens,
+-- more calls, nor does a run whose ask got an answer that ends its job (run:<id>:stop, kept in
+-- admission.ts as RunCounters.stop). Answers { code, spent, reserved, model_calls, tokens,
 -- run_steps, run_tokens }.
 local function admit(request, run, input, worst, maxSteps, maxTokens, deadline, now)
   local prior = field("ask:" .. request)
@@ -16,8 +17,12 @@ local function admit(request, run, input, worst, maxSteps, maxTokens, deadline, 
   local calls, tokens, spent, reserved = count("model_calls"), count("tokens"), count("spent"), count("reserved")
   local budget = count("s:budget")
 
+  -- Endings bind: a run whose ask ended its job gets the same answer for every later ask.
+  local stopKey = "run:" .. run .. ":stop"
+  local stopped = field(stopKey)
   local code
-  if deadline ~= -1 and now > deadline then code = 7
+  if stopped then code = tonumber(stopped)
+  elseif deadline ~= -1 and now > deadline then code = 7
   elseif not within(maxSteps, steps + 1) then code = 5
   elseif not within(maxTokens, rtokens + input) then code = 6
   elseif not within(count("s:model_calls"), calls + 1) then code = 2
@@ -35,6 +40,7 @@ local function admit(request, run, input, worst, maxSteps, maxTokens, deadline, 
     if code == 1 then put("last_call", "1") end
     put("res:" .. request, string.format("%d,%d", worst, input))
   end
+  if not stopped and (code == 2 or code == 3 or code >= 5 or (code == 4 and field("s:on_budget") ~= "wait")) then put(stopKey, tostring(code)) end
   -- LIM-8: the tree hit its budget (an ask did not fit), as its agent's forecast records it.
   if code == 1 or code == 4 then put("budget_hit", "1") end
   local out = { code, spent, reserved, calls, tokens, steps, rtokens }
