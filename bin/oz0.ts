@@ -21,6 +21,8 @@ import { quotaSet, tenantOffload, tenantSpend, tenantToolPolicy } from "./oz0-te
 import { tenantErase } from "./oz0-erase.ts";
 import { answerBudgetRequest, budgetRequestsWaiting } from "./oz0-budget.ts";
 import { formatBudgetRequests, isBudgetApproval } from "../processors/limits/budget-requests.ts";
+import { formatUnknownOutcomes, isUnknownApproval } from "../processors/limits/unknown-outcomes.ts";
+import { answerUnknownOutcome, unknownOutcomesWaiting } from "./oz0-unknown.ts";
 import { servicesForCommand } from "./services.ts";
 import { redisStandingStore, type Ending, type StandingStore } from "../processors/limits/standing.ts";
 import { jobEnding } from "../processors/loops/closing.ts";
@@ -28,9 +30,9 @@ import { jobEnding } from "../processors/loops/closing.ts";
 
 const TOP = `oz0: the guard rails' command for the people who run them
 
-  oz0 approval list [--tenant T] [--kind loop|budget|tool] [--json]   what waits for a person
-  oz0 approval approve <job> <approval> [--comment C] [--arguments JSON]   the held call goes ahead
-  oz0 approval deny <job> <approval> [--comment C]          a loop: the job stops; a tool call: refused
+  oz0 approval list [--tenant T] [--kind loop|budget|tool|unknown] [--json]   what waits for a person
+  oz0 approval approve <job> <approval> [--comment C] [--arguments JSON] [--outcome happened|run_again]   the held call goes ahead
+  oz0 approval deny <job> <approval> [--comment C]          a loop: the job stops; a tool call: refused; an unknown outcome: stopped
   oz0 job trace <job> [--tenant T] [--json] [--scan]        a job's trace
   oz0 doctor [--hours 1] [--json]                           the pipeline's health at a glance
   oz0 plugin lint <oz0-plugin.yaml>                         a plugin manifest's lint (FIT-17)
@@ -48,7 +50,7 @@ Each subcommand takes --help. Exit status: 0 done, 1 what was asked is not so, 2
 `;
 
 const HELP: Record<string, string> = {
-  "approval list": `oz0 approval list [--tenant T] [--kind loop|budget|tool] [--json]
+  "approval list": `oz0 approval list [--tenant T] [--kind loop|budget|tool|unknown] [--json]
 
 What waits for a person. Loops (LOOP-5): each approval with its job, evidence (the detector,
 the calls, the repeated call's arguments), when it was asked, its deadline and the escalation
@@ -57,16 +59,18 @@ function in its tool's requires_approval, with its arguments as asked, listed wi
 Budget requests (LIM-7, LIM-8, LIM-10): a model call or
 a child that waits on the tree's budget (on_budget: wait), the forecast's request before the
 wall, or a spent monthly quota, with the limit, the numbers and how to answer, oldest first.
+Unknown outcomes (LIM-11, approvals u-...): a job whose outcome cannot be known, with its
+deadline. An approval whose job ended is not listed: it is closed with the job's end (audited).
 Read from the state the pipeline keeps in Redis.
 
   --tenant T   only this tenant's
-  --kind K     only this kind (loop, budget or tool)
+  --kind K     only this kind (loop, budget, tool or unknown)
   --json       one JSON array, for scripts
 
 Example:
   oz0 approval list --tenant acme
 `,
-  "approval approve": `oz0 approval approve <job> <approval> [--comment C] [--arguments JSON] [--budget USD] [--as NAME] [--wait S] [--json]
+  "approval approve": `oz0 approval approve <job> <approval> [--comment C] [--arguments JSON] [--budget USD] [--outcome O] [--as NAME] [--wait S] [--json]
 
 Approves a loop that waits for a person: the held call goes ahead and the run's loop counters
 start again. A tool call that waits (TOOL-3, an approval t-...) is made, with the arguments
@@ -78,10 +82,17 @@ A budget request (an approval b-...) is approved with the tree's new budget (--b
 its budget; optional for the forecast's request, not taken for a quota, which oz0 quota set
 raises): the job may ask again. Answered in the tree's state at once, and audited.
 
+An unknown outcome (an approval u-..., LIM-11) is approved with what happened: --outcome
+happened (the job's outcome happened; the runtime goes on from it) or --outcome run_again
+(the runtime runs the job's work again). Answered at once, and audited.
+
+An approval whose job ended was closed with the job's end: its answer is refused.
+
 Examples:
   oz0 approval approve job-7f3a a-91c2 --comment "the retries are expected"
   oz0 approval approve job-7f3a t-Xb3kQ9 --arguments '{"plan": "basic"}'
   oz0 approval approve job-7f3a b-4c1d9e0a2f6b --budget 5 --comment "the migration needs it"
+  oz0 approval approve job-7f3a u-1e2f3a4b5c6d --outcome run_again
 `,
   "approval deny": `oz0 approval deny <job> <approval> [--comment C] [--as NAME] [--wait S] [--json]
 
@@ -90,7 +101,8 @@ comment as the held call's failed result. A tool call denied (t-...) is refused:
 reads the refusal with the comment, and the job goes on. Audited with who answered (--as, else OZ0_OPERATOR,
 else the login name). Waits up to --wait seconds (default 30) for the pipeline to take it.
 
-A budget request (b-...) denied: the job fails with BudgetExceeded.
+A budget request (b-...) denied: the job fails with BudgetExceeded. An unknown outcome
+(u-...) denied: the job is stopped and fails with unknown_outcome.
 
 Example:
   oz0 approval deny job-7f3a a-91c2 --comment "it keeps fetching the same page"
@@ -156,6 +168,7 @@ const ANSWER_OPTIONS = {
   comment: { type: "string" },
   arguments: { type: "string" },
   budget: { type: "string" },
+  outcome: { type: "string" },
   as: { type: "string" },
   wait: { type: "string", default: "30" },
   json: { type: "boolean", default: false },
@@ -213,7 +226,10 @@ async function approvalList(args: string[]): Promise<string> {
   const { values, positionals } = parse("approval list", args, { tenant: { type: "string" }, kind: { type: "string" }, json: { type: "boolean", default: false }, help: { type: "boolean", default: false } });
   if (values.help) return HELP["approval list"] ?? "";
   if (positionals.length > 0) throw usage(`approval list takes no arguments, got ${positionals.join(" ")}\n\n${HELP["approval list"]}`);
-  if (values.kind !== undefined && values.kind !== "loop" && values.kind !== "budget" && values.kind !== "tool") throw usage(`--kind ${values.kind}: the kinds that wait for a person here are: loop, budget, tool\n`);
+  if (values.kind !== undefined && values.kind !== "loop" && values.kind !== "budget" && values.kind !== "tool" && values.kind !== "unknown") throw usage(`--kind ${values.kind}: the kinds that wait for a person here are: loop, budget, tool, unknown\n`);
+  // LIM-11: a job's unknown outcome waits after the job ended, so it is listed whatever the job's standing.
+  const unknowns = values.kind === undefined || values.kind === "unknown" ? await unknownOutcomesWaiting({ tenant: values.tenant }) : [];
+  if (values.kind === "unknown") return values.json ? `${JSON.stringify(unknowns, null, 2)}\n` : unknowns.length === 0 ? "no unknown outcome waits for a person\n" : formatUnknownOutcomes(unknowns, Date.now());
   const s = await loopState();
   try {
     // An approval whose job ended waits for nobody: it is not listed (closed in the audit log by the deadline timer).
@@ -223,8 +239,9 @@ async function approvalList(args: string[]): Promise<string> {
     const budgets = asked.filter((r) => !ended.has(jobKey(r)));
     if (values.kind === "budget") return values.json ? `${JSON.stringify(budgets, null, 2)}\n` : budgets.length === 0 ? "no budget request waits for a person\n" : formatBudgetRequests(budgets, Date.now());
     const shown = waitingNow.filter((w) => !ended.has(jobKey(w)));
-    if (values.json) return `${JSON.stringify([...shown, ...budgets], null, 2)}\n`;
-    return budgets.length === 0 ? formatWaiting(shown, Date.now()) : `${shown.length === 0 ? "" : formatWaiting(shown, Date.now())}${formatBudgetRequests(budgets, Date.now())}`;
+    if (values.json) return `${JSON.stringify([...shown, ...budgets, ...unknowns], null, 2)}\n`;
+    const others = `${formatBudgetRequests(budgets, Date.now())}${formatUnknownOutcomes(unknowns, Date.now())}`;
+    return others === "" ? formatWaiting(shown, Date.now()) : `${shown.length === 0 ? "" : formatWaiting(shown, Date.now())}${others}`;
   } finally {
     await s.close();
   }
@@ -239,6 +256,11 @@ async function approvalAnswer(verb: "approve" | "deny", args: string[]): Promise
   const waitS = Number(values.wait);
   if (!Number.isFinite(waitS) || waitS < 0) throw usage(`--wait ${values.wait}: give seconds, 0 or more\n`);
   const name = person(values.as);
+  if (isUnknownApproval(approval)) {
+    if (values.budget !== undefined || values.arguments !== undefined) throw usage(`--budget and --arguments do not answer an unknown outcome (u-...): approve with --outcome happened|run_again, or deny to stop it\n`);
+    return answerUnknownOutcome({ verb, job, approval, person: name, comment: values.comment, outcome: values.outcome, json: values.json });
+  }
+  if (values.outcome !== undefined) throw usage(`--outcome answers an unknown outcome (u-...); ${approval} is not one\n`);
   if (isBudgetApproval(approval)) return answerBudgetRequest({ verb, job, approval, person: name, comment: values.comment, budget: values.budget, json: values.json });
   if (values.budget !== undefined) throw usage(`--budget answers a budget request (b-...); ${approval} is a loop's\n`);
   const approvedArgs = values.arguments === undefined ? undefined : argumentsOption(verb, values.arguments);

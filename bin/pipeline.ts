@@ -9,6 +9,8 @@ import { redisClient } from "../store/redis/client.ts";
 import { Kafka, type Admin } from "kafkajs";
 import { loopStore, startLoopDeadlines } from "../processors/loops/index.ts";
 import { redisStandingStore } from "../processors/limits/standing.ts";
+import { startUnknownOutcomeDeadlines } from "../processors/limits/unknown-deadlines.ts";
+import { redisUnknownOutcomeStore } from "../processors/limits/unknown-outcome-store.ts";
 import { Keys } from "../store/redis/keys.ts";
 import { PIPELINE, type PipelineEntry } from "../processors/pipeline.ts";
 import { ensureSinkBuckets } from "../processors/sinks.ts";
@@ -179,6 +181,8 @@ export async function startPipeline(endpoints: Endpoints, log: Logger, options: 
   // LOOP-5: deadlines of loop approvals fire by a timer, even when the run sends nothing more.
   // Issue 32: approvals whose job ended are closed with the job's end (processors/loops/closing.ts).
   const loopDeadlines = await startLoopDeadlines({ store: loopStore(redis), kafka, serde, log, ended: { standing: redisStandingStore(redis, new Keys()), config } });
+  // LIM-11: an unknown outcome nobody decided by its deadline stops the job with unknown_outcome.
+  const unknownDeadlines = await startUnknownOutcomeDeadlines({ store: redisUnknownOutcomeStore(redis, new Keys()), kafka, serde, log });
   if (running.length === 0) log.warn("the pipeline lists no processors: topics and schemas are ready, nothing consumes them");
   ops.running();
 
@@ -199,6 +203,7 @@ export async function startPipeline(endpoints: Endpoints, log: Logger, options: 
       await Promise.all(apps.map((a) => a.stop()));
       await transports.stop();
       await loopDeadlines.stop();
+      await unknownDeadlines.stop();
       await config.stop();
       await ops.stop();
       await admin.disconnect();

@@ -5,6 +5,7 @@ import type { ConfigView } from "../runner/config-table.ts";
 import type { PriceTable } from "./prices.ts";
 import type { StandingStore } from "./standing.ts";
 import type { JobClock, LimitsStore } from "./store.ts";
+import type { UnknownOutcomeStore } from "./unknown-outcome-store.ts";
 import { resolveTreeSettings, type TreeSettings } from "./tree-settings.ts";
 
 export interface LimitsEnv {
@@ -18,6 +19,11 @@ export interface LimitsEnv {
    * checked beyond the tree's own state (runs of the admission rules alone).
    */
   readonly standing?: StandingStore;
+  /**
+   * LIM-11: where an unknown outcome that waits for a person is kept as an approval of kind
+   * unknown (unknown-outcomes.ts). Left out, the wait decision names no approval.
+   */
+  readonly unknown?: UnknownOutcomeStore;
 }
 
 export function agentOf(env: LimitsEnv, name: string): AgentDefinition | undefined {

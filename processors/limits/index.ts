@@ -12,6 +12,7 @@ import { limitsModelCallsProcessor } from "./model-calls-processor.ts";
 import { DEFAULT_PRICES, type PriceTable } from "./prices.ts";
 import { redisLimitsStore, type RedisLimitsOptions } from "./redis-store.ts";
 import { redisStandingStore } from "./standing.ts";
+import { redisUnknownOutcomeStore } from "./unknown-outcome-store.ts";
 
 export { limitsJobsProcessor } from "./jobs-processor.ts";
 export { limitsModelCallsProcessor } from "./model-calls-processor.ts";
@@ -24,7 +25,7 @@ export type { LimitsEnv } from "./env.ts";
 /** Builds the environment both limits processors share, from the pipeline's connections. */
 export function limitsEnv(deps: { redis: RedisClient; config: ConfigView; keys?: Keys; prices?: PriceTable; redisOptions?: RedisLimitsOptions }): LimitsEnv {
   const keys = deps.keys ?? new Keys();
-  return { store: redisLimitsStore(deps.redis, keys, deps.redisOptions), config: deps.config, prices: deps.prices ?? DEFAULT_PRICES, standing: redisStandingStore(deps.redis, keys) };
+  return { store: redisLimitsStore(deps.redis, keys, deps.redisOptions), config: deps.config, prices: deps.prices ?? DEFAULT_PRICES, standing: redisStandingStore(deps.redis, keys), unknown: redisUnknownOutcomeStore(deps.redis, keys) };
 }
 
 /**

@@ -14,7 +14,8 @@ import type { ChildAnswer } from "./admission.ts";
 import { keepBudgetRequests } from "./budget-request-calls.ts";
 import { byTree, treeKey } from "./by-tree.ts";
 import { childJudgement, waitJudgement, type Judgement } from "./decisions.ts";
-import { agentOf, settingsFor, treeSettings, type LimitsEnv } from "./env.ts";
+import { agentOf, settingsFor, tenantOf, treeSettings, type LimitsEnv } from "./env.ts";
+import { unknownDeadlineMs, unknownRequestOf, withUnknownApproval } from "./unknown-outcomes.ts";
 import { recordFinishedTree } from "./forecast-calls.ts";
 import { jobTimeout } from "./job-timeout.ts";
 import { microsToUsd } from "./money.ts";
@@ -146,12 +147,17 @@ async function child(e: JobEvent & { parent_job_id: string }, env: LimitsEnv, ph
   return [decision(e, phase, judgement, numbers, e.parent_job_id)];
 }
 
-function unknownOutcome(e: JobEvent, env: LimitsEnv, settings: TreeSettings): Emit {
+async function unknownOutcome(e: JobEvent, env: LimitsEnv, settings: TreeSettings): Promise<Emit> {
   const wait = resolveOnUnknown(agentOf(env, e.agent), { startedByPerson: settings.startedByPerson }) === "wait";
   const j: Judgement = wait
     ? { verdict: "wait", reason_code: "unknown_outcome", limit: "on_unknown", message: "The outcome of the job cannot be known: a person decides whether it happened, runs it again, or stops it." }
     : { verdict: "stop", reason_code: "unknown_outcome", limit: "on_unknown", message: "The outcome of the job cannot be known and nobody is asked (on_unknown: fail): the job fails with unknown_outcome. Set on_unknown: wait to have a person decide." };
-  return decision(e, "unknown", j, {}, e.job_id);
+  const emit = decision(e, "unknown", j, {}, e.job_id);
+  // LIM-11: the wait is an approval of kind unknown a person answers (unknown-outcomes.ts), kept once: its ID comes from the decision's.
+  const request = env.unknown ? unknownRequestOf(emit.value as Decision, unknownDeadlineMs(tenantOf(env, e.tenant))) : null;
+  if (!request || !env.unknown) return emit;
+  await env.unknown.put(request, e.ts);
+  return { ...emit, value: withUnknownApproval(emit.value as Decision, request) };
 }
 
 export const limitsJobsProcessor = defineProcessor<JobEvent, LimitsEnv>({
@@ -195,7 +201,7 @@ async function decide(e: JobEvent, env: LimitsEnv): Promise<Emit[]> {
   if (e.kind === "ended") {
     await env.store.endJob(e.tenant, e.tree_id, e.job_id, parent === null);
     if (parent === null) await recordFinishedTree(env, e.tree_id, settings);
-    return e.outcome === UNKNOWN_OUTCOME ? [unknownOutcome(e, env, settings)] : [];
+    return e.outcome === UNKNOWN_OUTCOME ? [await unknownOutcome(e, env, settings)] : [];
   }
   const answer = await env.store.wait(e.tenant, e.tree_id, e.id, e.job_id, e.kind === "wait_started" ? "started" : "ended", e.ts);
   const over = answer.over && e.kind === "wait_ended";

@@ -117,6 +117,20 @@ export class Keys {
     return `${this.prefix}:{budgets}:approval:${approval.replace(/[{}]/g, "_")}`;
   }
 
+  /**
+   * LIM-11: a job's unknown outcome waiting for a person (an approval of kind unknown, `u-...`):
+   * a hash with the request and, once answered, its answer. In the `{outcomes}` slot with the
+   * index of those waiting, so an answer and its leaving the index are one script.
+   */
+  unknownOutcome(approval: string): string {
+    return `${this.prefix}:{outcomes}:approval:${approval.replace(/[{}]/g, "_")}`;
+  }
+
+  /** LIM-11: the unknown outcomes waiting for a person, of every tenant (a sorted set by deadline of approval IDs). */
+  unknownOutcomes(): string {
+    return `${this.prefix}:{outcomes}:waiting`;
+  }
+
   /** LOOP-9: loops acted on in one UTC day (`YYYY-MM-DD`): counts per tenant, plugin and tool, and the loops already counted. */
   loopStats(day: string, part: "counts" | "counted"): string {
     if (!/^\d{4}-\d{2}-\d{2}$/.test(day)) throw new Error(`loop stats are kept per UTC day as YYYY-MM-DD; got ${JSON.stringify(day)}`);
