@@ -197,7 +197,9 @@ export async function mcpCommand(argv: string[]): Promise<number> {
     const client = new Client({ name: "oz0-mcp", version: "1" });
     await client.connect("url" in upstream ? new StreamableHTTPClientTransport(upstream.url) : new StdioClientTransport({ command: upstream.command, args: upstream.args, stderr: "inherit" }));
     if (ownsJob) await runtime.publishJobEvents([startedEvent(ctx, principal)]);
-    const gateway = new McpGateway({ runtime, upstream: client, files, session: ctx, target: { plugin: upstream.plugin, tool: upstream.tool }, labels: upstream.labels, log: slog, settings });
+    // LIM-3: a call that waits for a person counts against the tree's wait, from wait_started to wait_ended.
+    const waitEvent = (kind: "wait_started" | "wait_ended"): JobEvent => ({ ...startedEvent(ctx, principal), kind });
+    const gateway = new McpGateway({ runtime, upstream: client, files, session: ctx, target: { plugin: upstream.plugin, tool: upstream.tool }, labels: upstream.labels, log: slog, settings, waitEvent });
     const server = new Server({ name: `oz0-mcp ${upstream.plugin}`, version: "1" }, { capabilities: { tools: { listChanged: true } } });
     gateway.attach(server);
     let closing: Promise<void> | undefined;

@@ -27,7 +27,7 @@ import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import type { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { CallToolRequestSchema, ListToolsRequestSchema, ToolListChangedNotificationSchema, type CallToolResult, type Tool } from "@modelcontextprotocol/sdk/types.js";
 import type { Logger } from "../../processors/runner/log.ts";
-import type { Decision, ToolCall } from "../../schemas/types.ts";
+import type { Decision, JobEvent, ToolCall } from "../../schemas/types.ts";
 import type { FileReader } from "../../store/files.ts";
 import { FILES_META_KEY } from "../../processors/files/arguments.ts";
 import { approvedArguments } from "../../processors/loops/tool-approval.ts";
@@ -94,6 +94,12 @@ export interface GatewayDeps {
   readonly settings: GatewaySettings;
   /** OFF-9: the labels every result of the tool carries (the manifest's `labels:`). @default [] */
   readonly labels?: readonly string[];
+  /**
+   * LIM-3: the session's job event of a wait for a person (`wait_started` when a call waits,
+   * `wait_ended` when it is settled), published on `oz0.jobs` so the wait counts against the
+   * tree's `wait`. Left out, waits are not reported.
+   */
+  readonly waitEvent?: (kind: "wait_started" | "wait_ended") => JobEvent;
 }
 
 type Extra = { signal: AbortSignal; _meta?: { progressToken?: string | number }; sendNotification: (n: { method: "notifications/progress"; params: { progressToken: string | number; progress: number; total?: number; message?: string } }) => Promise<void> };
@@ -251,6 +257,22 @@ export class McpGateway {
    * until it comes. An escalation (another `wait`) changes what the agent is told.
    */
   private async waitForPerson(call: ToolCall, wait: Decision, extra: Extra): Promise<Decision> {
+    await this.reportWait("wait_started", call);
+    try {
+      return await this.waitForAnswer(call, wait, extra);
+    } finally {
+      await this.reportWait("wait_ended", call);
+    }
+  }
+
+  /** LIM-3: a wait for a person, reported on `oz0.jobs` (a failure is logged: the call is still decided). */
+  private async reportWait(kind: "wait_started" | "wait_ended", call: ToolCall): Promise<void> {
+    const event = this.#d.waitEvent?.(kind);
+    if (!event) return;
+    await this.#d.runtime.publishJobEvents([event]).catch((err: unknown) => this.#d.log.warn(`the ${kind} of a waiting call could not be published: the tree's wait does not count it`, { call: call.call_id, error: String(err) }));
+  }
+
+  private async waitForAnswer(call: ToolCall, wait: Decision, extra: Extra): Promise<Decision> {
     const s = this.#d.settings;
     const until = waitUntil(wait, Date.now(), s.waitMaxMs ?? 86_400_000) + (s.deadlineGraceMs ?? 60_000);
     let message = waitingMessage(wait);
