@@ -19,7 +19,7 @@ import { Keys } from "../store/redis/keys.ts";
 import { Exit, parse as parseWith, person, usage } from "./cli.ts";
 import { quotaSet, tenantOffload, tenantSpend, tenantToolPolicy } from "./oz0-tenant.ts";
 import { tenantErase } from "./oz0-erase.ts";
-import { answerBudgetRequest, budgetRequestsWaiting } from "./oz0-budget.ts";
+import { answerBudgetRequest, budgetRequestsWaiting, withLimits } from "./oz0-budget.ts";
 import { formatBudgetRequests, isBudgetApproval } from "../processors/limits/budget-requests.ts";
 import { formatUnknownOutcomes, isUnknownApproval } from "../processors/limits/unknown-outcomes.ts";
 import { answerUnknownOutcome, unknownOutcomesWaiting } from "./oz0-unknown.ts";
@@ -261,6 +261,7 @@ async function approvalAnswer(verb: "approve" | "deny", args: string[]): Promise
     return answerUnknownOutcome({ verb, job, approval, person: name, comment: values.comment, outcome: values.outcome, json: values.json });
   }
   if (values.outcome !== undefined) throw usage(`--outcome answers an unknown outcome (u-...); ${approval} is not one\n`);
+  if (isBudgetApproval(approval)) await budgetJobEnded(approval);
   if (isBudgetApproval(approval)) return answerBudgetRequest({ verb, job, approval, person: name, comment: values.comment, budget: values.budget, json: values.json });
   if (values.budget !== undefined) throw usage(`--budget answers a budget request (b-...); ${approval} is a loop's\n`);
   const approvedArgs = values.arguments === undefined ? undefined : argumentsOption(verb, values.arguments);
@@ -299,6 +300,20 @@ async function approvalAnswer(verb: "approve" | "deny", args: string[]): Promise
       await new Promise((r) => setTimeout(r, 200));
     }
     throw new Exit(1, `the answer (${answer.id}) is on oz0.loop-approvals, but the pipeline did not take it within ${waitS} s: is it running? (npm start)\n`);
+  } finally {
+    await s.close();
+  }
+}
+
+/** A budget request whose job ended takes no answer: the job can no longer ask again. */
+async function budgetJobEnded(approval: string): Promise<void> {
+  const found = await withLimits((store) => store.budgetRequest(approval));
+  if (!found || found.answered) return;
+  const s = await loopState();
+  try {
+    const r = found.request;
+    const ended = (await endedOf(s.standing, [r])).get(jobKey(r));
+    if (ended) throw new Exit(1, `approval ${approval} is closed: job ${r.job_id} has ended (${ended.code}), so it can no longer ask again; nothing changed\n`);
   } finally {
     await s.close();
   }
