@@ -68,11 +68,12 @@ describe("oz0 mcp: the gateway between the official SDK's client and the referen
   const clients: Client[] = [];
 
   /** A gateway process in front of `server` (argv), and the SDK's client talking to it. */
-  async function gateway(args: string[], server: string[], job = `mcp-job-${randomUUID().slice(0, 8)}`): Promise<{ client: Client; job: string }> {
+  /** With `job` null, the gateway makes the session's job itself and publishes its start and end. */
+  async function gateway(args: string[], server: string[], job: string | null = `mcp-job-${randomUUID().slice(0, 8)}`): Promise<{ client: Client; job: string }> {
     const env = { ...(process.env as Record<string, string>), ...endpointsEnv(endpoints()), OZ0_LOG_LEVEL: "warn" };
     const transport = new StdioClientTransport({
       command: "npx",
-      args: ["tsx", "bin/oz0.ts", "mcp", "--tenant", tenant, "--job", job, "--timeout-ms", String(CALL_MS), ...args, "--", ...server],
+      args: ["tsx", "bin/oz0.ts", "mcp", "--tenant", tenant, ...(job === null ? [] : ["--job", job]), "--timeout-ms", String(CALL_MS), ...args, "--", ...server],
       cwd: ROOT,
       env,
       stderr: "inherit",
@@ -80,7 +81,7 @@ describe("oz0 mcp: the gateway between the official SDK's client and the referen
     const client = new Client({ name: "mcp-gateway-test", version: "1" });
     await client.connect(transport, { timeout: 120_000 });
     clients.push(client);
-    return { client, job };
+    return { client, job: job ?? "" };
   }
 
   const call = async (client: Client, name: string, args: Record<string, unknown>, onprogress?: (p: { message?: string }) => void): Promise<Answer> =>
@@ -176,6 +177,20 @@ describe("oz0 mcp: the gateway between the official SDK's client and the referen
     const answer = await third;
     expect(answer.isError).toBeFalsy();
     expect(JSON.stringify(answer)).toContain("The same page, again.");
+  }, 300_000);
+
+  it("LIM-1 a session past its agent's limits.timeout is refused: its calls read AgentTimeout and the server sees none", async () => {
+    // The gateway makes the session's job and publishes its start: the job's clock starts there.
+    const { client } = await gateway(["--plugin", join(CONFIG_DIR, "plugins/mcp_fs.yaml"), "--agent", "mcp-brief"], ["node", FS_SERVER, dir], null);
+    await writeFile(join(dir, "brief.md"), "# Brief\n\nRead it quickly.");
+    expect((await call(client, "read_text_file", { path: join(dir, "brief.md") })).isError).toBeFalsy();
+    await new Promise((r) => setTimeout(r, 10_500));
+    const target = join(dir, "late.txt");
+    const late = await call(client, "write_file", { path: target, content: "too late" });
+    expect(late.isError).toBe(true);
+    expect(late._meta?.["oz0/decision"]).toMatchObject({ verdict: "stop", reason_code: "AgentTimeout", limit: "limits.timeout" });
+    expect(late.content[0]?.text).toMatch(/ran past its 10s \(limits.timeout\)/);
+    expect(existsSync(target)).toBe(false);
   }, 300_000);
 
   it("LOOP-6 an agent with on_loop: stop gets the stop words and the server sees no call", async () => {
