@@ -179,7 +179,7 @@ export async function startPipeline(endpoints: Endpoints, log: Logger, options: 
   );
   const running: RunningProcessor[] = apps.flatMap((a) => a.processors);
   // LOOP-5: deadlines of loop approvals fire by a timer, even when the run sends nothing more.
-  // Issue 32: approvals whose job ended are closed with the job's end (processors/loops/closing.ts).
+  // Approvals whose job ended are closed with the job's end (processors/loops/closing.ts).
   const loopDeadlines = await startLoopDeadlines({ store: loopStore(redis), kafka, serde, log, ended: { standing: redisStandingStore(redis, new Keys()), config } });
   // LIM-11: an unknown outcome nobody decided by its deadline stops the job with unknown_outcome.
   const unknownDeadlines = await startUnknownOutcomeDeadlines({ store: redisUnknownOutcomeStore(redis, new Keys()), kafka, serde, log });

@@ -1,5 +1,5 @@
 /**
- * Approvals closed with their job's end (issue 32, item 5). A loop (LOOP-5) or a tool call
+ * Approvals closed with their job's end. A loop (LOOP-5) or a tool call
  * (TOOL-3) waiting for a person belongs to a job; once that job has ended (its runtime reported
  * its end, as `oz0 mcp` does when its session closes; a stop or refusal ended it; its timeout
  * passed: `processors/limits/standing.ts`), nobody can use an answer any more. The deadline

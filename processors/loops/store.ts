@@ -25,7 +25,7 @@ export interface RunFlags {
   readonly escalated: ReadonlySet<string>;
   /** Calls of the run that came while a loop waited and wait behind it, by approval (LOOP-5): the answer decides them too. */
   readonly behind: ReadonlyMap<string, readonly BehindCall[]>;
-  /** Approvals closed with their job's end (issue 32), by approval: the ending's code. Read as denied as well (`denied:` is raised with it). */
+  /** Approvals closed with their job's end, by approval: the ending's code. Read as denied as well (`denied:` is raised with it). */
   readonly closed?: ReadonlyMap<string, string>;
 }
 

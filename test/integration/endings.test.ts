@@ -1,5 +1,5 @@
 /**
- * Endings bind, on the whole pipeline through the runtime client (issue 32, item 3; LIM-1,
+ * Endings bind, on the whole pipeline through the runtime client (LIM-1,
  * LIM-3, LIM-8, TOOL-2): a job that ended, timed out or whose start was refused gets every later
  * model ask, tool call, child start and read refused with its ending's reason; past the tree's
  * soft wall only the answer is left; a delegation outside `delegation.allow` is refused at the

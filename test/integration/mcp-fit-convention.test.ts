@@ -1,6 +1,6 @@
 /**
  * Fitting follows the convention, and clearance holds for file arguments, on the path a real
- * agent takes (issue 32): the official SDK's client as the agent, `oz0 mcp` as a process of its
+ * agent takes: the official SDK's client as the agent, `oz0 mcp` as a process of its
  * own, an MCP server of the SDK's own behind it (over Streamable HTTP, in this process, so the
  * test sees every call the server gets and every result it sends), and the whole pipeline of
  * `npm start` in this process on the real stack.

@@ -1,5 +1,5 @@
 /**
- * The rails `oz0 mcp` keeps on the path a real agent takes (issue 32), with the official SDK's
+ * The rails `oz0 mcp` keeps on the path a real agent takes, with the official SDK's
  * client as the agent, an MCP server of the SDK's own behind the gateway (over Streamable HTTP,
  * in this process, so the test sees every call the server gets), and the whole pipeline of
  * `npm start` in this process on the real stack:

@@ -1,5 +1,5 @@
 /**
- * A runtime is never left waiting for nothing (issue 32): an ask the pipeline dead-letters (a
+ * A runtime is never left waiting for nothing: an ask the pipeline dead-letters (a
  * key of the wrong type planted over its tree's limits in Redis) is answered at once through
  * the runtime client, with a refusal that gives the dead letter's reason, and the dead letter
  * stays on oz0.dead-letter. The real broker, registry and Redis; the limits processors on Kafka.

@@ -1,5 +1,5 @@
 /**
- * Issue 32 item 5 on the real stack: an approval whose job ended leaves `oz0 approval list` (a
+ * Stale and unanswerable waits on the real stack: an approval whose job ended leaves `oz0 approval list` (a
  * process) and the audit log closes it with the job's end; an `on_unknown` wait (LIM-11) is an
  * approval of kind unknown, listed and answered through `oz0 approval` (a process) with each of
  * happened, run again and stop, the job's decision following on `oz0.admissions`.
@@ -58,7 +58,7 @@ function distinct<T extends { id: string }>(topic: string, s: Serde, match: (v: 
   return collect<T>(topic, topic === "oz0.results-delivered" ? "ResultDelivered" : "Decision", s, (v) => match(v) && !seen.has(v.id) && seen.add(v.id) !== undefined, want, 60_000);
 }
 
-describe("issue 32 item 5: stale and unanswerable waits, on the real stack", () => {
+describe("LOOP-5 TOOL-3 LIM-11 stale and unanswerable waits, on the real stack", () => {
   let s: Serde;
   let redis: RedisClient;
   let producer: Producer;

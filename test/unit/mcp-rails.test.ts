@@ -1,5 +1,5 @@
 /**
- * The rails `oz0 mcp` keeps itself (issue 32): finish-only (LOOP-7, LIM-8's soft wall) withdraws
+ * The rails `oz0 mcp` keeps itself: finish-only (LOOP-7, LIM-8's soft wall) withdraws
  * the server's tools, a dead-lettered input is answered at once (client/dead-letters.ts), and a
  * result carries its labels (OFF-9). The pure parts, and the gateway's handlers on fakes.
  */

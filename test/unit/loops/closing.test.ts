@@ -67,7 +67,7 @@ async function answer(a: Decision) {
   };
 }
 
-describe("issue 32 item 5: an approval whose job ended is closed with the job's end", () => {
+describe("LOOP-5 TOOL-3 an approval whose job ended is closed with the job's end", () => {
   it("LOOP-5 a loop waiting for a person whose job's runtime reported its end is closed: the held call and the calls behind it are refused with the ending, audited as closed", async () => {
     const loop = [1, 2, 3].map((i) => call({ arguments: '{"path":"a.md"}', ts: T0 + i }));
     const behind = call({ function: "search", arguments: '{"q":"x"}', ts: T0 + 4 });
