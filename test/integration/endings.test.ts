@@ -10,18 +10,14 @@
  */
 import { randomUUID } from "node:crypto";
 import { fileURLToPath } from "node:url";
-import kafkajs from "kafkajs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { publishLoadConfig } from "../../bench/load/publish-config.ts";
-import { untilReady } from "../../bench/load/run.ts";
-import { startPipeline, type Pipeline } from "../../bin/pipeline.ts";
+import { type Pipeline } from "../../bin/pipeline.ts";
 import { RuntimeClient, readResultCall, type CallContext } from "../../client/runtime-client.ts";
-import { kafkaConfig } from "../../processors/runner/endpoints.ts";
 import { createLogger } from "../../processors/runner/log.ts";
-import { Serde } from "../../schemas/serde.ts";
 import type { Decision, JobEvent, ModelCall, ToolCall } from "../../schemas/types.ts";
 import { jobEvent as rootJobEvent, uid } from "../support/events.ts";
 import { endpoints } from "../support/kafka.ts";
+import { startTestPipeline, stopTestPipeline } from "../support/pipeline.ts";
 
 const CONFIG_DIR = fileURLToPath(new URL("../fixtures/endings-config/", import.meta.url));
 const PLUGIN = "end_docs";
@@ -90,25 +86,13 @@ describe("endings bind, on the whole pipeline through the runtime client", () =>
   let client: RuntimeClient;
 
   beforeAll(async () => {
-    const e = endpoints();
-    const kafka = new kafkajs.Kafka({ ...kafkaConfig(`oz0-endings-${run}`, e, process.env, log), logLevel: kafkajs.logLevel.ERROR });
-    const serde = new Serde({ registryUrl: e.registryUrl });
-    await serde.registerAll();
-    await publishLoadConfig(kafka, serde, log, { dir: CONFIG_DIR, reason: "endings test agents" });
-    pipeline = await startPipeline(e, log, { ops: { host: "127.0.0.1", port: 0 }, groupPrefix: `oz0.endings-${run}.`, startAt: "end" });
-    await untilReady(pipeline, 120_000);
-    client = await RuntimeClient.connect(e, { log, timeoutMs: ANSWER_MS });
+    pipeline = await startTestPipeline(`endings-${run}`, CONFIG_DIR, "endings test agents", log);
+    client = await RuntimeClient.connect(endpoints(), { log, timeoutMs: ANSWER_MS });
   }, 240_000);
 
   afterAll(async () => {
     await client?.close().catch(() => undefined);
-    if (pipeline) {
-      const p = pipeline;
-      await p.stop().catch(() => undefined);
-      const admin = p.kafka.admin();
-      await admin.connect().then(() => admin.deleteGroups([...p.groups.values()]).catch(() => undefined), () => undefined);
-      await admin.disconnect().catch(() => undefined);
-    }
+    await stopTestPipeline(pipeline);
   }, 120_000);
 
   it("LIM-1 after UsageLimitExceeded the job's later model asks, tool calls, reads and child asks are all refused with its ending", async () => {

@@ -16,29 +16,22 @@
 import { randomUUID } from "node:crypto";
 import { existsSync } from "node:fs";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
-import { createServer as createHttpServer, type Server as HttpServer } from "node:http";
-import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
-import { Server } from "@modelcontextprotocol/sdk/server/index.js";
-import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
-import { CallToolRequestSchema, ListToolsRequestSchema } from "@modelcontextprotocol/sdk/types.js";
-import kafkajs from "kafkajs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { publishLoadConfig } from "../../bench/load/publish-config.ts";
-import { untilReady } from "../../bench/load/run.ts";
-import { startPipeline, type Pipeline } from "../../bin/pipeline.ts";
+import { type Pipeline } from "../../bin/pipeline.ts";
 import { loadConfigDir } from "../../config/load.ts";
-import { endpointsEnv, kafkaConfig } from "../../processors/runner/endpoints.ts";
+import { endpointsEnv } from "../../processors/runner/endpoints.ts";
 import { createLogger } from "../../processors/runner/log.ts";
-import { Serde } from "../../schemas/serde.ts";
 import { FileStore } from "../../store/files.ts";
 import { minioClient } from "../../store/objects.ts";
 import { PayloadKeys } from "../../store/payload-keys.ts";
 import { endpoints } from "../support/kafka.ts";
+import { startTestPipeline, stopTestPipeline } from "../support/pipeline.ts";
+import { startMcpHttpServer, type McpHttpServer } from "../support/mcp-http-server.ts";
 
 const CONFIG_DIR = fileURLToPath(new URL("../fixtures/mcp-fit-config/", import.meta.url));
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
@@ -72,48 +65,21 @@ function answerOf(name: string, args: Record<string, unknown>): Answer {
   return { content: [{ type: "text", text: `no function ${name}` }], isError: true };
 }
 
-/** An MCP server of the SDK's own over Streamable HTTP; every call it gets and every result it sends kept. A session a transport. */
-async function startServer(): Promise<{ url: string; served: Array<{ name: string; args: Record<string, unknown>; meta: Record<string, unknown> | undefined; sent: Answer }>; close: () => Promise<void> }> {
+/** An MCP server of the SDK's own over Streamable HTTP; every call it gets and every result it sends kept. */
+async function startServer(): Promise<McpHttpServer & { served: Array<{ name: string; args: Record<string, unknown>; meta: Record<string, unknown> | undefined; sent: Answer }> }> {
   const served: Array<{ name: string; args: Record<string, unknown>; meta: Record<string, unknown> | undefined; sent: Answer }> = [];
-  const transports = new Map<string, StreamableHTTPServerTransport>();
   const page = { type: "object", properties: { path: { type: "string" }, view: { enum: ["stub", "summary", "section", "full"] }, budget: { type: "integer" }, query: { type: "string" } }, required: ["path"] };
-  const http: HttpServer = createHttpServer((req, res) => {
-    void (async () => {
-      const id = req.headers["mcp-session-id"];
-      const known = typeof id === "string" ? transports.get(id) : undefined;
-      if (known) return known.handleRequest(req, res);
-      const mcp = new Server({ name: "fit-docs", version: "1" }, { capabilities: { tools: {} } });
-      mcp.setRequestHandler(ListToolsRequestSchema, () => ({
-        tools: [
-          { name: "search", description: "Searches the docs.", inputSchema: { type: "object", properties: { query: { type: "string" } }, required: ["query"] } },
-          { name: "get_page", description: "A page of the docs.", inputSchema: page },
-          { name: "quote", description: "Prices a plan.", inputSchema: { type: "object", properties: { plan: { type: "string" }, budget: { type: "number" } }, required: ["plan"] } },
-        ],
-      }));
-      mcp.setRequestHandler(CallToolRequestSchema, (r) => {
-        const args = r.params.arguments ?? {};
-        const sent = answerOf(r.params.name, args);
-        served.push({ name: r.params.name, args, meta: r.params._meta, sent });
-        return sent;
-      });
-      const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({ sessionIdGenerator: () => randomUUID(), onsessioninitialized: (sid) => void transports.set(sid, transport) });
-      await mcp.connect(transport);
-      await transport.handleRequest(req, res);
-    })().catch(() => {
-      if (!res.headersSent) res.writeHead(500).end();
-    });
+  const tools = [
+    { name: "search", description: "Searches the docs.", inputSchema: { type: "object", properties: { query: { type: "string" } }, required: ["query"] } },
+    { name: "get_page", description: "A page of the docs.", inputSchema: page },
+    { name: "quote", description: "Prices a plan.", inputSchema: { type: "object", properties: { plan: { type: "string" }, budget: { type: "number" } }, required: ["plan"] } },
+  ];
+  const server = await startMcpHttpServer("fit-docs", tools, (name, args, meta) => {
+    const sent = answerOf(name, args);
+    served.push({ name, args, meta, sent });
+    return sent;
   });
-  await new Promise<void>((resolve) => http.listen(0, "127.0.0.1", resolve));
-  const port = (http.address() as AddressInfo).port;
-  return {
-    url: `http://127.0.0.1:${port}/mcp`,
-    served,
-    close: async () => {
-      await Promise.allSettled([...transports.values()].map((t) => t.close()));
-      http.closeAllConnections();
-      await new Promise<void>((resolve) => http.close(() => resolve()));
-    },
-  };
+  return { ...server, served };
 }
 
 describe("oz0 mcp fits only what adopted the fit convention, and holds file arguments to clearance (the SDK's client and server, the whole pipeline)", () => {
@@ -154,24 +120,12 @@ describe("oz0 mcp fits only what adopted the fit convention, and holds file argu
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), "oz0-fitconv-"));
     server = await startServer();
-    const e = endpoints();
-    const kafka = new kafkajs.Kafka({ ...kafkaConfig(`oz0-fitconv-${run}`, e, process.env, log), logLevel: kafkajs.logLevel.ERROR });
-    const serde = new Serde({ registryUrl: e.registryUrl });
-    await serde.registerAll();
-    await publishLoadConfig(kafka, serde, log, { dir: CONFIG_DIR, reason: "MCP fit convention test" });
-    pipeline = await startPipeline(e, log, { ops: { host: "127.0.0.1", port: 0 }, groupPrefix: `oz0.fitconv-${run}.`, startAt: "end" });
-    await untilReady(pipeline, 120_000);
+    pipeline = await startTestPipeline(`fitconv-${run}`, CONFIG_DIR, "MCP fit convention test", log);
   }, 240_000);
 
   afterAll(async () => {
     await Promise.allSettled(clients.map((c) => c.close()));
-    if (pipeline) {
-      const p = pipeline;
-      await p.stop().catch(() => undefined);
-      const admin = p.kafka.admin();
-      await admin.connect().then(() => admin.deleteGroups([...p.groups.values()]).catch(() => undefined), () => undefined);
-      await admin.disconnect().catch(() => undefined);
-    }
+    await stopTestPipeline(pipeline);
     await server?.close();
     if (dir) await rm(dir, { recursive: true, force: true });
   }, 120_000);

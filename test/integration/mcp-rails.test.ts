@@ -13,25 +13,17 @@
  */
 import { randomUUID } from "node:crypto";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
-import { createServer as createHttpServer, type Server as HttpServer } from "node:http";
-import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
-import { Server } from "@modelcontextprotocol/sdk/server/index.js";
-import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
-import { CallToolRequestSchema, ListToolsRequestSchema, ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
-import kafkajs from "kafkajs";
+import { ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { publishLoadConfig } from "../../bench/load/publish-config.ts";
-import { untilReady } from "../../bench/load/run.ts";
-import { startPipeline, type Pipeline } from "../../bin/pipeline.ts";
+import { type Pipeline } from "../../bin/pipeline.ts";
 import { RuntimeClient } from "../../client/runtime-client.ts";
-import { endpointsEnv, kafkaConfig } from "../../processors/runner/endpoints.ts";
+import { endpointsEnv } from "../../processors/runner/endpoints.ts";
 import { createLogger } from "../../processors/runner/log.ts";
-import { Serde } from "../../schemas/serde.ts";
 import type { JobEvent, ModelCall } from "../../schemas/types.ts";
 import { FileStore } from "../../store/files.ts";
 import { minioClient } from "../../store/objects.ts";
@@ -39,6 +31,8 @@ import { PayloadKeys } from "../../store/payload-keys.ts";
 import { redisClient, type RedisClient } from "../../store/redis/client.ts";
 import { Keys } from "../../store/redis/keys.ts";
 import { endpoints } from "../support/kafka.ts";
+import { startTestPipeline, stopTestPipeline } from "../support/pipeline.ts";
+import { startMcpHttpServer, type McpHttpServer } from "../support/mcp-http-server.ts";
 
 const CONFIG_DIR = fileURLToPath(new URL("../fixtures/mcp-rails-config/", import.meta.url));
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
@@ -54,45 +48,19 @@ interface Answer {
 /** Payroll of `lines` lines, well over rails-hr's offload threshold of 2,000 tokens. */
 const payroll = (lines: number): string => ["# Payroll", "", ...Array.from({ length: lines }, (_, i) => `Employee ${i + 1} is paid ${1000 + i} a month, before tax, on the last day.`)].join("\n");
 
-/** An MCP server of the SDK's own over Streamable HTTP: `search` finds nothing, `payroll` names its own labels. A session a transport. */
-async function startServer(): Promise<{ url: string; served: string[]; close: () => Promise<void> }> {
+/** An MCP server of the SDK's own over Streamable HTTP: `search` finds nothing, `payroll` names its own labels. */
+async function startServer(): Promise<McpHttpServer & { served: string[] }> {
   const served: string[] = [];
-  const transports = new Map<string, StreamableHTTPServerTransport>();
-  const http: HttpServer = createHttpServer((req, res) => {
-    void (async () => {
-      const id = req.headers["mcp-session-id"];
-      const known = typeof id === "string" ? transports.get(id) : undefined;
-      if (known) return known.handleRequest(req, res);
-      const mcp = new Server({ name: "rails", version: "1" }, { capabilities: { tools: {} } });
-      mcp.setRequestHandler(ListToolsRequestSchema, () => ({
-        tools: [
-          { name: "search", description: "Searches the docs.", inputSchema: { type: "object", properties: { query: { type: "string" } }, required: ["query"] } },
-          { name: "payroll", description: "The payroll.", inputSchema: { type: "object", properties: {} } },
-        ],
-      }));
-      mcp.setRequestHandler(CallToolRequestSchema, (r) => {
-        served.push(`${r.params.name} ${JSON.stringify(r.params.arguments ?? {})}`);
-        if (r.params.name === "payroll") return { content: [{ type: "text", text: payroll(300) }], _meta: { "oz0/labels": ["pii"] } };
-        return { content: [{ type: "text", text: "No hits." }] };
-      });
-      const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({ sessionIdGenerator: () => randomUUID(), onsessioninitialized: (sid) => void transports.set(sid, transport) });
-      await mcp.connect(transport);
-      await transport.handleRequest(req, res);
-    })().catch(() => {
-      if (!res.headersSent) res.writeHead(500).end();
-    });
+  const tools = [
+    { name: "search", description: "Searches the docs.", inputSchema: { type: "object", properties: { query: { type: "string" } }, required: ["query"] } },
+    { name: "payroll", description: "The payroll.", inputSchema: { type: "object", properties: {} } },
+  ];
+  const server = await startMcpHttpServer("rails", tools, (name, args) => {
+    served.push(`${name} ${JSON.stringify(args)}`);
+    if (name === "payroll") return { content: [{ type: "text", text: payroll(300) }], _meta: { "oz0/labels": ["pii"] } };
+    return { content: [{ type: "text", text: "No hits." }] };
   });
-  await new Promise<void>((resolve) => http.listen(0, "127.0.0.1", resolve));
-  const port = (http.address() as AddressInfo).port;
-  return {
-    url: `http://127.0.0.1:${port}/mcp`,
-    served,
-    close: async () => {
-      await Promise.allSettled([...transports.values()].map((t) => t.close()));
-      http.closeAllConnections();
-      await new Promise<void>((resolve) => http.close(() => resolve()));
-    },
-  };
+  return { ...server, served };
 }
 
 describe("oz0 mcp keeps the rails: finish-only, dead letters, labels (the SDK's client and server, the whole pipeline)", () => {
@@ -134,24 +102,12 @@ describe("oz0 mcp keeps the rails: finish-only, dead letters, labels (the SDK's 
     dir = await mkdtemp(join(tmpdir(), "oz0-rails-"));
     server = await startServer();
     redis = redisClient(endpoints());
-    const e = endpoints();
-    const kafka = new kafkajs.Kafka({ ...kafkaConfig(`oz0-rails-${run}`, e, process.env, log), logLevel: kafkajs.logLevel.ERROR });
-    const serde = new Serde({ registryUrl: e.registryUrl });
-    await serde.registerAll();
-    await publishLoadConfig(kafka, serde, log, { dir: CONFIG_DIR, reason: "MCP rails test agents" });
-    pipeline = await startPipeline(e, log, { ops: { host: "127.0.0.1", port: 0 }, groupPrefix: `oz0.rails-${run}.`, startAt: "end" });
-    await untilReady(pipeline, 120_000);
+    pipeline = await startTestPipeline(`rails-${run}`, CONFIG_DIR, "MCP rails test agents", log);
   }, 240_000);
 
   afterAll(async () => {
     await Promise.allSettled(clients.map((c) => c.close()));
-    if (pipeline) {
-      const p = pipeline;
-      await p.stop().catch(() => undefined);
-      const admin = p.kafka.admin();
-      await admin.connect().then(() => admin.deleteGroups([...p.groups.values()]).catch(() => undefined), () => undefined);
-      await admin.disconnect().catch(() => undefined);
-    }
+    await stopTestPipeline(pipeline);
     if (redis) {
       if (planted.length > 0) await redis.del(...planted);
       redis.disconnect();

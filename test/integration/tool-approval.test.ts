@@ -8,21 +8,14 @@
 import { randomUUID } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
-import { createServer as createHttpServer, type Server as HttpServer } from "node:http";
-import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
-import { Server } from "@modelcontextprotocol/sdk/server/index.js";
-import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
-import { CallToolRequestSchema, ListToolsRequestSchema } from "@modelcontextprotocol/sdk/types.js";
-import kafkajs, { type Producer } from "kafkajs";
-import { publishLoadConfig } from "../../bench/load/publish-config.ts";
-import { untilReady } from "../../bench/load/run.ts";
-import { startPipeline, type Pipeline } from "../../bin/pipeline.ts";
-import { endpointsEnv, kafkaConfig } from "../../processors/runner/endpoints.ts";
+import { type Producer } from "kafkajs";
+import { type Pipeline } from "../../bin/pipeline.ts";
+import { endpointsEnv } from "../../processors/runner/endpoints.ts";
 import { Serde } from "../../schemas/serde.ts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parsePlugin } from "../../config/plugin.ts";
@@ -41,6 +34,8 @@ import type { Decision, ResultDelivered, ToolCall } from "../../schemas/types.ts
 import { redisClient, type RedisClient } from "../../store/redis/client.ts";
 import { Keys } from "../../store/redis/keys.ts";
 import { toolCall, uid } from "../support/events.ts";
+import { startTestPipeline, stopTestPipeline } from "../support/pipeline.ts";
+import { startMcpHttpServer, type McpHttpServer } from "../support/mcp-http-server.ts";
 import { collect, endpoints, groupAtEnd, kafka, serde } from "../support/kafka.ts";
 import { oz0 } from "../support/oz0.ts";
 
@@ -165,43 +160,17 @@ interface Answer {
 }
 
 /** A bank MCP server of the SDK's own over Streamable HTTP: every call it gets is in `served` (its side effect). */
-async function startBank(): Promise<{ url: string; served: string[]; close: () => Promise<void> }> {
+async function startBank(): Promise<McpHttpServer & { served: string[] }> {
   const served: string[] = [];
-  const transports = new Map<string, StreamableHTTPServerTransport>();
-  const http: HttpServer = createHttpServer((req, res) => {
-    void (async () => {
-      const id = req.headers["mcp-session-id"];
-      const known = typeof id === "string" ? transports.get(id) : undefined;
-      if (known) return known.handleRequest(req, res);
-      const mcp = new Server({ name: "bank", version: "1" }, { capabilities: { tools: {} } });
-      mcp.setRequestHandler(ListToolsRequestSchema, () => ({
-        tools: [
-          { name: "transfer", description: "Moves money.", inputSchema: { type: "object", properties: { amount: { type: "number" }, to: { type: "string" } }, required: ["amount", "to"] } },
-          { name: "balance", description: "The balance.", inputSchema: { type: "object", properties: {} } },
-        ],
-      }));
-      mcp.setRequestHandler(CallToolRequestSchema, (r) => {
-        served.push(`${r.params.name} ${JSON.stringify(r.params.arguments ?? {})}`);
-        return { content: [{ type: "text", text: r.params.name === "transfer" ? `sent ${JSON.stringify(r.params.arguments)}` : "1000 EUR" }] };
-      });
-      const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({ sessionIdGenerator: () => randomUUID(), onsessioninitialized: (sid) => void transports.set(sid, transport) });
-      await mcp.connect(transport);
-      await transport.handleRequest(req, res);
-    })().catch(() => {
-      if (!res.headersSent) res.writeHead(500).end();
-    });
+  const tools = [
+    { name: "transfer", description: "Moves money.", inputSchema: { type: "object", properties: { amount: { type: "number" }, to: { type: "string" } }, required: ["amount", "to"] } },
+    { name: "balance", description: "The balance.", inputSchema: { type: "object", properties: {} } },
+  ];
+  const server = await startMcpHttpServer("bank", tools, (name, args) => {
+    served.push(`${name} ${JSON.stringify(args)}`);
+    return { content: [{ type: "text", text: name === "transfer" ? `sent ${JSON.stringify(args)}` : "1000 EUR" }] };
   });
-  await new Promise<void>((resolve) => http.listen(0, "127.0.0.1", resolve));
-  const port = (http.address() as AddressInfo).port;
-  return {
-    url: `http://127.0.0.1:${port}/mcp`,
-    served,
-    close: async () => {
-      await Promise.allSettled([...transports.values()].map((t) => t.close()));
-      http.closeAllConnections();
-      await new Promise<void>((resolve) => http.close(() => resolve()));
-    },
-  };
+  return { ...server, served };
 }
 
 describe("TOOL-1 and TOOL-3 through oz0 mcp (the SDK's client and server, the whole pipeline)", () => {
@@ -234,24 +203,12 @@ describe("TOOL-1 and TOOL-3 through oz0 mcp (the SDK's client and server, the wh
   beforeAll(async () => {
     dir = await mkdtemp(join(tmpdir(), "oz0-tool-approval-"));
     bank = await startBank();
-    const e = endpoints();
-    const kafka = new kafkajs.Kafka({ ...kafkaConfig(`oz0-ta-${run}`, e, process.env, log), logLevel: kafkajs.logLevel.ERROR });
-    const serde = new Serde({ registryUrl: e.registryUrl });
-    await serde.registerAll();
-    await publishLoadConfig(kafka, serde, log, { dir: CONFIG_DIR, reason: "tool approval test agents" });
-    pipeline = await startPipeline(e, log, { ops: { host: "127.0.0.1", port: 0 }, groupPrefix: `oz0.ta-${run}.`, startAt: "end" });
-    await untilReady(pipeline, 120_000);
+    pipeline = await startTestPipeline(`ta-${run}`, CONFIG_DIR, "tool approval test agents", log);
   }, 240_000);
 
   afterAll(async () => {
     await Promise.allSettled(clients.map((c) => c.close()));
-    if (pipeline) {
-      const p = pipeline;
-      await p.stop().catch(() => undefined);
-      const admin = p.kafka.admin();
-      await admin.connect().then(() => admin.deleteGroups([...p.groups.values()]).catch(() => undefined), () => undefined);
-      await admin.disconnect().catch(() => undefined);
-    }
+    await stopTestPipeline(pipeline);
     await bank?.close();
     if (dir) await rm(dir, { recursive: true, force: true });
   }, 120_000);
