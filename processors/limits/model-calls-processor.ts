@@ -85,7 +85,9 @@ function askPlan(call: ModelCall, env: LimitsEnv, job: JobView): AskPlan {
   const run = { maxSteps: limits.max_steps, maxTokens: limits.max_tokens ?? NO_LIMIT, timeout: timeout.ms, timeoutLimit: timeout.limit };
   const deadline = timeout.deadline;
   const ask = { requestId: call.request_id, runId: call.run_id, inputTokens: call.input_tokens, worst, maxSteps: run.maxSteps, maxTokens: run.maxTokens, deadline, now: call.ts };
-  const cap: Record<string, number> = capped ? { max_output_tokens: maxOutput, asked_output_tokens: asked } : {};
+  // The cap the call is to be made with, whenever it is not the one asked: lowered to the agent's
+  // limit, or the agent's limit for a call that asked none (the model gateway forwards it).
+  const cap: Record<string, number> = capped ? { max_output_tokens: maxOutput, asked_output_tokens: asked } : asked === null && agentMax !== null ? { max_output_tokens: agentMax } : {};
   return { ask, run, jobStart: job.jobStart, priced: { worst_usd: microsToUsd(worst), ...(listed ? {} : { unpriced_model: 1 }), ...cap } };
 }
 

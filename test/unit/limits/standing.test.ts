@@ -195,4 +195,15 @@ describe("endings bind in the limits processors (in memory)", () => {
     expect(at?.numbers.max_output_tokens).toBeUndefined();
     expect(below?.numbers.worst_usd).toBeLessThan(at?.numbers.worst_usd ?? 0);
   });
+
+  it("LIM-1 an ask that names no output cap reserves the agent's max_output_tokens, and names it as the cap to call with", async () => {
+    const { calls, jobs } = setup([agent("boss", { limits: { tree: {}, max_output_tokens: 100 } })]);
+    const tree = uid("tree");
+    await jobs.pipe(job(tree, {}), { key: tree });
+    await calls.pipe([ask(tree, { max_output_tokens: null }), ask(tree, { max_output_tokens: 100 })], { key: tree });
+    const [unnamed, named] = calls.read<Decision>("oz0.admissions");
+    expect(unnamed?.numbers.max_output_tokens).toBe(100);
+    expect(unnamed?.numbers.asked_output_tokens).toBeUndefined();
+    expect(unnamed?.numbers.worst_usd).toBe(named?.numbers.worst_usd);
+  });
 });
