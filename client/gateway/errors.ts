@@ -99,3 +99,35 @@ export function upstreamFailed(provider: Provider, upstream: string): ErrorReply
 export function upstreamTimedOut(provider: Provider, upstream: string, afterMs: number): ErrorReply {
   return reply(provider, { status: 504, openai: "server_error", code: "upstream_timeout", anthropic: "timeout_error" }, `The model provider (${upstream}) did not answer within ${afterMs} ms.`);
 }
+
+/** 503: the guard rails did not decide the call in time (the pipeline is down or behind); the call is not made. */
+export function notDecided(provider: Provider, afterMs: number, detail: string): ErrorReply {
+  return reply(
+    provider,
+    { status: 503, openai: "server_error", code: "oz0_no_decision", anthropic: "overloaded_error" },
+    `The guard rails did not decide the call within ${afterMs} ms, so it was not made: ${detail}`,
+  );
+}
+
+/** 404: a path the gateway does not serve. */
+export function notFound(provider: Provider, method: string, path: string): ErrorReply {
+  return reply(
+    provider,
+    { status: 404, openai: "invalid_request_error", code: "unknown_url", anthropic: "not_found_error" },
+    `Unknown request URL: ${method} ${path}. The gateway serves POST /v1/chat/completions, POST /v1/messages and GET /v1/models.`,
+  );
+}
+
+/** 413: a body above the gateway's limit. */
+export function tooLarge(provider: Provider, maxBytes: number): ErrorReply {
+  return reply(provider, { status: 413, openai: "invalid_request_error", code: "request_too_large", anthropic: "request_too_large" }, `The request body is larger than ${maxBytes} bytes.`);
+}
+
+/** 501: no upstream is set for the provider this request speaks to. */
+export function noUpstream(provider: Provider): ErrorReply {
+  return reply(
+    provider,
+    { status: 501, openai: "server_error", code: "no_upstream", anthropic: "api_error" },
+    `The gateway has no ${provider} upstream: start it with --upstream ${provider}=URL (or OZ0_GATEWAY_UPSTREAM_${provider.toUpperCase()}).`,
+  );
+}
