@@ -147,6 +147,34 @@ export class Keys {
     return `${this.tagged("conv", `${encodeURIComponent(tenant)}/${conversationId}`)}:turns`;
   }
 
+  /**
+   * The project's API keys (client/gateway/keys.ts): one key's record by its ID (a hash: the
+   * key's SHA-256, its binding, its revocation; never the key). Every key's record and the
+   * indexes share the `{keys}` slot, so a key's making and its indexes are one script.
+   */
+  apiKey(id: string): string {
+    if (id.length === 0) throw new Error("an empty key ID cannot name Redis state");
+    return `${this.prefix}:{keys}:key:${id.replace(/[{}]/g, "_")}`;
+  }
+
+  /** The API keys of every tenant (a sorted set of key IDs by when each record goes; `{keys}` slot). */
+  apiKeys(): string {
+    return `${this.prefix}:{keys}:all`;
+  }
+
+  /** A tenant's API keys (a sorted set of key IDs by when each record goes; `{keys}` slot). */
+  apiKeysOfTenant(tenant: string): string {
+    if (tenant.length === 0) throw new Error("an empty tenant cannot name its keys' Redis state");
+    return `${this.prefix}:{keys}:tenant:${encodeURIComponent(tenant)}`;
+  }
+
+  /** The API keys of a tenant's job (a sorted set of key IDs by when each record goes; `{keys}` slot), which its end revokes. */
+  apiKeysOfJob(tenant: string, jobId: string): string {
+    if (tenant.length === 0) throw new Error("an empty tenant cannot name its keys' Redis state");
+    if (jobId.length === 0) throw new Error("an empty job ID cannot name Redis state");
+    return `${this.prefix}:{keys}:job:${encodeURIComponent(tenant)}/${encodeURIComponent(jobId)}`;
+  }
+
   /** OFF-13: the offload threshold a job of a tenant's tree started with. */
   jobOffload(tenant: string, treeId: string, jobId: string): string {
     if (jobId.length === 0) throw new Error("an empty job ID cannot name Redis state");
