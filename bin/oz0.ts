@@ -45,6 +45,7 @@ const TOP = `oz0: the guard rails' command for the people who run them
   oz0 config validate|lint|publish|kill-switch ...          as npm run config
   oz0 loops report [--json]                                 tools looping in 3+ tenants this week
   oz0 mcp --plugin <oz0-plugin.yaml> --tenant T --agent A   an MCP server in front of the plugin's, guarded
+  oz0 gateway [--listen HOST:PORT] [--upstream P=URL]       the model gateway (OpenAI and Anthropic APIs), guarded
 
 Each subcommand takes --help. Exit status: 0 done, 1 what was asked is not so, 2 usage.
 `;
@@ -396,6 +397,11 @@ async function run(argv: string[]): Promise<string> {
   if (key === "approval approve") return approvalAnswer("approve", args);
   if (key === "approval deny") return approvalAnswer("deny", args);
   if (group === "doctor") return doctorCommand(argv.slice(1));
+  if (group === "gateway") {
+    // Serves until SIGINT or SIGTERM.
+    const { gatewayCommand } = await import("./oz0-gateway.ts");
+    process.exit(await gatewayCommand(argv.slice(1)));
+  }
   if (group === "mcp") {
     // A session lasts until the agent closes stdin; stdout is the protocol's alone.
     const { mcpCommand } = await import("./oz0-mcp.ts");

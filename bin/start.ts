@@ -1,15 +1,21 @@
 /**
  * `npm start`: the main job. Finds the services (or brings up the local stack), runs every
- * processor of the pipeline, and shows progress until SIGINT or SIGTERM; then stops each
- * processor with its offsets committed and prints a summary.
+ * processor of the pipeline and the model gateway (`oz0 gateway`'s settings, from the
+ * environment; `OZ0_GATEWAY_LISTEN=off` leaves it out), and shows progress until SIGINT or
+ * SIGTERM; then stops the gateway and each processor with its offsets committed and prints a
+ * summary.
  */
 import { createLogger } from "../processors/runner/log.ts";
 import { progressReport, snapshot, summaryReport, type Snapshot } from "../processors/runner/progress.ts";
+import { gatewaySettings, serveGateway } from "./oz0-gateway.ts";
 import { startPipeline } from "./pipeline.ts";
 import { servicesForCommand } from "./services.ts";
 
 const log = createLogger({ component: "start" });
-const pipeline = await startPipeline(await servicesForCommand(), log);
+const services = await servicesForCommand();
+const pipeline = await startPipeline(services, log);
+const gateway = process.env.OZ0_GATEWAY_LISTEN === "off" ? null : await serveGateway(services, gatewaySettings({}), createLogger({ component: "gateway" }));
+if (gateway) process.stderr.write(`model gateway at ${gateway.url} (OpenAI clients: ${gateway.url}/v1; Anthropic clients: ${gateway.url})\n`);
 const started = Date.now();
 const PERIOD_S = 5;
 process.stderr.write(`health and metrics at ${pipeline.ops.server.url}/health/ready and ${pipeline.ops.server.url}/metrics\n`);
@@ -40,6 +46,7 @@ async function stop(signal: string): Promise<void> {
   stopping = true;
   clearInterval(progress);
   log.info("stopping", { signal });
+  await gateway?.close();
   await pipeline.stop();
   process.stderr.write(`\n${summaryReport(pipeline.running, (Date.now() - started) / 1000)}\n`);
   process.exit(0);

@@ -151,16 +151,25 @@ describe("STACK docker-compose.yml", () => {
     expect(dependsOn(cluster).map(([t]) => t).sort()).toEqual(["kafka", "minio", "redis-cluster-init", "registry"]);
   });
 
+  it("STACK the model gateway npm start serves is published on the host's loopback only, its providers' keys from the host's environment", () => {
+    const pipeline = services.pipeline ?? {};
+    expect(envValue(pipeline, "OZ0_GATEWAY_LISTEN")).toBe("0.0.0.0:8940");
+    expect((pipeline as { ports?: unknown }).ports).toEqual(["127.0.0.1:8940:8940"]);
+    expect(envValue(pipeline, "OZ0_OPENAI_API_KEY")).toBe("${OZ0_OPENAI_API_KEY:-}");
+    expect(envValue(pipeline, "OZ0_ANTHROPIC_API_KEY")).toBe("${OZ0_ANTHROPIC_API_KEY:-}");
+  });
+
   it("STACK the pipeline is built from the Dockerfile and runs npm start", () => {
     expect(services.pipeline?.build).toBeTruthy();
     const command = words(services.pipeline?.command);
     if (command) expect(command).toBe("npm start");
   });
 
-  it("STACK the pipeline's environment is exactly the OZ0_* endpoints, pointing inside the network", () => {
+  it("STACK the pipeline's environment is exactly the OZ0_* endpoints (and the pipeline's, the model gateway's), pointing inside the network", () => {
+    const gateway = ["OZ0_ANTHROPIC_API_KEY", "OZ0_GATEWAY_LISTEN", "OZ0_OPENAI_API_KEY"];
     for (const app of ["pipeline", "load"]) {
       const s = services[app] ?? {};
-      expect(envNames(s), app).toEqual(PIPELINE_ENV);
+      expect(envNames(s), app).toEqual(app === "pipeline" ? [...PIPELINE_ENV, ...gateway].sort() : PIPELINE_ENV);
       expect(envValue(s, "OZ0_KAFKA_BROKERS")).toBe("kafka:9092");
       expect(envValue(s, "OZ0_REGISTRY_URL")).toBe("http://registry:8080/apis/ccompat/v7");
       expect(envValue(s, "OZ0_REDIS_URL")).toBe("redis://redis:6379");
