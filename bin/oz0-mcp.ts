@@ -56,6 +56,9 @@ labels and those of the result's _meta["oz0/labels"].
   --listen [HOST:]PORT  serve agents over Streamable HTTP at /mcp instead of stdio (host default 127.0.0.1):
                      each MCP session is a job of its own (with --job, a run of that job), with its own server
 
+Under oz0 run, what these flags leave out comes from the job it started: OZ0_TENANT, OZ0_AGENT,
+OZ0_JOB, OZ0_TREE and OZ0_RUN (not OZ0_RUN with --listen), so the tool calls join its job.
+
 Endpoints come from the environment (OZ0_KAFKA_BROKERS, OZ0_REGISTRY_URL, OZ0_REDIS_URL,
 OZ0_MINIO_URL, ...), else the local stack. The pipeline must know the plugin's manifest
 (oz0 config publish) for a budget to be filled in (FIT-15) and for its kill switch.
@@ -167,16 +170,37 @@ function gatewayFiles(endpoints: Endpoints): { files: GatewayFiles; close: () =>
   };
 }
 
+/**
+ * The job `oz0 run` started, from its environment (OZ0_JOB, OZ0_TENANT, OZ0_AGENT, OZ0_TREE,
+ * OZ0_RUN), for what the flags leave out: an oz0 mcp the agent starts joins that job and run.
+ * Flags win, each on its own. With --listen each session is a run of its own, so OZ0_RUN is not
+ * taken there.
+ */
+export function jobFromEnvironment(flags: { tenant?: string; agent?: string; job?: string; tree?: string; run?: string; listen?: string }, env: NodeJS.ProcessEnv): { tenant?: string; agent?: string; job?: string; tree?: string; run?: string } {
+  const given = (name: string): string | undefined => (env[name]?.trim() ? env[name]?.trim() : undefined);
+  const job = flags.job ?? given("OZ0_JOB");
+  const joined = flags.job === undefined && job !== undefined;
+  return {
+    tenant: flags.tenant ?? given("OZ0_TENANT"),
+    agent: flags.agent ?? given("OZ0_AGENT"),
+    job,
+    // A tree and a run name the job's: taken only with the job they belong to.
+    tree: flags.tree ?? (joined ? given("OZ0_TREE") : undefined),
+    run: flags.run ?? (joined && flags.listen === undefined ? given("OZ0_RUN") : undefined),
+  };
+}
+
 /** Runs one session until the agent closes stdin; resolves with the exit status. */
 export async function mcpCommand(argv: string[]): Promise<number> {
   const split = argv.indexOf("--");
   const own = split < 0 ? argv : argv.slice(0, split);
   const command = split < 0 ? [] : argv.slice(split + 1);
-  const { values } = parse(MCP_HELP, own, OPTIONS);
+  const { values: flags } = parse(MCP_HELP, own, OPTIONS);
+  const values = { ...flags, ...jobFromEnvironment(flags, process.env) };
   if (values.help) throw new Exit(0, MCP_HELP, "stdout");
   if (!values.tenant || !values.agent) throw usage(`--tenant and --agent are required\n\n${MCP_HELP}`);
   const listen = values.listen === undefined ? undefined : listenAddress(values.listen);
-  if (listen && (values.tree !== undefined || values.run !== undefined)) throw usage(`--tree and --run name one session's; with --listen each session is a job (or, with --job, a run) of its own\n`);
+  if (listen && (flags.tree !== undefined || flags.run !== undefined)) throw usage(`--tree and --run name one session's; with --listen each session is a job (or, with --job, a run) of its own\n`);
   const upstream = await upstreamOf(values, command);
   const log: Logger = createLogger({ component: "oz0-mcp", tenant: values.tenant });
   const answerMs = positiveInt(values["timeout-ms"], "timeout-ms", 30_000);

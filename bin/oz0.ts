@@ -26,6 +26,7 @@ import { answerUnknownOutcome, unknownOutcomesWaiting } from "./oz0-unknown.ts";
 import { servicesForCommand } from "./services.ts";
 import { redisStandingStore, type Ending, type StandingStore } from "../processors/limits/standing.ts";
 import { jobEnding } from "../processors/loops/closing.ts";
+import { RUN_HELP } from "./oz0-run.ts";
 
 
 const TOP = `oz0: the guard rails' command for the people who run them
@@ -45,12 +46,14 @@ const TOP = `oz0: the guard rails' command for the people who run them
   oz0 config validate|lint|publish|kill-switch ...          as npm run config
   oz0 loops report [--json]                                 tools looping in 3+ tenants this week
   oz0 mcp --plugin <oz0-plugin.yaml> --tenant T --agent A   an MCP server in front of the plugin's, guarded
+  oz0 run --tenant T --agent A [--budget USD] [--timeout D] [--id J] -- <command...>   a job around any agent, its model calls through the gateway
   oz0 gateway [--listen HOST:PORT] [--upstream P=URL]       the model gateway (OpenAI and Anthropic APIs), guarded
 
 Each subcommand takes --help. Exit status: 0 done, 1 what was asked is not so, 2 usage.
 `;
 
 const HELP: Record<string, string> = {
+  run: RUN_HELP,
   "approval list": `oz0 approval list [--tenant T] [--kind loop|budget|tool|unknown] [--json]
 
 What waits for a person. Loops (LOOP-5): each approval with its job, evidence (the detector,
@@ -401,6 +404,11 @@ async function run(argv: string[]): Promise<string> {
     // Serves until SIGINT or SIGTERM.
     const { gatewayCommand } = await import("./oz0-gateway.ts");
     process.exit(await gatewayCommand(argv.slice(1)));
+  }
+  if (group === "run") {
+    // The job lasts as long as the command; the exit status is the command's.
+    const { runCommand } = await import("./oz0-run.ts");
+    process.exit(await runCommand(argv.slice(1)));
   }
   if (group === "mcp") {
     // A session lasts until the agent closes stdin; stdout is the protocol's alone.
