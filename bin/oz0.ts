@@ -18,6 +18,7 @@ import { redisClient } from "../store/redis/client.ts";
 import { Keys } from "../store/redis/keys.ts";
 import { Exit, parse as parseWith, person, usage } from "./cli.ts";
 import { quotaSet, tenantOffload, tenantSpend, tenantToolPolicy } from "./oz0-tenant.ts";
+import { KEYS_HELP, keysCreate, keysList, keysRevoke } from "./oz0-keys.ts";
 import { tenantErase } from "./oz0-erase.ts";
 import { answerBudgetRequest, budgetRequestsWaiting, withLimits } from "./oz0-budget.ts";
 import { formatBudgetRequests, isBudgetApproval } from "../processors/limits/budget-requests.ts";
@@ -42,6 +43,8 @@ const TOP = `oz0: the guard rails' command for the people who run them
   oz0 tenant tool-policy <tenant>                           the tenant's settings as the pipeline holds them
   oz0 tenant erase <tenant> --reason R --yes                its files and traces erased (OFF-10, FILE-6)
   oz0 quota set <person|team> <id> <usd> --tenant T --reason R [--month YYYY-MM]
+  oz0 keys create --tenant T --agent A [--job J] [--expires 24h]   an API key bound to a job (shown once)
+  oz0 keys list [--tenant T] [--job J] | revoke <key-id> | revoke --job J --tenant T
   oz0 audit [--tenant T] [--kind K] [--since ISO] [--json] [--loops | --loops-weekly]   the audit log
   oz0 config validate|lint|publish|kill-switch ...          as npm run config
   oz0 loops report [--json]                                 tools looping in 3+ tenants this week
@@ -53,6 +56,7 @@ Each subcommand takes --help. Exit status: 0 done, 1 what was asked is not so, 2
 `;
 
 const HELP: Record<string, string> = {
+  ...KEYS_HELP,
   run: RUN_HELP,
   "approval list": `oz0 approval list [--tenant T] [--kind loop|budget|tool|unknown] [--json]
 
@@ -420,6 +424,9 @@ async function run(argv: string[]): Promise<string> {
   if (key === "tenant tool-policy") return tenantToolPolicy(args);
   if (key === "tenant erase") return tenantErase(args);
   if (key === "quota set") return quotaSet(args);
+  if (key === "keys create") return keysCreate(args);
+  if (key === "keys list") return keysList(args);
+  if (key === "keys revoke") return keysRevoke(args);
   // The project's scripts under the one command, with their own arguments; the help is here.
   const delegated: Record<string, [string, string, string[]]> = {
     audit: ["audit", "./audit.ts", argv.slice(1)],
