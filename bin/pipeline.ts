@@ -9,6 +9,8 @@ import { redisClient } from "../store/redis/client.ts";
 import { Kafka, type Admin } from "kafkajs";
 import { loopStore, startLoopDeadlines } from "../processors/loops/index.ts";
 import { redisStandingStore } from "../processors/limits/standing.ts";
+import { pricesFromEnv } from "../processors/limits/price-file.ts";
+import type { PriceTable } from "../processors/limits/prices.ts";
 import { startUnknownOutcomeDeadlines } from "../processors/limits/unknown-deadlines.ts";
 import { redisUnknownOutcomeStore } from "../processors/limits/unknown-outcome-store.ts";
 import { Keys } from "../store/redis/keys.ts";
@@ -77,6 +79,11 @@ export interface PipelineOptions {
    * committed resumes where it stopped either way. @default "beginning"
    */
   startAt?: "beginning" | "end";
+  /**
+   * What each model costs, for both limits processors. @default the prices file `OZ0_PRICES`
+   * names (read and checked before anything starts), else the default table (docs/limits.md "Prices")
+   */
+  prices?: PriceTable;
 }
 
 /** The group's committed offsets of a topic, by partition; none when it committed nothing there. */
@@ -132,6 +139,9 @@ export function isSink(e: PipelineEntry): boolean {
 export async function startPipeline(endpoints: Endpoints, log: Logger, options: PipelineOptions = {}): Promise<Pipeline> {
   // Read before anything starts, so a wrong setting stops the pipeline at once, naming it.
   const retry = retrySettingsFromEnv(process.env);
+  // LIM-7: a prices file with any error stops the start, naming each field.
+  const prices = options.prices ?? (await pricesFromEnv(process.env));
+  if (options.prices === undefined && process.env.OZ0_PRICES?.trim()) log.info("prices read", { file: process.env.OZ0_PRICES.trim(), models: Object.keys(prices).length });
   const kafka = new Kafka(kafkaConfig("oz0-pipeline", endpoints, process.env, log));
   const admin = kafka.admin();
   await admin.connect();
@@ -171,7 +181,7 @@ export async function startPipeline(endpoints: Endpoints, log: Logger, options: 
         await startGroup(admin, groupId, t, options.startAt ?? "beginning", earlier);
       }
       for (const e of entries) ops.starting(e.processor.name, groupId);
-      const members = await Promise.all(entries.map(async (e) => ({ processor: e.processor, env: await e.env({ endpoints, redis, config, files }) })));
+      const members = await Promise.all(entries.map(async (e) => ({ processor: e.processor, env: await e.env({ endpoints, redis, config, files, prices }) })));
       const app = await startApplication(members, { transport: transports.transport({ groupId, topics, ...consume }), serde, log, retry });
       for (const p of app.processors) ops.started(p, groupId);
       return app;

@@ -15,6 +15,7 @@ import { limitsEnv, limitsJobsProcessor, limitsModelCallsProcessor, spendShare }
 import { SINKS } from "./sinks.ts";
 import { redisStandingStore } from "./limits/standing.ts";
 import { readResultEnv, readResultProcessor } from "./read-result/index.ts";
+import type { PriceTable } from "./limits/prices.ts";
 import type { ConfigView } from "./runner/config-table.ts";
 import type { Endpoints } from "./runner/endpoints.ts";
 import type { Processor } from "./runner/processor.ts";
@@ -24,6 +25,8 @@ export interface PipelineDeps {
   redis: RedisClient;
   config: ConfigView;
   files: FileStore;
+  /** What each model costs: the one table both limits processors price with. @default DEFAULT_PRICES */
+  prices?: PriceTable;
 }
 
 function notFoundAsNull(err: unknown): null {
@@ -48,8 +51,9 @@ export const PIPELINE: PipelineEntry[] = [
   entry(loopCallsProcessor, loopEnv),
   entry(loopResultsProcessor, loopEnv),
   entry(loopApprovalsProcessor, loopEnv),
-  entry(limitsModelCallsProcessor, ({ redis, config }) => limitsEnv({ redis, config })),
-  entry(limitsJobsProcessor, ({ redis, config }) => limitsEnv({ redis, config })),
+  // LIM-7: both price with the same table (OZ0_PRICES, else the default; docs/limits.md "Prices").
+  entry(limitsModelCallsProcessor, ({ redis, config, prices }) => limitsEnv({ redis, config, prices })),
+  entry(limitsJobsProcessor, ({ redis, config, prices }) => limitsEnv({ redis, config, prices })),
   entry(fitResultsProcessor, ({ config, files, redis }) => {
     const state = filesState(redis);
     return {

@@ -19,7 +19,8 @@ export { limitsModelCallsProcessor } from "./model-calls-processor.ts";
 export { spendShare } from "./spend.ts";
 export { memoryLimitsStore } from "./memory-store.ts";
 export { redisLimitsStore } from "./redis-store.ts";
-export { DEFAULT_PRICES } from "./prices.ts";
+export { DEFAULT_PRICES, priceOf, type PriceTable } from "./prices.ts";
+export { loadPrices, pricesFromEnv, PricesFileError } from "./price-file.ts";
 export type { LimitsEnv } from "./env.ts";
 
 /** Builds the environment both limits processors share, from the pipeline's connections. */
@@ -30,9 +31,10 @@ export function limitsEnv(deps: { redis: RedisClient; config: ConfigView; keys?:
 
 /**
  * What processors/pipeline.ts lists for the limits: each processor with how to build its
- * environment from `{ redis, config }`. Both use the default Keys, so they share each tree's state.
+ * environment from `{ redis, config, prices }`. Both use the default Keys, so they share each
+ * tree's state, and the same prices.
  */
 export const limitsPipelineEntries = [
-  { processor: limitsModelCallsProcessor, env: (deps: { redis: RedisClient; config: ConfigView }): LimitsEnv => limitsEnv(deps) },
-  { processor: limitsJobsProcessor, env: (deps: { redis: RedisClient; config: ConfigView }): LimitsEnv => limitsEnv(deps) },
+  { processor: limitsModelCallsProcessor, env: (deps: { redis: RedisClient; config: ConfigView; prices?: PriceTable }): LimitsEnv => limitsEnv(deps) },
+  { processor: limitsJobsProcessor, env: (deps: { redis: RedisClient; config: ConfigView; prices?: PriceTable }): LimitsEnv => limitsEnv(deps) },
 ] as const;
