@@ -2,6 +2,7 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startPipeline } from "../../../bin/pipeline.ts";
 import { parsePrices, usdPerMtokToMicros, type PricesFile } from "../../../config/prices.ts";
 import type { LimitsEnv } from "../../../processors/limits/env.ts";
 import { memoryLimitsStore } from "../../../processors/limits/memory-store.ts";
@@ -12,6 +13,7 @@ import { applyPrices, loadPrices, PricesFileError, pricesFromEnv } from "../../.
 import { DEFAULT_PRICES, entryOf, highestPrice, priceOf, type PriceTable } from "../../../processors/limits/prices.ts";
 import { PIPELINE, type PipelineDeps } from "../../../processors/pipeline.ts";
 import { staticConfig } from "../../../processors/runner/config-table.ts";
+import { createLogger } from "../../../processors/runner/log.ts";
 import { TestDriver } from "../../../processors/runner/test-driver.ts";
 import type { Decision } from "../../../schemas/types.ts";
 import { uid } from "../../support/events.ts";
@@ -193,6 +195,23 @@ describe("prices: OZ0_PRICES", () => {
     expect(message).toMatch(/models\.m\.input_usd_per_mtok: expected a price of at least 0/);
     expect((err as PricesFileError).errors).toHaveLength(2);
     await expect(loadPrices(join(dir, "nowhere.yaml"))).rejects.toThrow(/nowhere\.yaml: no such file/);
+  });
+
+  it("LIM-7 startPipeline refuses to start with an invalid prices file, before it connects to anything", async () => {
+    const path = join(dir, "negative.yaml");
+    await writeFile(path, model(FULL.replace("output_usd_per_mtok: 2", "output_usd_per_mtok: -2")));
+    const before = process.env.OZ0_PRICES;
+    process.env.OZ0_PRICES = path;
+    try {
+      // Nothing listens at these: a start that went past the prices would fail on Kafka instead.
+      const nowhere = { kafkaBrokers: ["127.0.0.1:1"], registryUrl: "http://127.0.0.1:1", redisUrl: "redis://127.0.0.1:1", minioUrl: "http://127.0.0.1:1", minioAccessKey: "x", minioSecretKey: "x" };
+      const err = await startPipeline(nowhere, createLogger({ component: "test" }, () => {})).catch((e: unknown) => e);
+      expect(err).toBeInstanceOf(PricesFileError);
+      expect((err as Error).message).toMatch(/models\.m\.output_usd_per_mtok: expected a price of at least 0 US dollars per million tokens; got -2/);
+    } finally {
+      if (before === undefined) delete process.env.OZ0_PRICES;
+      else process.env.OZ0_PRICES = before;
+    }
   });
 });
 
