@@ -261,8 +261,21 @@ function readAnthropic(body: Record<string, unknown>, version: string): Asked | 
   return { model: body.model, stream: body.stream === true, includeUsage: true, obfuscation: false, maxTokens: body.max_tokens, promptTokens: Math.max(1, prompt) };
 }
 
+/** Answers already cut, by provider, cap and text: the same few are answered again and again. */
+const PIECES = new Map<string, { pieces: string[]; tokens: number; cut: boolean }>();
+
 /** The answer's text cut at `max` tokens, in pieces of about one token each (as streamed). */
 function answerPieces(provider: FakeProviderName, text: string, max: number | null): { pieces: string[]; tokens: number; cut: boolean } {
+  const key = `${provider}\u0000${max ?? ""}\u0000${text}`;
+  const known = PIECES.get(key);
+  if (known) return known;
+  const made = cutPieces(provider, text, max);
+  if (PIECES.size >= 256) PIECES.clear();
+  PIECES.set(key, made);
+  return made;
+}
+
+function cutPieces(provider: FakeProviderName, text: string, max: number | null): { pieces: string[]; tokens: number; cut: boolean } {
   const enc = TOKENIZERS[provider];
   const all = enc.encode(text);
   const cut = max !== null && all.length > max;
