@@ -156,10 +156,10 @@ describe("oz0 run's job events", () => {
   it("LIM-1 the timeout is whichever of --timeout and the agent's limits.timeout ends first", () => {
     expect(runTimeout(undefined, null)).toBeNull();
     expect(runTimeout(undefined, 60_000)).toEqual({ ms: 60_000, limit: "run --timeout" });
-    expect(runTimeout({ limits: { timeout: 30_000 } }, 60_000)).toEqual({ ms: 30_000, limit: "limits.timeout" });
-    expect(runTimeout({ limits: { timeout: 120_000 } }, 60_000)).toEqual({ ms: 60_000, limit: "run --timeout" });
-    expect(runTimeout({ limits: { timeout: 120_000 } }, null)).toEqual({ ms: 120_000, limit: "limits.timeout" });
-    expect(runTimeout({ limits: { timeout: "none" } }, null)).toBeNull();
+    expect(runTimeout({ limits: { timeout: 30_000, tree: {} } }, 60_000)).toEqual({ ms: 30_000, limit: "limits.timeout" });
+    expect(runTimeout({ limits: { timeout: 120_000, tree: {} } }, 60_000)).toEqual({ ms: 60_000, limit: "run --timeout" });
+    expect(runTimeout({ limits: { timeout: 120_000, tree: {} } }, null)).toEqual({ ms: 120_000, limit: "limits.timeout" });
+    expect(runTimeout({ limits: { timeout: "none", tree: {} } }, null)).toBeNull();
   });
 });
 
