@@ -15,7 +15,10 @@ const log = createLogger({ component: "start" });
 const services = await servicesForCommand();
 const pipeline = await startPipeline(services, log);
 const gateway = process.env.OZ0_GATEWAY_LISTEN === "off" ? null : await serveGateway(services, gatewaySettings({}), createLogger({ component: "gateway" }));
-if (gateway) process.stderr.write(`model gateway at ${gateway.url} (OpenAI clients: ${gateway.url}/v1; Anthropic clients: ${gateway.url})\n`);
+if (gateway) {
+  pipeline.ops.addMetrics(() => gateway.metrics());
+  process.stderr.write(`model gateway at ${gateway.url} (OpenAI clients: ${gateway.url}/v1; Anthropic clients: ${gateway.url})\n`);
+}
 const started = Date.now();
 const PERIOD_S = 5;
 process.stderr.write(`health and metrics at ${pipeline.ops.server.url}/health/ready and ${pipeline.ops.server.url}/metrics\n`);

@@ -7,6 +7,7 @@
 import type { Admin } from "kafkajs";
 import { Health } from "./health.ts";
 import type { Logger } from "./log.ts";
+import type { MetricFamily } from "./metrics.ts";
 import { Monitor } from "./monitor.ts";
 import { pipelineFamilies, type Measured } from "./ops-metrics.ts";
 import { startOpsServer, type OpsAddress, type OpsServer } from "./ops-server.ts";
@@ -22,6 +23,8 @@ export interface Ops {
   started(p: RunningProcessor, group: string): void;
   /** Every processor started: the monitor begins asking the broker. */
   running(): void;
+  /** More families for `/metrics`, such as the model gateway's when `npm start` serves it beside the pipeline. */
+  addMetrics(source: () => MetricFamily[]): void;
   stop(): Promise<void>;
 }
 
@@ -39,11 +42,12 @@ export async function startOps({ address, log, admin, periodMs }: OpsOptions): P
   const monitor = new Monitor({ admin, health, log, periodMs });
   const measured: Measured[] = [];
   const startTimeS = Math.round(Date.now() / 1000);
+  const sources: Array<() => MetricFamily[]> = [];
   const server = await startOpsServer({
     address,
     health,
     log,
-    metrics: () => pipelineFamilies({ processors: measured, lag: (n) => monitor.lag(n), readiness: () => health.ready(), startTimeS }),
+    metrics: () => [...pipelineFamilies({ processors: measured, lag: (n) => monitor.lag(n), readiness: () => health.ready(), startTimeS }), ...sources.flatMap((f) => f())],
   });
   return {
     health,
@@ -54,6 +58,9 @@ export async function startOps({ address, log, admin, periodMs }: OpsOptions): P
       measured.push(p);
       monitor.watch({ name: p.name, group, input: p.consumes });
       health.started(p.name, () => p.failing());
+    },
+    addMetrics: (source) => {
+      sources.push(source);
     },
     running: () => {
       health.running();

@@ -71,6 +71,13 @@ describe("health and metrics endpoints of processors on the real broker", () => 
 
   const get = (path: string) => fetch(`${ops.server.url}${path}`);
 
+  it("serves the families added beside the pipeline's (the model gateway's, under npm start) on the same /metrics", async () => {
+    ops.addMetrics(() => [{ name: "oz0_gateway_requests_total", help: "added", type: "counter", samples: [{ labels: { provider: "openai", outcome: "answered" }, value: 3 }] }]);
+    const got = samples(await (await get("/metrics")).text());
+    expect(got.get('oz0_gateway_requests_total{provider="openai",outcome="answered"}')).toBe(3);
+    expect(got.has("oz0_ready")).toBe(true);
+  });
+
   it("turns ready once the processor started and its group is stable, then counts events in and out, dead letters, decisions and latency", async () => {
     expect(ops.server.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
     expect((await get("/health/live")).status).toBe(200);
