@@ -13,10 +13,13 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { StdioServerTransport } from "@modelcontextprotocol/sdk/server/stdio.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
-import { createServer as createHttpServer } from "node:http";
+import { createServer as createHttpServer, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { parsePlugin, type PluginManifest, type PluginTool } from "../config/plugin.ts";
 import { McpGateway, type GatewayFiles } from "../client/mcp/gateway.ts";
+import { requestKey, type KeyBinding, type KeyStore } from "../client/gateway/keys.ts";
+import { redisKeyStore } from "../store/gateway-keys.ts";
+import { Keys } from "../store/redis/keys.ts";
 import { RuntimeClient, type CallContext } from "../client/runtime-client.ts";
 import { filesState } from "../processors/files/env.ts";
 import { createLogger, type Logger } from "../processors/runner/log.ts";
@@ -32,6 +35,7 @@ import { servicesForCommand } from "./services.ts";
 export const MCP_HELP = `oz0 mcp --plugin <oz0-plugin.yaml> [--tool ID] --tenant T --agent A [--job J] [options]
 oz0 mcp --tenant T --agent A [--name NAME] [options] -- <server command...>
 oz0 mcp --plugin <oz0-plugin.yaml> --tenant T --agent A --listen 127.0.0.1:8930   (agents over Streamable HTTP)
+oz0 mcp --plugin <oz0-plugin.yaml> --listen 127.0.0.1:8930 --keys   (each request's key names its tenant, agent and job)
 
 An MCP server over stdio for an agent, in front of the plugin's own MCP server (started as a
 child over stdio, or reached over Streamable HTTP when the manifest's mcp is a URL): every tools/call is decided by the guard rails before the server sees it,
@@ -55,6 +59,12 @@ labels and those of the result's _meta["oz0/labels"].
   --inline-max N     a result above N bytes is stored in the file store and published by ref (default 262144)
   --listen [HOST:]PORT  serve agents over Streamable HTTP at /mcp instead of stdio (host default 127.0.0.1):
                      each MCP session is a job of its own (with --job, a run of that job), with its own server
+  --keys             with --listen: every request to /mcp carries a key of the project's
+                     (Authorization: Bearer oz0_..., from oz0 run or oz0 keys create); the session's
+                     tenant, agent, job, tree and run are the key's, never the flags'. An unknown,
+                     expired or revoked key, or none, is answered 401; a session used with another
+                     key, or a key of another tenant or agent than --tenant or --agent name, 403.
+                     Listening on a host that is not loopback takes --keys.
 
 Under oz0 run, what these flags leave out comes from the job it started: OZ0_TENANT, OZ0_AGENT,
 OZ0_JOB, OZ0_TREE and OZ0_RUN (not OZ0_RUN with --listen), so the tool calls join its job.
@@ -82,6 +92,7 @@ const OPTIONS = {
   "files-dir": { type: "string" },
   "inline-max": { type: "string" },
   listen: { type: "string" },
+  keys: { type: "boolean" },
   help: { type: "boolean", short: "h" },
 } as const;
 
@@ -198,11 +209,19 @@ export async function mcpCommand(argv: string[]): Promise<number> {
   const { values: flags } = parse(MCP_HELP, own, OPTIONS);
   const values = { ...flags, ...jobFromEnvironment(flags, process.env) };
   if (values.help) throw new Exit(0, MCP_HELP, "stdout");
-  if (!values.tenant || !values.agent) throw usage(`--tenant and --agent are required\n\n${MCP_HELP}`);
   const listen = values.listen === undefined ? undefined : listenAddress(values.listen);
+  const keyed = flags.keys === true;
+  if (keyed) {
+    if (!listen) throw usage(`--keys checks the key of each HTTP request: it goes with --listen (over stdio the session is the flags')\n`);
+    const named = (["job", "tree", "run", "principal"] as const).filter((f) => flags[f] !== undefined);
+    if (named.length > 0) throw usage(`${named.map((f) => `--${f}`).join(", ")}: with --keys each session's job, tree and run are its key's (oz0 keys create --job ...)\n`);
+  } else {
+    if (!values.tenant || !values.agent) throw usage(`--tenant and --agent are required\n\n${MCP_HELP}`);
+    if (listen && !LOOPBACK.has(listen.host)) throw usage(`--listen ${values.listen}: a host that is not loopback takes --keys, so each agent reaching it is bound to its job by its key, not by what it says\n`);
+  }
   if (listen && (flags.tree !== undefined || flags.run !== undefined)) throw usage(`--tree and --run name one session's; with --listen each session is a job (or, with --job, a run) of its own\n`);
   const upstream = await upstreamOf(values, command);
-  const log: Logger = createLogger({ component: "oz0-mcp", tenant: values.tenant });
+  const log: Logger = createLogger({ component: "oz0-mcp", ...(keyed ? (flags.tenant === undefined ? {} : { tenant: flags.tenant }) : { tenant: values.tenant }) });
   const answerMs = positiveInt(values["timeout-ms"], "timeout-ms", 30_000);
   const endpoints = await servicesForCommand();
   // Admissions for LIM-8's soft wall (finish-only); dead letters are read too, so a dead-lettered call or result is answered at once.
@@ -211,13 +230,18 @@ export async function mcpCommand(argv: string[]): Promise<number> {
   const principal = values.principal ?? "mcp";
   const settings = { answerMs, filesDir: values["files-dir"] ?? join(tmpdir(), "oz0-files"), inlineMaxBytes: positiveInt(values["inline-max"], "inline-max", 256 * 1024) };
 
-  /** One session: its job (made here unless --job), its own connection to the server, its gateway and its MCP server. */
-  const open = async (n: number): Promise<Session> => {
-    const ownsJob = values.job === undefined;
-    const job = values.job ?? `mcp-${randomUUID()}`;
-    const run = values.run ?? (listen && !ownsJob ? `${job}-run-${randomUUID().slice(0, 8)}` : `${job}-run`);
-    const ctx: CallContext = { tenant: values.tenant as string, tree_id: values.tree ?? job, job_id: job, run_id: run, agent: values.agent as string, origin: "model" };
-    const slog = log.child({ job, run, session: n });
+  /**
+   * One session: its job (made here unless --job; with --keys, its key's, started by whoever
+   * made the key), its own connection to the server, its gateway and its MCP server.
+   */
+  const open = async (n: number, key?: KeyBinding): Promise<Session> => {
+    const ownsJob = key === undefined && values.job === undefined;
+    const job = key?.job_id ?? values.job ?? `mcp-${randomUUID()}`;
+    const run = key?.run_id ?? values.run ?? (listen && !ownsJob ? `${job}-run-${randomUUID().slice(0, 8)}` : `${job}-run`);
+    const ctx: CallContext = key
+      ? { tenant: key.tenant, tree_id: key.tree_id, job_id: key.job_id, run_id: key.run_id, agent: key.agent, origin: "model" }
+      : { tenant: values.tenant as string, tree_id: values.tree ?? job, job_id: job, run_id: run, agent: values.agent as string, origin: "model" };
+    const slog = log.child({ job, run, session: n, ...(key ? { tenant: key.tenant, key: key.id } : {}) });
     const client = new Client({ name: "oz0-mcp", version: "1" });
     await client.connect("url" in upstream ? new StreamableHTTPClientTransport(upstream.url) : new StdioClientTransport({ command: upstream.command, args: upstream.args, stderr: "inherit" }));
     if (ownsJob) await runtime.publishJobEvents([startedEvent(ctx, principal)]);
@@ -239,13 +263,43 @@ export async function mcpCommand(argv: string[]): Promise<number> {
   };
 
   try {
-    if (listen) await serveHttp(listen, open, log);
+    if (listen) await serveHttp(listen, open, log, keyed ? keyCheck(endpoints, { tenant: flags.tenant, agent: flags.agent }) : undefined);
     else await serveStdio(await open(0));
   } finally {
     await runtime.close().catch(() => undefined);
     closeFiles();
   }
   return 0;
+}
+
+/** What `--keys` answers a request: the key's binding, or the status and JSON body that refuse it. */
+export type KeyAnswer = { readonly ok: true; readonly binding: KeyBinding } | { readonly ok: false; readonly status: 401 | 403; readonly body: KeyRefusal };
+
+/** The body of a refused request: why, in words, with the key's ID where it is known (never the key). */
+export interface KeyRefusal {
+  readonly error: { readonly code: "missing_key" | "unknown_key" | "expired_key" | "revoked_key" | "key_not_served" | "session_of_another_key"; readonly message: string };
+}
+
+/**
+ * `--keys`: the key a request carries, checked in the store, and held to the listener's
+ * --tenant and --agent when it names them. The key itself is never logged nor answered.
+ */
+export async function answerKey(store: KeyStore, headers: Parameters<typeof requestKey>[0], only: { readonly tenant?: string; readonly agent?: string }, now: number): Promise<KeyAnswer> {
+  const key = requestKey(headers);
+  if (key === null) return { ok: false, status: 401, body: { error: { code: "missing_key", message: "This MCP endpoint takes a key of oz0's: send Authorization: Bearer oz0_... (the key oz0 run or oz0 keys create gave)." } } };
+  const c = await store.check(key, now);
+  if (!c.ok) return { ok: false, status: 401, body: { error: { code: `${c.reason}_key`, message: c.message } } };
+  const b = c.binding;
+  if ((only.tenant !== undefined && b.tenant !== only.tenant) || (only.agent !== undefined && b.agent !== only.agent))
+    return { ok: false, status: 403, body: { error: { code: "key_not_served", message: `The API key ${b.id} is bound to tenant ${b.tenant}, agent ${b.agent}; this endpoint serves ${only.tenant === undefined ? "" : `tenant ${only.tenant}`}${only.tenant !== undefined && only.agent !== undefined ? ", " : ""}${only.agent === undefined ? "" : `agent ${only.agent}`} only.` } } };
+  return c;
+}
+
+/** The key check of `--keys`, on the keys kept in Redis. */
+function keyCheck(endpoints: Endpoints, only: { readonly tenant?: string; readonly agent?: string }): (headers: Parameters<typeof requestKey>[0]) => Promise<KeyAnswer> {
+  const redis = redisClient(endpoints, { maxRetriesPerRequest: 3, lazyConnect: true });
+  const store = redisKeyStore(redis, new Keys());
+  return (headers) => answerKey(store, headers, only, Date.now());
 }
 
 interface Session {
@@ -281,26 +335,39 @@ const LOOPBACK = new Set(["127.0.0.1", "::1", "localhost"]);
  * Agents over Streamable HTTP at `/mcp`: each MCP session (an initialize without a session ID)
  * is a session of its own, with its own job (or run of --job) and its own connection to the
  * server. Listening on loopback, a request whose Host is not a loopback name is refused (a page
- * in a browser cannot reach it by DNS rebinding). Runs until SIGINT or SIGTERM.
+ * in a browser cannot reach it by DNS rebinding). With `checkKey` (--keys) every request's key
+ * is checked first: a session is its key's job and run, and is used with that key only. Runs
+ * until SIGINT or SIGTERM.
  */
-async function serveHttp(at: { host: string; port: number }, open: (n: number) => Promise<Session>, log: Logger): Promise<void> {
-  const sessions = new Map<string, { transport: StreamableHTTPServerTransport; session: Session }>();
+async function serveHttp(at: { host: string; port: number }, open: (n: number, key?: KeyBinding) => Promise<Session>, log: Logger, checkKey?: (headers: Parameters<typeof requestKey>[0]) => Promise<KeyAnswer>): Promise<void> {
+  const sessions = new Map<string, { transport: StreamableHTTPServerTransport; session: Session; key: string | null }>();
+  const refuse = (res: ServerResponse, status: 401 | 403, body: KeyRefusal) =>
+    void res.writeHead(status, { "content-type": "application/json", ...(status === 401 ? { "www-authenticate": `Bearer realm="oz0", error="invalid_token"` } : {}) }).end(`${JSON.stringify(body)}\n`);
   let opened = 0;
   const http = createHttpServer((req, res) => {
     void (async () => {
       const host = (req.headers.host ?? "").replace(/:\d+$/, "").replace(/^\[|\]$/g, "");
       if (LOOPBACK.has(at.host) && !LOOPBACK.has(host)) return void res.writeHead(403).end("a loopback gateway answers loopback hosts only\n");
       if (new URL(req.url ?? "/", "http://gateway").pathname !== "/mcp") return void res.writeHead(404).end("the MCP endpoint is /mcp\n");
+      // --keys: every request's key is checked, a revoked or expired one refused at once, even within a session.
+      const keyed = checkKey ? await checkKey(req.headers) : undefined;
+      if (keyed && !keyed.ok) {
+        log.warn("a request's key was refused", { status: keyed.status, code: keyed.body.error.code });
+        return refuse(res, keyed.status, keyed.body);
+      }
+      const binding = keyed?.binding;
       const id = req.headers["mcp-session-id"];
       const known = typeof id === "string" ? sessions.get(id) : undefined;
+      if (known && binding && known.key !== binding.id)
+        return refuse(res, 403, { error: { code: "session_of_another_key", message: `The MCP session ${String(id)} was opened with another key: each session is used with the key that opened it (this one is ${binding.id}).` } });
       if (known) return known.transport.handleRequest(req, res);
       if (typeof id === "string") return void res.writeHead(404).end(`no session ${id}: initialize a new one\n`);
       // Only an initialize (a POST) opens a session, and with it a server of its own.
       if (req.method !== "POST") return void res.writeHead(400).end("no session: POST an initialize request to open one\n");
-      const session = await open(++opened);
+      const session = await open(++opened, binding);
       const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
         sessionIdGenerator: () => randomUUID(),
-        onsessioninitialized: (sid) => void sessions.set(sid, { transport, session }),
+        onsessioninitialized: (sid) => void sessions.set(sid, { transport, session, key: binding?.id ?? null }),
       });
       transport.onclose = () => {
         if (transport.sessionId) sessions.delete(transport.sessionId);
