@@ -6,8 +6,9 @@
  * the key's ID, never the key.
  *
  * `create` starts no job: a job's start, its end and the revocation of its keys at its end are
- * `oz0 run`'s (or a runtime's). A key for a job that has not started is refused by the pipeline
- * like any call of such a job, so create names the job and says so.
+ * `oz0 run`'s (or a runtime's), which wait for the pipeline to take the start and end the job
+ * with its outcome; a job `keys create` started would have nobody to end it. Without --job,
+ * create names the new job ID for a runtime to start.
  */
 import { randomUUID } from "node:crypto";
 import kafkajs from "kafkajs";
@@ -34,9 +35,9 @@ request says. The key is printed once and kept nowhere: only its SHA-256 is stor
 (k-...) is what lists, the audit log and revoke name.
 
 It starts no job. With --job, the key joins a job its runtime or oz0 run started; without it,
-a new job ID is made and printed, for a runtime to start under that ID (a call of a job that
-has not started is refused by the pipeline). oz0 run starts a job and makes its key in one,
-and revokes it at the job's end.
+a new job ID is made and printed, for a runtime to start under that ID (the job's own limits,
+its budget and timeout, hold from its start). oz0 run starts a job, makes its key, ends the
+job when its command exits and revokes the key then: use it where one command is the agent.
 
   --tenant T      the tenant (required)
   --agent A       the agent definition the job runs under (required)
