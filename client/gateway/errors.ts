@@ -64,9 +64,9 @@ const KEY_WORDS: Record<KeyProblem, string> = {
   revoked: "The API key was revoked. Ask for a new key bound to your job.",
 };
 
-/** 401: an unknown, expired or revoked key. */
-export function unauthorized(provider: Provider, problem: KeyProblem): ErrorReply {
-  return reply(provider, { status: 401, openai: "invalid_request_error", code: "invalid_api_key", anthropic: "authentication_error" }, KEY_WORDS[problem]);
+/** 401: an unknown, expired or revoked key; `words` are the key check's (naming the key's ID and when), else the problem's own. */
+export function unauthorized(provider: Provider, problem: KeyProblem, words?: string): ErrorReply {
+  return reply(provider, { status: 401, openai: "invalid_request_error", code: "invalid_api_key", anthropic: "authentication_error" }, words ?? KEY_WORDS[problem]);
 }
 
 /** 400: the body is not a valid request for its API (the reader's error). */
