@@ -178,7 +178,7 @@ describe("oz0 run's outcome and exit status", () => {
     expect(outcomeOf({ end: exit(0), timedOut: true, interrupted: null, ending: { code: "BudgetExceeded" } })).toBe("AgentTimeout");
   });
 
-  it("LIM-2 LIM-4 the ending the pipeline gave the job is its outcome, even when the command exits 0", () => {
+  it("LIM-2 LIM-7 the ending the pipeline gave the job is its outcome, even when the command exits 0", () => {
     expect(outcomeOf({ end: exit(0), timedOut: false, interrupted: null, ending: { code: "BudgetExceeded" } })).toBe("BudgetExceeded");
     expect(outcomeOf({ end: exit(1), timedOut: false, interrupted: null, ending: { code: "oz0_tree_limit" } })).toBe("TreeLimitExceeded");
     expect(outcomeOf({ end: exit(0), timedOut: false, interrupted: null, ending: { code: "JobEnded" } })).toBe("succeeded");
