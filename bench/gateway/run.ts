@@ -34,6 +34,7 @@ import { kafkaConfig } from "../../processors/runner/endpoints.ts";
 import { createLogger } from "../../processors/runner/log.ts";
 import { Serde } from "../../schemas/serde.ts";
 import type { JobEvent } from "../../schemas/types.ts";
+import type { KeyStore } from "../../client/gateway/keys.ts";
 import { redisKeyStore } from "../../store/gateway-keys.ts";
 import { redisClient } from "../../store/redis/client.ts";
 import { Keys } from "../../store/redis/keys.ts";
@@ -148,6 +149,8 @@ interface Row {
   readonly decide: Latency;
   /** The gateway's publish of the usage that settles the call. */
   readonly settle: Latency;
+  /** The gateway's look-up of the key in Redis. */
+  readonly key: Latency;
 }
 
 function startedEvent(tenant: string, job: string, kind: "started" | "ended"): JobEvent {
@@ -195,7 +198,18 @@ async function main(): Promise<void> {
   const redis = redisClient(e);
   const keys = redisKeyStore(redis, new Keys());
   // The gateway's exchanges with the pipeline, timed: where the added latency goes.
-  const timed = { decide: [] as number[], settle: [] as number[] };
+  const timed = { decide: [] as number[], settle: [] as number[], key: [] as number[] };
+  const clockedKeys: KeyStore = {
+    ...keys,
+    check: async (key, now) => {
+      const t0 = performance.now();
+      try {
+        return await keys.check(key, now);
+      } finally {
+        timed.key.push(performance.now() - t0);
+      }
+    },
+  };
   const clocked: GatewayRuntime = {
     askModelCall: async (ask, timeoutMs) => {
       const t0 = performance.now();
@@ -215,7 +229,7 @@ async function main(): Promise<void> {
       }
     },
   };
-  const gateway = await startGateway({ host: "127.0.0.1", port: 0, upstreams: { openai: `${fake.url}/v1`, anthropic: fake.url }, credentials: { openai: `sk-bench-${run}`, anthropic: `sk-ant-bench-${run}` }, keys, runtime: clocked, log });
+  const gateway = await startGateway({ host: "127.0.0.1", port: 0, upstreams: { openai: `${fake.url}/v1`, anthropic: fake.url }, credentials: { openai: `sk-bench-${run}`, anthropic: `sk-ant-bench-${run}` }, keys: clockedKeys, runtime: clocked, log });
   const made = await keys.create({ tenant, agent: AGENT, tree_id: job, job_id: job, run_id: `${job}-run`, created_by: "bench", expires_at: Date.now() + (MAX_SECONDS + 600) * 1000 }, Date.now());
   await runtime.publishJobEvents([startedEvent(tenant, job, "started")]);
 
@@ -245,16 +259,19 @@ async function main(): Promise<void> {
         const g: number[] = [];
         const decide: number[] = [];
         const settle: number[] = [];
+        const key: number[] = [];
         for (let r = 0; r < ROUNDS; r++) {
           d.push(...(await play(direct, p, CALLS, flight, stream, `d-${p}-${what}-${flight}-${r}`, expected)));
           timed.decide = [];
           timed.settle = [];
+          timed.key = [];
           g.push(...(await play(through, p, CALLS, flight, stream, `g-${p}-${what}-${flight}-${r}`, expected)));
           decide.push(...timed.decide);
           settle.push(...timed.settle);
+          key.push(...timed.key);
           gatewayCalls += CALLS;
         }
-        rows.push({ provider: p, what, flight, direct: latency(d), gateway: latency(g), decide: latency(decide), settle: latency(settle) });
+        rows.push({ provider: p, what, flight, direct: latency(d), gateway: latency(g), decide: latency(decide), settle: latency(settle), key: latency(key) });
       };
       for (const flight of FLIGHTS) await measure("whole answer", flight, false);
       await measure("first token (streamed)", 1, true);
@@ -284,11 +301,11 @@ async function main(): Promise<void> {
         `| ${r.provider} | ${r.what} | ${r.flight} | ${fmt(r.direct.p50, 1)} | ${fmt(r.direct.p99, 1)} | ${fmt(r.gateway.p50, 1)} | ${fmt(r.gateway.p99, 1)} | ${fmt(r.gateway.p50 - r.direct.p50, 1)} | ${fmt(r.gateway.p99 - r.direct.p99, 1)} | ${ratio(r.gateway.p50, r.direct.p50)} |`,
     ),
     "",
-    "Inside the gateway's calls (the same rows): its ask to limits-model-calls until the decision came, and its publish of the usage that settles the call.",
+    "Inside the gateway's calls (the same rows): its look-up of the key in Redis, its ask to limits-model-calls until the decision came, and its publish of the usage that settles the call.",
     "",
-    "| provider | measured | in flight | decision p50 (ms) | decision p99 (ms) | usage publish p50 (ms) | usage publish p99 (ms) |",
-    "| --- | --- | --- | --- | --- | --- | --- |",
-    ...rows.map((r) => `| ${r.provider} | ${r.what} | ${r.flight} | ${fmt(r.decide.p50, 1)} | ${fmt(r.decide.p99, 1)} | ${fmt(r.settle.p50, 1)} | ${fmt(r.settle.p99, 1)} |`),
+    "| provider | measured | in flight | key p50 (ms) | decision p50 (ms) | decision p99 (ms) | usage publish p50 (ms) | usage publish p99 (ms) |",
+    "| --- | --- | --- | --- | --- | --- | --- | --- |",
+    ...rows.map((r) => `| ${r.provider} | ${r.what} | ${r.flight} | ${fmt(r.key.p50, 1)} | ${fmt(r.decide.p50, 1)} | ${fmt(r.decide.p99, 1)} | ${fmt(r.settle.p50, 1)} | ${fmt(r.settle.p99, 1)} |`),
     "",
   ];
   const text = lines.join("\n");
