@@ -141,26 +141,17 @@ export function parseRunArgs(argv: readonly string[], env: NodeJS.ProcessEnv = p
     const why = chosenIdProblem(values.id);
     if (why) throw usage(`${why}\n`);
   }
-  const saved = process.env.OZ0_OPERATOR;
-  // `person` reads OZ0_OPERATOR from the process; the environment given wins for tests.
-  if (env !== process.env) process.env.OZ0_OPERATOR = env.OZ0_OPERATOR;
-  try {
-    return {
-      tenant: values.tenant,
-      agent: values.agent,
-      budgetUsd: values.budget === undefined ? null : budgetOption(values.budget),
-      timeoutMs: values.timeout === undefined ? null : durationOption("timeout", values.timeout),
-      id: values.id ?? null,
-      person: person(values.as),
-      startWaitMs: values["start-wait"] === undefined ? DEFAULT_START_WAIT_MS : durationOption("start-wait", values["start-wait"]),
-      command,
-    };
-  } finally {
-    if (env !== process.env) {
-      if (saved === undefined) delete process.env.OZ0_OPERATOR;
-      else process.env.OZ0_OPERATOR = saved;
-    }
-  }
+  return {
+    tenant: values.tenant,
+    agent: values.agent,
+    budgetUsd: values.budget === undefined ? null : budgetOption(values.budget),
+    timeoutMs: values.timeout === undefined ? null : durationOption("timeout", values.timeout),
+    id: values.id ?? null,
+    // --as, else OZ0_OPERATOR (of the environment given), else the login name.
+    person: person(values.as ?? env.OZ0_OPERATOR),
+    startWaitMs: values["start-wait"] === undefined ? DEFAULT_START_WAIT_MS : durationOption("start-wait", values["start-wait"]),
+    command,
+  };
 }
 
 /** OZ0_GATEWAY_URL, else where npm start serves the gateway; without a trailing slash. */
