@@ -103,6 +103,12 @@ export interface FakeProvider {
    * provider's error shape for that status.
    */
   failNext(status: number, body?: string | Record<string, unknown>): void;
+  /**
+   * The next streamed answer breaks off after `events` of its events (the upstream failing
+   * mid-stream): the connection is destroyed without the stream's end, so no usage follows
+   * unless it came before (Anthropic's message_start). Its `answered` entry stays not completed.
+   */
+  cutNextStream(events: number): void;
   close(): Promise<void>;
 }
 
@@ -303,6 +309,7 @@ export async function startFakeProvider(options: FakeProviderOptions = {}): Prom
   const requests: RecordedRequest[] = [];
   const answered: AnsweredRequest[] = [];
   const failures: Array<{ status: number; body: string | Record<string, unknown> | undefined }> = [];
+  const cuts: number[] = [];
 
   const json = (res: ServerResponse, status: number, body: unknown, provider: FakeProviderName): void => {
     const text = JSON.stringify(body);
@@ -392,9 +399,16 @@ export async function startFakeProvider(options: FakeProviderOptions = {}): Prom
       if (!res.writableFinished) gone = true;
     });
     const events = provider === "openai" ? openAIEvents(asked, pieces, cut, usage.body) : anthropicEvents(asked.model, pieces, cut, usage.body);
+    const breakAt = cuts.shift() ?? Infinity;
     for (let i = 0; i < events.length; i++) {
       if (i > 0) await sleep(o.chunkDelayMs);
       if (gone || res.destroyed) return;
+      if (i >= breakAt) {
+        // What was written goes out first (the headers and the events before the break), then the connection breaks.
+        await new Promise<void>((r) => res.write("", () => r()));
+        res.destroy();
+        return;
+      }
       const e = events[i]!;
       const more = res.write(e.raw);
       entry.sent += e.text;
@@ -429,6 +443,10 @@ export async function startFakeProvider(options: FakeProviderOptions = {}): Prom
     failNext(status: number, body?: string | Record<string, unknown>): void {
       if (!Number.isInteger(status) || status < 400 || status > 599) throw new Error(`failNext: ${status} is not an error status (400 to 599)`);
       failures.push({ status, body });
+    },
+    cutNextStream(events: number): void {
+      if (!Number.isInteger(events) || events < 0) throw new Error(`cutNextStream: ${events} is not a number of events (a whole number, 0 or more)`);
+      cuts.push(events);
     },
     close(): Promise<void> {
       server.closeAllConnections();

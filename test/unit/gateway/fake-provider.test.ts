@@ -310,6 +310,39 @@ describe("the fake provider's raw streams read by the gateway's StreamUsage", ()
     expect(last(fake.answered).counts).toMatchObject({ cacheRead: 11, cacheWrite: 2 });
   });
 
+  it("SYS-7 cutNextStream breaks the next stream off mid-answer: the SDK raises, StreamUsage settles it by the estimate, the stream after it is whole", async () => {
+    fake.cutNextStream(6);
+    const s = await openai.chat.completions.create({ model: "gpt-4o", messages: MESSAGES, stream: true, stream_options: { include_usage: true } });
+    let text = "";
+    const err = await (async () => {
+      for await (const c of s) text += c.choices[0]?.delta.content ?? "";
+    })().catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(Error);
+    expect(text.length).toBeGreaterThan(0);
+    expect(last(fake.answered)).toMatchObject({ completed: false, usageSent: false });
+    expect(last(fake.answered).sent).toBe(text);
+
+    fake.cutNextStream(4);
+    const res = await fetch(`${fake.url}/v1/messages`, { method: "POST", headers: { "content-type": "application/json", "x-api-key": "sk-ant-test", "anthropic-version": "2023-06-01" }, body: JSON.stringify({ model: "claude-sonnet-4-5", max_tokens: 300, messages: [{ role: "user", content: "Status?" }], stream: true }) });
+    const reader = new StreamUsage("anthropic");
+    await (async () => {
+      for await (const c of res.body as unknown as AsyncIterable<Uint8Array>) reader.push(c);
+    })().catch(() => undefined);
+    reader.end();
+    const a = last(fake.answered);
+    expect(reader.complete).toBe(false);
+    const settled = reader.settle(999);
+    // message_start came before the cut: its input counts stand, the output is what was streamed.
+    expect(settled).toMatchObject({ source: "estimate", usage: { input: a.counts?.input } });
+    expect(settled.usage.output).toBeGreaterThan(0);
+    expect(settled.usage.output).toBeLessThan(a.counts?.output ?? 0);
+
+    const whole = await openai.chat.completions.create({ model: "gpt-4o", messages: MESSAGES, stream: true });
+    let all = "";
+    for await (const c of whole) all += c.choices[0]?.delta.content ?? "";
+    expect(all).toBe(fake.options.text);
+  });
+
   it("SYS-7 a client that leaves mid-stream: the fake records the stream as not completed and what was sent so far", async () => {
     fake.configure({ chunkDelayMs: 5 });
     try {
