@@ -386,11 +386,13 @@ export async function startGateway(o: GatewayOptions): Promise<Gateway> {
         // An answer without usage is charged what was reserved as its worst case: never less than it may have cost.
         if (usage === null) log.warn("gateway: the provider's answer has no usage; settled at the request's estimate and cap", { provider: p, request: ask.request_id });
       }
-      await settle(binding, ask, usage ?? (status < 300 ? { input: read.request.inputTokens, output: forward.request.maxOutputTokens ?? 0, cacheRead: 0, cacheWrite: 0 } : { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 }), p);
+      // The answer goes first, then its usage: until the usage is taken, the call's worst case
+      // stays reserved, so a next call asked meanwhile is held to more, never to less.
       if (!res.destroyed) {
         res.writeHead(status, { ...headers, "content-length": String(whole.length) });
         res.end(whole);
       }
+      await settle(binding, ask, usage ?? (status < 300 ? { input: read.request.inputTokens, output: forward.request.maxOutputTokens ?? 0, cacheRead: 0, cacheWrite: 0 } : { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 }), p);
       return status < 300 ? "answered" : "provider_error";
     }
     // A stream: each event passes on as it came, its usage read on the way.
@@ -407,9 +409,9 @@ export async function startGateway(o: GatewayOptions): Promise<Gateway> {
       broken = true;
     }
     metrics.upstream.observe((now() - sent) / 1000);
+    if (!res.destroyed) res.end();
     const settled = reader.settle(read.request.inputTokens);
     await settle(binding, ask, settled.usage, p);
-    if (!res.destroyed) res.end();
     if (signal.aborted) {
       log.info("gateway: the client went away mid-stream; charged for what was streamed", { key: binding.id, job: binding.job_id, request: ask.request_id, output_tokens: settled.usage.output });
       return "client_gone";
