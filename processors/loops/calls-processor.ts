@@ -131,7 +131,8 @@ function evidence(acted: Acted, call: ToolCall, approval?: { id: string; deadlin
   };
 }
 
-const approvalOf = (call: ToolCall): string => deriveId(LOOP_CALLS, "approval", call.id);
+/** A loop approval's ID: `a-` before the derived part, so people tell it from a tool's (`t-`), and it never begins with "-", which a command line would take for an option. */
+const approvalOf = (call: ToolCall): string => `a-${deriveId(LOOP_CALLS, "approval", call.id)}`;
 
 function stoppedWords(call: ToolCall, acted: Acted): string {
   return `${loopWords(acted.detector, functionName(call), acted.count)} The job stopped with LoopDetected.`;

@@ -48,6 +48,16 @@ async function answerWith(a: Decision): Promise<Decision[]> {
 }
 
 describe("LOOP-5 a loop waits as an approval of kind loop", () => {
+  it("LOOP-5 a loop's approval is a-... (told from t-, b-, u-) and never begins with -, which oz0 approval would read as an option", async () => {
+    const ids: string[] = [];
+    for (let i = 0; i < 200; i++) {
+      run = uid("run");
+      ids.push((await waitingLoop()).approval);
+    }
+    expect(new Set(ids).size).toBe(200);
+    for (const id of ids) expect(id).toMatch(/^a-[A-Za-z0-9_-]{22}$/);
+  });
+
   it("LOOP-5 approve: the held call is allowed, the counters start again, and the deadline is dropped", async () => {
     const { wait, approval } = await waitingLoop();
     const [allowed] = await answerWith(answer(approval, "allow"));
