@@ -25,9 +25,9 @@ import { servicesForCommand } from "./services.ts";
 
 export const GATEWAY_HELP = `oz0 gateway [--listen HOST:PORT] [--upstream openai=URL] [--upstream anthropic=URL]
 
-The model gateway: an HTTP server that speaks OpenAI's chat completions API (POST
-/v1/chat/completions, GET /v1/models) and Anthropic's messages API (POST /v1/messages),
-streamed and not, in front of the providers. Each request carries a key oz0 made (oz0 run, oz0
+The model gateway: an HTTP server that speaks OpenAI's chat completions and Responses APIs
+(POST /v1/chat/completions, POST /v1/responses, GET /v1/models) and Anthropic's messages API
+(POST /v1/messages), streamed and not, in front of the providers. Each request carries a key oz0 made (oz0 run, oz0
 keys create), bound to a tenant, an agent and a job; limits-model-calls decides each call
 before the provider sees it (402 in the provider's error shape when it is refused), and the
 provider's usage settles it. npm start serves it too.

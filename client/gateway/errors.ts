@@ -114,7 +114,7 @@ export function notFound(provider: Provider, method: string, path: string): Erro
   return reply(
     provider,
     { status: 404, openai: "invalid_request_error", code: "unknown_url", anthropic: "not_found_error" },
-    `Unknown request URL: ${method} ${path}. The gateway serves POST /v1/chat/completions, POST /v1/messages and GET /v1/models.`,
+    `Unknown request URL: ${method} ${path}. The gateway serves POST /v1/chat/completions, POST /v1/responses, POST /v1/messages and GET /v1/models.`,
   );
 }
 

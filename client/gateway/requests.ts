@@ -12,9 +12,13 @@ export type Provider = "openai" | "anthropic";
 /** A JSON object as parsed. */
 export type JsonObject = Record<string, unknown>;
 
+/** Which of a provider's APIs a request speaks: OpenAI's chat completions or Responses, Anthropic's messages. */
+export type Api = "chat" | "responses" | "messages";
+
 /** What the limits need of a model request, and the body it came in. */
 export interface ModelRequest {
   readonly provider: Provider;
+  readonly api: Api;
   readonly model: string;
   readonly stream: boolean;
   /**
@@ -135,7 +139,81 @@ export function readOpenAIChat(body: unknown): ReadRequest {
   }
   const format = body.response_format;
   if (isObject(format) && format.type === "json_schema") texts.push(JSON.stringify(format.json_schema ?? null));
-  return { ok: true, request: { provider: "openai", model: body.model, stream, maxOutputTokens: cap, inputTokens: estimate(texts), body } };
+  return { ok: true, request: { provider: "openai", api: "chat", model: body.model, stream, maxOutputTokens: cap, inputTokens: estimate(texts), body } };
+}
+
+/** The texts of one item of a Responses API `input` (see readOpenAIResponses); a string saying what is wrong otherwise. */
+function itemTexts(item: unknown, at: string, texts: string[]): string | null {
+  if (!isObject(item)) return `${at} must be an object`;
+  const type = typeof item.type === "string" ? item.type : "message";
+  if (type === "message" || item.role !== undefined) {
+    const content = item.content;
+    if (typeof content === "string") texts.push(content);
+    else if (Array.isArray(content)) {
+      for (let j = 0; j < content.length; j++) {
+        const part: unknown = content[j];
+        if (!isObject(part) || typeof part.type !== "string") return `${at}.content[${j}] must be an object with a type`;
+        if (typeof part.text === "string") texts.push(part.text);
+        else if (typeof part.refusal === "string") texts.push(part.refusal);
+      }
+    } else return `${at}.content must be a string or an array of content parts`;
+    return null;
+  }
+  if (type === "function_call" || type === "custom_tool_call") {
+    if (typeof item.name === "string") texts.push(item.name);
+    if (typeof item.arguments === "string") texts.push(item.arguments);
+    if (typeof item.input === "string") texts.push(item.input);
+  } else if (type === "function_call_output" || type === "custom_tool_call_output") {
+    if (typeof item.output === "string") texts.push(item.output);
+    else if (item.output !== undefined) texts.push(JSON.stringify(item.output));
+  } else if (type === "reasoning" && Array.isArray(item.summary)) {
+    for (const part of item.summary as unknown[]) if (isObject(part) && typeof part.text === "string") texts.push(part.text);
+  }
+  // Other items (images, files, a reasoning item's encrypted content, built-in tools' calls): not text the estimate can price.
+  return null;
+}
+
+/**
+ * Reads an OpenAI `POST /v1/responses` body (the Responses API, which Codex CLI and the
+ * Agents SDK use).
+ *
+ * Input tokens are the estimate over every text the model reads: `instructions`, the `input`
+ * (a string, or items: messages with their text parts, function calls with their arguments,
+ * function call outputs, reasoning summaries), the JSON of each tool, and a `json_schema` text
+ * format. Left out, beside what readOpenAIChat leaves out: a conversation the provider keeps
+ * (`previous_response_id`, `conversation`), which the request does not carry; the provider's
+ * usage settles the call exactly afterwards, so only the reservation is smaller. The output
+ * cap is `max_output_tokens`.
+ */
+export function readOpenAIResponses(body: unknown): ReadRequest {
+  if (!isObject(body)) return fail("the request body must be a JSON object", null);
+  if (typeof body.model !== "string" || body.model === "") return fail("model is required: a non-empty string naming the model", "model");
+  const input = body.input;
+  const kept = body.previous_response_id !== undefined && body.previous_response_id !== null;
+  if (input === undefined || input === null) {
+    if (!kept && (body.conversation === undefined || body.conversation === null)) return fail("input is required: a string or an array of input items", "input");
+  } else if (typeof input !== "string" && !Array.isArray(input)) return fail("input must be a string or an array of input items", "input");
+  const stream = streamed(body);
+  if (typeof stream === "string") return fail(stream, "stream");
+  const cap = tokenCap(body, "max_output_tokens");
+  if (typeof cap === "string") return fail(cap, "max_output_tokens");
+  const texts: string[] = [];
+  if (typeof body.instructions === "string") texts.push(body.instructions);
+  if (typeof input === "string") texts.push(input);
+  else if (Array.isArray(input)) {
+    for (let i = 0; i < input.length; i++) {
+      const wrong = itemTexts(input[i], `input[${i}]`, texts);
+      if (wrong !== null) return fail(wrong, `input[${i}]`);
+    }
+  }
+  const tools = body.tools;
+  if (tools !== undefined && tools !== null) {
+    if (!Array.isArray(tools)) return fail("tools must be an array", "tools");
+    for (const tool of tools as unknown[]) texts.push(JSON.stringify(tool));
+  }
+  const format = isObject(body.text) ? body.text.format : undefined;
+  if (isObject(format) && format.type === "json_schema") texts.push(JSON.stringify(format.schema ?? null));
+  return { ok: true, request: { provider: "openai", api: "responses", model: body.model, stream, maxOutputTokens: cap, inputTokens: estimate(texts), body } };
 }
 
 /** The texts of Anthropic content blocks the model reads (see readAnthropicMessages). */
@@ -214,18 +292,19 @@ export function readAnthropicMessages(body: unknown): ReadRequest {
     if (!Array.isArray(tools)) return fail("tools must be an array", "tools");
     for (const tool of tools as unknown[]) texts.push(JSON.stringify(tool));
   }
-  return { ok: true, request: { provider: "anthropic", model: body.model, stream, maxOutputTokens: cap, inputTokens: estimate(texts), body } };
+  return { ok: true, request: { provider: "anthropic", api: "messages", model: body.model, stream, maxOutputTokens: cap, inputTokens: estimate(texts), body } };
 }
 
-/** Reads a request body as sent (text): JSON that does not parse is a bad request too. */
-export function readRequest(provider: Provider, text: string): ReadRequest {
+/** Reads a request body as sent (text): JSON that does not parse is a bad request too. `api` defaults to the provider's first (chat, messages). */
+export function readRequest(provider: Provider, text: string, api: Api = provider === "openai" ? "chat" : "messages"): ReadRequest {
   let body: unknown;
   try {
     body = JSON.parse(text);
   } catch (e) {
     return fail(`the request body is not valid JSON: ${(e as Error).message}`, null);
   }
-  return provider === "openai" ? readOpenAIChat(body) : readAnthropicMessages(body);
+  if (provider === "anthropic") return readAnthropicMessages(body);
+  return api === "responses" ? readOpenAIResponses(body) : readOpenAIChat(body);
 }
 
 /** What the gateway's ask to limits-model-calls carries of a request (the rest is the key's job). */
@@ -261,7 +340,7 @@ export function capOutput(request: ModelRequest, agentMax: number | null): Forwa
   const body: JsonObject = { ...request.body };
   let capped = false;
   let cap = request.maxOutputTokens;
-  const fields = request.provider === "openai" ? ["max_completion_tokens", "max_tokens"] : ["max_tokens"];
+  const fields = request.api === "chat" ? ["max_completion_tokens", "max_tokens"] : request.api === "responses" ? ["max_output_tokens"] : ["max_tokens"];
   if (agentMax !== null) {
     for (const field of fields) {
       const v = body[field];
@@ -271,13 +350,14 @@ export function capOutput(request: ModelRequest, agentMax: number | null): Forwa
       }
     }
     if (cap === null) {
-      body.max_completion_tokens = agentMax;
+      body[request.api === "responses" ? "max_output_tokens" : "max_completion_tokens"] = agentMax;
       capped = true;
     }
     if (cap === null || cap > agentMax) cap = agentMax;
   }
   let dropUsageChunk = false;
-  if (request.provider === "openai" && request.stream) {
+  // The Responses API's stream always ends with the response and its usage (response.completed).
+  if (request.api === "chat" && request.stream) {
     const options = body.stream_options;
     if (!isObject(options) || options.include_usage !== true) {
       body.stream_options = { ...(isObject(options) ? options : {}), include_usage: true };

@@ -1,6 +1,7 @@
 /**
  * `oz0 gateway`: the model gateway's HTTP server. It speaks the providers' own APIs (OpenAI's
- * `POST /v1/chat/completions` and `GET /v1/models`, Anthropic's `POST /v1/messages`), so an
+ * `POST /v1/chat/completions`, `POST /v1/responses` and `GET /v1/models`, Anthropic's
+ * `POST /v1/messages`), so an
  * agent needs only its base URL and key changed, and holds every model call to the job the key
  * is bound to (docs/gateway.md):
  *
@@ -31,7 +32,7 @@ import { CONTENT_TYPE, Histogram, renderMetrics, type MetricFamily } from "../..
 import type { Decision, ModelCall } from "../../schemas/types.ts";
 import { badRequest, isRefusal, noUpstream, notDecided, notFound, refusal, tooLarge, unauthorized, upstreamFailed, upstreamTimedOut, type ErrorReply } from "./errors.ts";
 import { checkBinding, requestKey, type KeyBinding, type KeyStore } from "./keys.ts";
-import { askFields, capOutput, readRequest, type ModelRequest, type Provider } from "./requests.ts";
+import { askFields, capOutput, readRequest, type Api, type ModelRequest, type Provider } from "./requests.ts";
 import { responseUsage, StreamUsage, usageFields, type Usage } from "./usage.ts";
 
 /** Where `npm start` and `oz0 gateway` serve it unless told. */
@@ -120,8 +121,9 @@ class GatewayMetrics {
 }
 
 /** Which provider's API a request speaks, from its path; for `/v1/models`, from its headers. */
-function route(method: string, path: string, req: IncomingMessage): { provider: Provider; op: "chat" | "messages" | "models" } | { provider: Provider; op: null } {
+function route(method: string, path: string, req: IncomingMessage): { provider: Provider; op: Api | "models" } | { provider: Provider; op: null } {
   if (method === "POST" && path === "/v1/chat/completions") return { provider: "openai", op: "chat" };
+  if (method === "POST" && path === "/v1/responses") return { provider: "openai", op: "responses" };
   if (method === "POST" && path === "/v1/messages") return { provider: "anthropic", op: "messages" };
   const anthropicClient = req.headers["anthropic-version"] !== undefined || (req.headers["x-api-key"] !== undefined && req.headers.authorization === undefined);
   const provider: Provider = anthropicClient || path.startsWith("/v1/messages") ? "anthropic" : "openai";
@@ -197,10 +199,10 @@ export async function startGateway(o: GatewayOptions): Promise<Gateway> {
   }
 
   /** The upstream's URL for a path under its base (OpenAI's base ends in /v1; Anthropic's paths start with /v1). */
-  function upstreamUrl(p: Provider, op: "chat" | "messages" | "models"): URL | null {
+  function upstreamUrl(p: Provider, op: Api | "models"): URL | null {
     const base = upstreams[p];
     if (!base) return null;
-    const tail = p === "openai" ? (op === "models" ? "/models" : "/chat/completions") : op === "models" ? "/v1/models" : "/v1/messages";
+    const tail = p === "openai" ? (op === "models" ? "/models" : op === "responses" ? "/responses" : "/chat/completions") : op === "models" ? "/v1/models" : "/v1/messages";
     return new URL(base.href.replace(/\/+$/, "") + tail);
   }
 
@@ -312,13 +314,13 @@ export async function startGateway(o: GatewayOptions): Promise<Gateway> {
     }
   }
 
-  async function handleCall(req: IncomingMessage, res: ServerResponse, p: Provider, op: "chat" | "messages", binding: KeyBinding, signal: AbortSignal): Promise<Outcome> {
+  async function handleCall(req: IncomingMessage, res: ServerResponse, p: Provider, op: Api, binding: KeyBinding, signal: AbortSignal): Promise<Outcome> {
     const raw = await readBody(req, maxBody);
     if (raw === "too_large") {
       sendError(res, tooLarge(p, maxBody));
       return "bad_request";
     }
-    const read = readRequest(p, raw.toString("utf8"));
+    const read = readRequest(p, raw.toString("utf8"), op);
     if (!read.ok) {
       sendError(res, badRequest(p, read.error));
       return "bad_request";

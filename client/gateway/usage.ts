@@ -30,13 +30,18 @@ function n(x: unknown): number {
   return typeof x === "number" && Number.isInteger(x) && x >= 0 ? x : 0;
 }
 
-/** OpenAI's `usage` object as counts; null when there is none. */
+/**
+ * OpenAI's `usage` object as counts; null when there is none. Chat completions name the counts
+ * `prompt_tokens` (with `prompt_tokens_details.cached_tokens`) and `completion_tokens`; the
+ * Responses API `input_tokens` (with `input_tokens_details.cached_tokens`) and `output_tokens`.
+ */
 export function openAIUsage(usage: unknown): Usage | null {
   if (!isObject(usage)) return null;
-  const prompt = n(usage.prompt_tokens);
-  const details = usage.prompt_tokens_details;
+  const responses = usage.prompt_tokens === undefined && (usage.input_tokens !== undefined || usage.output_tokens !== undefined);
+  const prompt = n(responses ? usage.input_tokens : usage.prompt_tokens);
+  const details = responses ? usage.input_tokens_details : usage.prompt_tokens_details;
   const cached = Math.min(prompt, isObject(details) ? n(details.cached_tokens) : 0);
-  return { input: prompt - cached, output: n(usage.completion_tokens), cacheRead: cached, cacheWrite: 0 };
+  return { input: prompt - cached, output: n(responses ? usage.output_tokens : usage.completion_tokens), cacheRead: cached, cacheWrite: 0 };
 }
 
 /** Anthropic's `usage` object as counts; null when there is none. */
@@ -207,6 +212,10 @@ export class StreamUsage {
     }
     const chunk = parse(data);
     if (!isObject(chunk)) return false;
+    if (typeof chunk.type === "string" && chunk.type.startsWith("response.")) {
+      this.responsesEvent(chunk.type, chunk);
+      return false;
+    }
     const choices = Array.isArray(chunk.choices) ? (chunk.choices as unknown[]) : [];
     for (const choice of choices) {
       const delta = isObject(choice) ? choice.delta : undefined;
@@ -225,6 +234,25 @@ export class StreamUsage {
     if (usage === null) return false;
     this.usage = usage;
     return choices.length === 0;
+  }
+
+  /**
+   * Reads a Responses API event: the text deltas (output text, refusals, function call
+   * arguments, reasoning) for a cut stream's estimate, and the usage of the response that ends
+   * the stream (`response.completed`, `response.incomplete` or `response.failed`; there is no
+   * `[DONE]`).
+   */
+  private responsesEvent(type: string, event: Record<string, unknown>): void {
+    if (type.endsWith(".delta")) {
+      if (typeof event.delta === "string") this.streamed += event.delta;
+      return;
+    }
+    if (type === "response.completed" || type === "response.incomplete" || type === "response.failed") {
+      const response = event.response;
+      const usage = isObject(response) ? openAIUsage(response.usage) : null;
+      if (usage !== null) this.usage = usage;
+      this.ended = true;
+    }
   }
 
   /** Reads an Anthropic event. */

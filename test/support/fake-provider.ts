@@ -339,7 +339,8 @@ export async function startFakeProvider(options: FakeProviderOptions = {}): Prom
 
     const anthropicAsked = path === "/v1/messages" || (path === "/v1/models" && req.headers["anthropic-version"] !== undefined);
     const provider: FakeProviderName = anthropicAsked ? "anthropic" : "openai";
-    const known = (method === "POST" && (path === "/v1/chat/completions" || path === "/v1/messages")) || (method === "GET" && path === "/v1/models");
+    const known = (method === "POST" && (path === "/v1/chat/completions" || path === "/v1/responses" || path === "/v1/messages")) || (method === "GET" && path === "/v1/models");
+    const responsesApi = path === "/v1/responses";
     if (!known) {
       const message = provider === "openai" ? `Invalid URL (${method} ${path})` : `Not found: ${method} ${path}`;
       return fail(res, provider, path, false, null, 404, message);
@@ -374,19 +375,19 @@ export async function startFakeProvider(options: FakeProviderOptions = {}): Prom
       const message = provider === "openai" ? "We could not parse the JSON body of your request. (HINT: This likely means you aren't using your HTTP library correctly. The OpenAI API expects a JSON payload, but what was sent was not valid JSON.)" : "There was an issue with your request body: it must be a JSON object.";
       return fail(res, provider, path, false, null, 400, message);
     }
-    const asked = provider === "openai" ? readOpenAI(body) : readAnthropic(body, String(req.headers["anthropic-version"] ?? ""));
+    const asked = provider === "anthropic" ? readAnthropic(body, String(req.headers["anthropic-version"] ?? "")) : responsesApi ? readResponses(body) : readOpenAI(body);
     const stream = body.stream === true;
     if ("error" in asked) return fail(res, provider, path, stream, typeof body.model === "string" ? body.model : null, 400, asked.error, asked.param);
 
     await sleep(o.delayMs);
     const { pieces, tokens, cut } = answerPieces(provider, o.text, asked.maxTokens);
     const text = pieces.join("");
-    const usage = provider === "openai" ? openAIUsage(asked.promptTokens, tokens, o.cachedTokens) : anthropicUsage(asked.promptTokens, tokens, o.cacheReadTokens, o.cacheWriteTokens);
+    const usage = provider === "anthropic" ? anthropicUsage(asked.promptTokens, tokens, o.cacheReadTokens, o.cacheWriteTokens) : responsesApi ? responsesUsage(asked.promptTokens, tokens, o.cachedTokens) : openAIUsage(asked.promptTokens, tokens, o.cachedTokens);
     const entry: AnsweredRequest = { provider, path, stream, status: 200, model: asked.model, usage: usage.body, counts: usage.counts, text, sent: "", completed: false, usageSent: false };
     answered.push(entry);
 
     if (!stream) {
-      const out = provider === "openai" ? openAIBody(asked.model, text, cut, usage.body) : anthropicBody(asked.model, text, cut, usage.body);
+      const out = provider === "anthropic" ? anthropicBody(asked.model, text, cut, usage.body) : responsesApi ? responsesBody(asked, text, cut, usage.body) : openAIBody(asked.model, text, cut, usage.body);
       entry.sent = text;
       entry.usageSent = true;
       entry.completed = true;
@@ -398,7 +399,7 @@ export async function startFakeProvider(options: FakeProviderOptions = {}): Prom
     res.on("close", () => {
       if (!res.writableFinished) gone = true;
     });
-    const events = provider === "openai" ? openAIEvents(asked, pieces, cut, usage.body) : anthropicEvents(asked.model, pieces, cut, usage.body);
+    const events = provider === "anthropic" ? anthropicEvents(asked.model, pieces, cut, usage.body) : responsesApi ? responsesEvents(asked, pieces, cut, usage.body) : openAIEvents(asked, pieces, cut, usage.body);
     const breakAt = cuts.shift() ?? Infinity;
     for (let i = 0; i < events.length; i++) {
       if (i > 0) await sleep(o.chunkDelayMs);
@@ -527,6 +528,82 @@ function openAIEvents(asked: Asked, pieces: readonly string[], cut: boolean, usa
   out.push(chunk([choice({}, cut ? "length" : "stop")], ""));
   if (asked.includeUsage) out.push(chunk([], "", usage));
   out.push({ raw: "data: [DONE]\n\n", text: "", usage: false });
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// OpenAI's Responses API
+
+/** The Responses API's input tokens: instructions, the input (a string or items), the tools' JSON. */
+function readResponses(body: Record<string, unknown>): Asked | { error: string; param: string } {
+  if (typeof body.model !== "string" || body.model === "") return { error: "Missing required parameter: 'model'.", param: "model" };
+  if (body.input === undefined || body.input === null) return { error: "Missing required parameter: 'input'.", param: "input" };
+  const enc = TOKENIZERS.openai;
+  const t: string[] = [];
+  if (typeof body.instructions === "string") t.push(body.instructions);
+  texts(body.input, t);
+  if (Array.isArray(body.input)) for (const item of body.input as unknown[]) if (isObject(item) && typeof item.output === "string") t.push(item.output);
+  let prompt = 3 + (Array.isArray(body.input) ? 3 * body.input.length : 3);
+  for (const x of t) prompt += enc.encode(x).length;
+  if (body.tools !== undefined) prompt += enc.encode(JSON.stringify(body.tools)).length;
+  return { model: body.model, stream: body.stream === true, includeUsage: true, obfuscation: false, maxTokens: maxOf(body.max_output_tokens), promptTokens: prompt };
+}
+
+function responsesUsage(prompt: number, output: number, cached: number): { body: Record<string, unknown>; counts: TokenCounts } {
+  const c = Math.max(0, Math.min(prompt, Math.floor(cached)));
+  const body = { input_tokens: prompt, input_tokens_details: { cached_tokens: c }, output_tokens: output, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: prompt + output };
+  return { body, counts: { input: prompt - c, output, cacheRead: c, cacheWrite: 0 } };
+}
+
+/** The response object, as `POST /v1/responses` answers it and as its stream's first and last events carry it. */
+function responseObject(asked: Asked, respId: string, msgId: string, status: "in_progress" | "completed" | "incomplete", text: string | null, usage: Record<string, unknown> | null): Record<string, unknown> {
+  const output = text === null ? [] : [{ id: msgId, type: "message", status: status === "incomplete" ? "incomplete" : "completed", role: "assistant", content: [{ type: "output_text", text, annotations: [], logprobs: [] }] }];
+  return {
+    id: respId,
+    object: "response",
+    created_at: Math.floor(Date.now() / 1000),
+    status,
+    error: null,
+    incomplete_details: status === "incomplete" ? { reason: "max_output_tokens" } : null,
+    instructions: null,
+    max_output_tokens: asked.maxTokens,
+    model: asked.model,
+    output,
+    parallel_tool_calls: true,
+    previous_response_id: null,
+    store: true,
+    temperature: 1,
+    tool_choice: "auto",
+    tools: [],
+    top_p: 1,
+    truncation: "disabled",
+    usage,
+    metadata: {},
+  };
+}
+
+function responsesBody(asked: Asked, text: string, cut: boolean, usage: Record<string, unknown>): Record<string, unknown> {
+  return responseObject(asked, id("resp_", 24), id("msg_", 24), cut ? "incomplete" : "completed", text, usage);
+}
+
+function responsesEvents(asked: Asked, pieces: readonly string[], cut: boolean, usage: Record<string, unknown>): SseEvent[] {
+  const respId = id("resp_", 24);
+  const msgId = id("msg_", 24);
+  let seq = 0;
+  const ev = (type: string, data: Record<string, unknown>, text = "", u = false): SseEvent => ({ raw: `event: ${type}\ndata: ${JSON.stringify({ type, sequence_number: seq++, ...data })}\n\n`, text, usage: u });
+  const text = pieces.join("");
+  const out: SseEvent[] = [
+    ev("response.created", { response: responseObject(asked, respId, msgId, "in_progress", null, null) }),
+    ev("response.in_progress", { response: responseObject(asked, respId, msgId, "in_progress", null, null) }),
+    ev("response.output_item.added", { output_index: 0, item: { id: msgId, type: "message", status: "in_progress", role: "assistant", content: [] } }),
+    ev("response.content_part.added", { item_id: msgId, output_index: 0, content_index: 0, part: { type: "output_text", text: "", annotations: [] } }),
+  ];
+  for (const p of pieces) out.push(ev("response.output_text.delta", { item_id: msgId, output_index: 0, content_index: 0, delta: p, logprobs: [] }, p));
+  out.push(ev("response.output_text.done", { item_id: msgId, output_index: 0, content_index: 0, text, logprobs: [] }));
+  out.push(ev("response.content_part.done", { item_id: msgId, output_index: 0, content_index: 0, part: { type: "output_text", text, annotations: [] } }));
+  out.push(ev("response.output_item.done", { output_index: 0, item: { id: msgId, type: "message", status: "completed", role: "assistant", content: [{ type: "output_text", text, annotations: [] }] } }));
+  const status = cut ? "incomplete" : "completed";
+  out.push(ev(`response.${status}`, { response: responseObject(asked, respId, msgId, status, text, usage) }, "", true));
   return out;
 }
 
