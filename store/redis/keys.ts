@@ -175,6 +175,30 @@ export class Keys {
     return `${this.prefix}:{keys}:job:${encodeURIComponent(tenant)}/${encodeURIComponent(jobId)}`;
   }
 
+  /**
+   * OFF-10, FILE-6: a tenant's tree's legal hold (a hash: reason, by, at, and what `oz0 hold
+   * set` held), in the tree's slot, so erasing the tree's state and checking its hold are one
+   * script. Kept until the hold is cleared: no TTL.
+   */
+  treeHold(tenant: string, treeId: string): string {
+    return `${this.tenantTree(tenant, treeId)}:hold`;
+  }
+
+  /** The held trees of every tenant (a sorted set, all scores 0, of `<tenant>\n<tree>`, so one tenant's are a range by lex). */
+  treeHolds(): string {
+    return `${this.prefix}:{holds}:trees`;
+  }
+
+  /** A SCAN pattern matching every key of a tenant's tree's hash tag (glob characters of the IDs escaped). */
+  treeKeysPattern(tenant: string, treeId: string): string {
+    return `${this.tenantTree(tenant, treeId).replace(/[*?[\]\\]/g, "\\$&")}:*`;
+  }
+
+  /** The loop state of a tenant's run: every lane and its flags, as `loopLane` and `loopFlags` name them. */
+  loopKeys(tenant: string, runId: string): string[] {
+    return [this.loopLane(tenant, runId, "calls"), this.loopLane(tenant, runId, "results"), this.loopLane(tenant, runId, "approvals"), this.loopFlags(tenant, runId)];
+  }
+
   /** OFF-13: the offload threshold a job of a tenant's tree started with. */
   jobOffload(tenant: string, treeId: string, jobId: string): string {
     if (jobId.length === 0) throw new Error("an empty job ID cannot name Redis state");
