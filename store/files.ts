@@ -85,12 +85,27 @@ export interface ErasureReport {
 }
 
 export interface SweepReport {
-  /** Grants past retention that were removed, as `<tenant>/<ref>/<tree>`. */
+  /** Grants past retention that were removed (or, in a dry run, would be). */
   readonly expiredGrants: number;
-  /** Files removed because no grant was left, as `<tenant>:<ref>`. */
+  /** Files removed because no grant was left (or, in a dry run, that would be), as `<tenant>:<ref>`. */
   readonly deletedFiles: readonly string[];
-  /** Files kept under a legal hold although expired or without grants, as `<tenant>:<ref>`. */
+  /**
+   * Files kept although expired or without grants, as `<tenant>:<ref>`: under a legal hold
+   * (the whole file), or a grant of a tree `SweepOptions.heldTree` says is held (that grant,
+   * and the bytes while it stands).
+   */
   readonly held: readonly string[];
+  /** True when nothing was removed: the report says what a sweep would remove. */
+  readonly dryRun: boolean;
+}
+
+export interface SweepOptions {
+  /** Only this tenant's files (`files/<tenant>/`). @default every tenant's */
+  readonly tenant?: string;
+  /** Report what would be removed, removing nothing. @default false */
+  readonly dryRun?: boolean;
+  /** Whether a tenant's tree is under a hold kept outside MinIO: its grants are kept whatever their age. */
+  readonly heldTree?: (tenant: string, tree: string) => boolean;
 }
 
 export interface FileStoreOptions {
@@ -411,9 +426,16 @@ export class FileStore {
   /**
    * Retention (FILE-6): removes every grant whose tree last stored its file more than 90 days
    * before `now`, then the bytes of every file with no grant left. A file under a legal hold
-   * is skipped whole, its grants included, and reported.
+   * is skipped whole, its grants included, and reported; so is an expired grant of a tree
+   * `heldTree` names (with the bytes it still claims). Nothing else lengthens a grant: only
+   * `last_stored` counts, whatever else a grant or an agent says (an agent's keep-for period
+   * does not lengthen a file's retention). With `dryRun` nothing is removed and the report says
+   * what would be. Removing nothing more when run again: a second sweep at the same `now`
+   * finds nothing expired.
    */
-  async sweep(now: number = this.#now()): Promise<SweepReport> {
+  async sweep(now: number = this.#now(), options: SweepOptions = {}): Promise<SweepReport> {
+    const dryRun = options.dryRun ?? false;
+    const heldTree = options.heldTree ?? (() => false);
     type Entry = { tenant: string; hex: string; data: boolean; grants: { name: string; tree: string }[]; markers: { name: string; tree: string }[] };
     const files = new Map<string, Entry>();
     const entry = (tenant: string, hex: string): Entry => {
@@ -422,7 +444,7 @@ export class FileStore {
       if (!e) files.set(key, (e = { tenant, hex, data: false, grants: [], markers: [] }));
       return e;
     };
-    for (const name of await this.names(`${ROOT}/`)) {
+    for (const name of await this.names(options.tenant === undefined ? `${ROOT}/` : fileNames.tenant(options.tenant))) {
       const p = fileNames.parse(name);
       if (p === null) continue;
       const e = entry(p.tenant, p.hex);
@@ -435,17 +457,27 @@ export class FileStore {
     const held: string[] = [];
     for (const e of files.values()) {
       const expired: { name: string; tree: string }[] = [];
+      let heldGrants = 0;
       for (const g of e.grants) {
         const grant = await this.grantAt(g.name);
-        if (grant !== null && grant.last_stored + RETENTION_MS <= now) expired.push(g);
+        if (grant === null || grant.last_stored + RETENTION_MS > now) continue;
+        // An expired grant of a held tree stays, and keeps its file's bytes with it.
+        if (heldTree(e.tenant, g.tree)) heldGrants++;
+        else expired.push(g);
       }
       const live = new Set(e.grants.filter((g) => !expired.includes(g)).map((g) => g.tree));
       const orphanMarkers = e.markers.filter((m) => !e.grants.some((g) => g.tree === m.tree));
       const dataUnclaimed = e.data && live.size === 0;
-      if (expired.length === 0 && !dataUnclaimed && orphanMarkers.length === 0) continue;
       const label = `${e.tenant}:${REF_PREFIX}${e.hex}`;
+      if (heldGrants > 0) held.push(label);
+      if (expired.length === 0 && !dataUnclaimed && orphanMarkers.length === 0) continue;
       if (e.data && (await this.heldData(fileNames.data(e.tenant, e.hex)))) {
-        held.push(label);
+        if (heldGrants === 0) held.push(label);
+        continue;
+      }
+      if (dryRun) {
+        expiredGrants += expired.length;
+        if (dataUnclaimed) deletedFiles.push(label);
         continue;
       }
       for (const g of expired) {
@@ -456,7 +488,7 @@ export class FileStore {
       for (const m of orphanMarkers) await this.removeAllVersions(m.name);
       if (e.data && live.size === 0 && (await this.removeDataIfUnclaimed(e.tenant, e.hex))) deletedFiles.push(label);
     }
-    return { expiredGrants, deletedFiles: deletedFiles.sort(), held: held.sort() };
+    return { expiredGrants, deletedFiles: deletedFiles.sort(), held: held.sort(), dryRun };
   }
 
   /** The first grant not past retention among the reader's tree and its earlier turns (FILE-2, FILE-3). */

@@ -199,6 +199,20 @@ export class Keys {
     return [this.loopLane(tenant, runId, "calls"), this.loopLane(tenant, runId, "results"), this.loopLane(tenant, runId, "approvals"), this.loopFlags(tenant, runId)];
   }
 
+  /**
+   * FILE-6, OFF-10: the retention sweep's lock on one tenant (a string, `<instance>\n<token>`,
+   * with an expiry), so at most one instance sweeps a tenant at a time. `{retention}` slot.
+   */
+  retentionLock(tenant: string): string {
+    if (tenant.length === 0) throw new Error("an empty tenant cannot name its retention lock");
+    return `${this.prefix}:{retention}:lock:${encodeURIComponent(tenant)}`;
+  }
+
+  /** FILE-6, OFF-10: each tenant's last retention sweep (a hash, tenant to the sweep's record as JSON). `{retention}` slot. */
+  retentionLast(): string {
+    return `${this.prefix}:{retention}:last`;
+  }
+
   /** OFF-13: the offload threshold a job of a tenant's tree started with. */
   jobOffload(tenant: string, treeId: string, jobId: string): string {
     if (jobId.length === 0) throw new Error("an empty job ID cannot name Redis state");
