@@ -36,6 +36,9 @@ const TOP = `oz0: the guard rails' command for the people who run them
   oz0 approval approve <job> <approval> [--comment C] [--arguments JSON] [--outcome happened|run_again]   the held call goes ahead
   oz0 approval deny <job> <approval> [--comment C]          a loop: the job stops; a tool call: refused; an unknown outcome: stopped
   oz0 job trace <job> [--tenant T] [--json] [--scan]        a job's trace
+  oz0 job erase --tenant T (--tree ID | --job ID) --reason R --yes   one tree's files, traces and state erased
+  oz0 hold set|clear --tenant T (--tree ID | --job ID) --reason R   a legal hold on one tree's data
+  oz0 hold list [--tenant T]                                the held trees
   oz0 doctor [--hours 1] [--json]                           the pipeline's health at a glance
   oz0 plugin lint <oz0-plugin.yaml>                         a plugin manifest's lint (FIT-17)
   oz0 tenant offload <tenant> [--default N] [--ceiling N] --reason R
@@ -423,6 +426,8 @@ async function run(argv: string[]): Promise<string> {
   if (key === "tenant spend") return tenantSpend(args);
   if (key === "tenant tool-policy") return tenantToolPolicy(args);
   if (key === "tenant erase") return tenantErase(args);
+  if (key === "job erase") return (await import("./oz0-job-erase.ts")).jobErase(args);
+  if (group === "hold") return (await import("./oz0-hold.ts")).holdCommand(command ?? "", args);
   if (key === "quota set") return quotaSet(args);
   if (key === "keys create") return keysCreate(args);
   if (key === "keys list") return keysList(args);
