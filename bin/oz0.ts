@@ -46,6 +46,7 @@ const TOP = `oz0: the guard rails' command for the people who run them
   oz0 tenant tool-policy <tenant>                           the tenant's settings as the pipeline holds them
   oz0 tenant erase <tenant> --reason R --yes                its files and traces erased (OFF-10, FILE-6)
   oz0 quota set <person|team> <id> <usd> --tenant T --reason R [--month YYYY-MM]
+  oz0 retention status [--tenant T] [--json]                each tenant's last sweep and what is past retention now
   oz0 keys create --tenant T --agent A [--job J] [--expires 24h]   an API key bound to a job (shown once)
   oz0 keys list [--tenant T] [--job J] | revoke <key-id> | revoke --job J --tenant T
   oz0 audit [--tenant T] [--kind K] [--since ISO] [--json] [--loops | --loops-weekly]   the audit log
@@ -429,6 +430,7 @@ async function run(argv: string[]): Promise<string> {
   if (key === "job erase") return (await import("./oz0-job-erase.ts")).jobErase(args);
   if (group === "hold") return (await import("./oz0-hold.ts")).holdCommand(command ?? "", args);
   if (key === "quota set") return quotaSet(args);
+  if (key === "retention status") return (await import("./oz0-retention.ts")).retentionStatus(args);
   if (key === "keys create") return keysCreate(args);
   if (key === "keys list") return keysList(args);
   if (key === "keys revoke") return keysRevoke(args);

@@ -15,7 +15,11 @@ import { startUnknownOutcomeDeadlines } from "../processors/limits/unknown-deadl
 import { redisUnknownOutcomeStore } from "../processors/limits/unknown-outcome-store.ts";
 import { Keys } from "../store/redis/keys.ts";
 import { PIPELINE, type PipelineEntry } from "../processors/pipeline.ts";
-import { ensureSinkBuckets } from "../processors/sinks.ts";
+import { ensureSinkBuckets, sinkStores } from "../processors/sinks.ts";
+import { daysToMs, describeSchedule, retentionScheduleFromEnv, traceRetentionDaysFromEnv } from "../processors/retention/schedule.ts";
+import { redisRetentionState } from "../processors/retention/state.ts";
+import { retentionInstance, startRetentionTimer, type RetentionTimer } from "../processors/retention/timer.ts";
+import { TreeHolds } from "../store/tree-holds.ts";
 import { ConfigTable } from "../processors/runner/config-table.ts";
 import { kafkaConfig, PIPELINE_REDIS, type Endpoints } from "../processors/runner/endpoints.ts";
 import type { Logger } from "../processors/runner/log.ts";
@@ -141,6 +145,9 @@ export async function startPipeline(endpoints: Endpoints, log: Logger, options: 
   const retry = retrySettingsFromEnv(process.env);
   // LIM-7: a prices file with any error stops the start, naming each field.
   const prices = options.prices ?? (await pricesFromEnv(process.env));
+  // FILE-6, OFF-10: the retention sweep's schedule and the traces' retention, checked before anything starts.
+  const retentionSchedule = retentionScheduleFromEnv(process.env);
+  const traceRetentionMs = daysToMs(traceRetentionDaysFromEnv(process.env));
   if (options.prices === undefined && process.env.OZ0_PRICES?.trim()) log.info("prices read", { file: process.env.OZ0_PRICES.trim(), models: Object.keys(prices).length });
   const kafka = new Kafka(kafkaConfig("oz0-pipeline", endpoints, process.env, log));
   const admin = kafka.admin();
@@ -193,6 +200,26 @@ export async function startPipeline(endpoints: Endpoints, log: Logger, options: 
   const loopDeadlines = await startLoopDeadlines({ store: loopStore(redis), kafka, serde, log, ended: { standing: redisStandingStore(redis, new Keys()), config } });
   // LIM-11: an unknown outcome nobody decided by its deadline stops the job with unknown_outcome.
   const unknownDeadlines = await startUnknownOutcomeDeadlines({ store: redisUnknownOutcomeStore(redis, new Keys()), kafka, serde, log });
+  // FILE-6, OFF-10: expired files and trace parts swept on a schedule, a tenant at a time under its lock.
+  let retention: RetentionTimer | null = null;
+  if (retentionSchedule === "off") log.info("retention sweeps are off in this instance (OZ0_RETENTION_EVERY=off)");
+  else {
+    const holds = new TreeHolds(redis, new Keys());
+    retention = await startRetentionTimer({
+      files,
+      traces: sinkStores(endpoints).traces,
+      traceRetentionMs,
+      state: redisRetentionState(redis, new Keys()),
+      heldTrees: (tenant) => holds.heldTrees(tenant),
+      kafka,
+      serde,
+      log,
+      schedule: retentionSchedule,
+      instance: retentionInstance(),
+    });
+    ops.addMetrics(() => retention?.metrics() ?? []);
+    log.info("retention sweeps scheduled", { schedule: describeSchedule(retentionSchedule) });
+  }
   if (running.length === 0) log.warn("the pipeline lists no processors: topics and schemas are ready, nothing consumes them");
   ops.running();
 
@@ -214,6 +241,7 @@ export async function startPipeline(endpoints: Endpoints, log: Logger, options: 
       await transports.stop();
       await loopDeadlines.stop();
       await unknownDeadlines.stop();
+      await retention?.stop();
       await config.stop();
       await ops.stop();
       await admin.disconnect();

@@ -8,6 +8,7 @@
  * | `OZ0_AUDIT_BUCKET` | the audit log's bucket, created with object locking | `oz0-audit` |
  * | `OZ0_AUDIT_LOCK_MODE` | `COMPLIANCE` or `GOVERNANCE` | `COMPLIANCE` |
  * | `OZ0_AUDIT_RETENTION_DAYS` | days each audit object is locked | 365 |
+ * | `OZ0_TRACE_RETENTION_DAYS` | days a trace part is kept after it was written (0: kept) | 30 |
  */
 import { minioClient } from "../store/objects.ts";
 import { AuditLog, DEFAULT_AUDIT_RETENTION_DAYS, type LockMode } from "./audit-sink/store.ts";
@@ -15,6 +16,7 @@ import { auditSinkAdmissions, auditSinkAudit, auditSinkCallDecisions, auditSinkC
 import type { Endpoints } from "./runner/endpoints.ts";
 import type { Processor } from "./runner/processor.ts";
 import { TraceStore } from "./trace-sink/store.ts";
+import { traceRetentionDaysFromEnv } from "./retention/schedule.ts";
 import { traceSinkAdmissions, traceSinkCallDecisions, traceSinkEntries, traceSinkJobs } from "./trace-sink/processor.ts";
 
 type Env = Record<string, string | undefined>;
@@ -46,7 +48,7 @@ export function sinkStores(endpoints: Endpoints, env: Env = process.env): SinkSt
   if (!s) {
     const client = minioClient(endpoints);
     s = {
-      traces: new TraceStore({ client, bucket: env.OZ0_TRACE_BUCKET || "oz0-traces" }),
+      traces: new TraceStore({ client, bucket: env.OZ0_TRACE_BUCKET || "oz0-traces", retentionDays: traceRetentionDaysFromEnv(env) }),
       audit: new AuditLog({ client, bucket: env.OZ0_AUDIT_BUCKET || "oz0-audit", mode: lockModeFromEnv(env), retentionDays: retentionDaysFromEnv(env) }),
     };
     stores.set(endpoints, s);

@@ -2,8 +2,9 @@
  * Where the trace sink keeps each job's trace: objects in a MinIO bucket of its own, one per
  * tenant and job per batch (`tenants/<tenant>/jobs/<job>/<topic>/<partition>/<first>-<last>.json`,
  * names in `trace-parts.ts`). The bucket has no object lock: a replay writes a part again under
- * the same name, a lifecycle rule removes parts after the trace topics' retention, and a
- * tenant's traces are erased as one prefix.
+ * the same name, the pipeline's retention sweep removes a tenant's parts after their retention
+ * (processors/retention/, which keeps what is held), and a tenant's traces are erased as one
+ * prefix. Parts of format 1 (`jobs/...`, no tenant) expire by a lifecycle rule.
  */
 import type { Client } from "minio";
 import type { JobTrace } from "../../client/trace-format.ts";
@@ -54,7 +55,12 @@ export class TraceStore {
     this.retentionDays = opts.retentionDays ?? TRACE_RETENTION_DAYS;
   }
 
-  /** Creates the bucket when missing and sets its expiry rule (idempotent). */
+  /**
+   * Creates the bucket when missing and sets its expiry rule (idempotent): only for parts of
+   * format 1 (`jobs/`), which name no tenant. A tenant's parts are removed by the retention
+   * sweep, which holds back what a legal hold keeps; a rule of an earlier version that expired
+   * the whole bucket is replaced.
+   */
   async ensureBucket(): Promise<void> {
     if (!(await this.client.bucketExists(this.bucket))) {
       try {
@@ -65,7 +71,12 @@ export class TraceStore {
     }
     if (this.retentionDays > 0) {
       await this.client.setBucketLifecycle(this.bucket, {
-        Rule: [{ ID: "oz0-trace-retention", Status: "Enabled", Filter: { Prefix: "" }, Expiration: { Days: this.retentionDays } }],
+        Rule: [{ ID: "oz0-trace-legacy-retention", Status: "Enabled", Filter: { Prefix: `${TRACE_ROOT}/` }, Expiration: { Days: this.retentionDays } }],
+      });
+    } else {
+      // Traces kept until erased: no rule at all (none set is no error).
+      await this.client.removeBucketLifecycle(this.bucket).catch((err: unknown) => {
+        if ((err as { code?: string }).code !== "NoSuchLifecycleConfiguration") throw err;
       });
     }
   }

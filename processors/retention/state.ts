@@ -1,0 +1,75 @@
+/**
+ * The retention sweep's state in Redis (`{retention}` slot, keys in store/redis/keys.ts):
+ *
+ * - a lock per tenant, `SET NX PX` with a value of its own (`<instance>\n<token>`), lengthened
+ *   while the sweep runs and released by compare-and-delete (`retentionUnlock`), so at most one
+ *   instance sweeps a tenant at a time and none releases another's lock;
+ * - each tenant's last sweep, one hash (`retentionRecord`: a later sweep's record stands).
+ */
+import { randomUUID } from "node:crypto";
+import type { RedisClient } from "../../store/redis/client.ts";
+import type { Keys } from "../../store/redis/keys.ts";
+import { runScript } from "../../store/redis/scripts.ts";
+import type { SweepRecord } from "./status.ts";
+
+export interface TenantLock {
+  /** The value this sweep set. */
+  readonly value: string;
+  /** Lengthens the lock by `ms` from now; false when it is no longer this sweep's. */
+  extend(ms: number): Promise<boolean>;
+  /** Releases it when it is still this sweep's. */
+  release(): Promise<void>;
+}
+
+export interface RetentionState {
+  /** Takes the tenant's lock for `ms`; else says which instance holds it. */
+  lock(tenant: string, instance: string, ms: number): Promise<{ readonly lock: TenantLock } | { readonly heldBy: string }>;
+  /** Keeps a tenant's last sweep, unless a later one is kept already. */
+  record(r: SweepRecord): Promise<boolean>;
+  /** Every tenant's last sweep, or one tenant's. */
+  last(tenant?: string): Promise<SweepRecord[]>;
+}
+
+export function redisRetentionState(redis: RedisClient, keys: Keys): RetentionState {
+  return {
+    async lock(tenant, instance, ms) {
+      const key = keys.retentionLock(tenant);
+      const value = `${instance}\n${randomUUID()}`;
+      const took = await redis.set(key, value, "PX", ms, "NX");
+      if (took !== "OK") {
+        const holder = await redis.get(key);
+        return { heldBy: holder === null ? "an instance whose lock just expired" : (holder.split("\n")[0] ?? holder) };
+      }
+      return {
+        lock: {
+          value,
+          extend: async (more) => Number(await runScript(redis, "retentionExtend", [key], [value, more])) === 1,
+          release: async () => void (await runScript(redis, "retentionUnlock", [key], [value])),
+        },
+      };
+    },
+    async record(r) {
+      return Number(await runScript(redis, "retentionRecord", [keys.retentionLast()], [r.tenant, JSON.stringify(r)])) === 1;
+    },
+    async last(tenant) {
+      if (tenant !== undefined) {
+        const one = await redis.hget(keys.retentionLast(), tenant);
+        return one === null ? [] : [parseRecord(one, tenant)];
+      }
+      const all = await redis.hgetall(keys.retentionLast());
+      return Object.entries(all)
+        .map(([t, v]) => parseRecord(v, t))
+        .sort((a, b) => a.tenant.localeCompare(b.tenant));
+    },
+  };
+}
+
+function parseRecord(text: string, tenant: string): SweepRecord {
+  try {
+    const r = JSON.parse(text) as SweepRecord;
+    if (typeof r.at !== "number" || typeof r.instance !== "string") throw new Error("no at or instance");
+    return r;
+  } catch (err) {
+    throw new Error(`the last retention sweep kept for tenant ${tenant} is not a sweep record (${err instanceof Error ? err.message : String(err)})`, { cause: err });
+  }
+}
