@@ -15,13 +15,18 @@ import type { AuditEvent } from "../schemas/types.ts";
 import { FileStore } from "../store/files.ts";
 import { minioClient } from "../store/objects.ts";
 import { PayloadKeys } from "../store/payload-keys.ts";
+import { redisClient } from "../store/redis/client.ts";
+import { Keys } from "../store/redis/keys.ts";
+import { eraseTenantTraces, protectHeldTrees } from "../store/tree-data.ts";
+import { TreeHolds } from "../store/tree-holds.ts";
 import { parse, person, usage } from "./cli.ts";
 import { servicesForCommand } from "./services.ts";
 
 export const ERASE_HELP = `oz0 tenant erase <tenant> --reason R --yes [--as NAME] [--json]
 
 Erases a tenant's job data: every stored file and offloaded result of its trees (a file under a
-legal hold is kept and named), and every part of its traces. The audit log keeps its entries,
+legal hold is kept and named), and every part of its traces. A tree under a legal hold (oz0 hold)
+is kept whole, its files and trace parts, and named. The audit log keeps its entries,
 which hold no payloads and are locked for their retention. The erasure is audited with who asked
 and why. --yes says you mean it; without it nothing is erased.
 
@@ -34,7 +39,9 @@ export interface ErasureSaid {
   readonly by: string;
   readonly reason: string;
   readonly files: { readonly erased: number; readonly held: readonly string[] };
-  readonly traces: { readonly erased: number; readonly legacy: number };
+  readonly traces: { readonly erased: number; readonly legacy: number; readonly kept?: number };
+  /** Trees under a legal hold (oz0 hold): their files and trace parts were kept. */
+  readonly heldTrees?: readonly string[];
 }
 
 /** The audit entry of an erasure: counts and the held refs, never contents. */
@@ -47,8 +54,8 @@ export function erasureEntry(said: ErasureSaid, at: number): AuditEvent {
     job_id: null,
     actor: said.by,
     reason: said.reason,
-    facts: { held: said.files.held.join(" ") },
-    numbers: { files_erased: said.files.erased, files_held: said.files.held.length, trace_parts_erased: said.traces.erased },
+    facts: { held: said.files.held.join(" "), held_trees: (said.heldTrees ?? []).join(" ") },
+    numbers: { files_erased: said.files.erased, files_held: said.files.held.length, trace_parts_erased: said.traces.erased, trace_parts_held: said.traces.kept ?? 0, trees_held: said.heldTrees?.length ?? 0 },
     ts: at,
   };
 }
@@ -56,7 +63,8 @@ export function erasureEntry(said: ErasureSaid, at: number): AuditEvent {
 export function formatErasure(s: ErasureSaid): string {
   const held = s.files.held.length > 0 ? `; ${s.files.held.length} kept under a legal hold: ${s.files.held.join(", ")}` : "";
   const legacy = s.traces.legacy > 0 ? `\n${s.traces.legacy} trace part(s) written before traces were kept by tenant name no tenant: they expire with the trace retention` : "";
-  return `tenant ${s.tenant} erased by ${s.by}: ${s.reason}\nfiles: ${s.files.erased} erased${held}\ntraces: ${s.traces.erased} part(s) erased${legacy}\n`;
+  const trees = s.heldTrees && s.heldTrees.length > 0 ? `\n${s.heldTrees.length} tree(s) under a legal hold kept whole (${s.traces.kept ?? 0} trace part(s) held back): ${s.heldTrees.join(", ")}` : "";
+  return `tenant ${s.tenant} erased by ${s.by}: ${s.reason}\nfiles: ${s.files.erased} erased${held}\ntraces: ${s.traces.erased} part(s) erased${legacy}${trees}\n`;
 }
 
 export async function tenantErase(args: string[]): Promise<string> {
@@ -78,9 +86,23 @@ export async function tenantErase(args: string[]): Promise<string> {
   const client = minioClient(endpoints);
   const files = new FileStore({ client, bucket: process.env.OZ0_BUCKET ?? "oz0-files", keys: PayloadKeys.fromEnv() });
   const { traces } = sinkStores(endpoints);
-  const fileReport = (await client.bucketExists(files.bucket)) ? await files.eraseTenant(tenant) : { erased: [], held: [] };
-  const traceReport = (await client.bucketExists(traces.bucket)) ? await traces.eraseTenant(tenant) : { erased: 0, legacy: 0 };
-  const said: ErasureSaid = { tenant, by, reason: values.reason, files: { erased: fileReport.erased.length, held: fileReport.held }, traces: traceReport };
+  const redis = redisClient(endpoints, { maxRetriesPerRequest: 3 });
+  let said: ErasureSaid;
+  try {
+    const keys = new Keys();
+    const d = { files, traces, redis, keys, holds: new TreeHolds(redis, keys) };
+    // Held trees first get a MinIO hold on what they store now, so the erasure below keeps it.
+    const held = (await client.bucketExists(files.bucket)) ? await protectHeldTrees(d, tenant) : { trees: [...(await d.holds.heldTrees(tenant))], keepTracePrefixes: [] };
+    const fileReport = (await client.bucketExists(files.bucket)) ? await files.eraseTenant(tenant) : { erased: [], held: [] };
+    const traceReport = !(await client.bucketExists(traces.bucket))
+      ? { erased: 0, legacy: 0, kept: 0 }
+      : held.trees.length === 0
+        ? { ...(await traces.eraseTenant(tenant)), kept: 0 }
+        : await eraseTenantTraces(traces, tenant, held.keepTracePrefixes);
+    said = { tenant, by, reason: values.reason, files: { erased: fileReport.erased.length, held: fileReport.held }, traces: traceReport, heldTrees: held.trees };
+  } finally {
+    await redis.quit().catch(() => redis.disconnect());
+  }
 
   const log = createLogger({ component: "oz0" }, () => {});
   const kafka = new kafkajs.Kafka(kafkaConfig("oz0-tenant-erase", endpoints, process.env, log));

@@ -24,7 +24,7 @@
  */
 import type { Client } from "minio";
 import type { TraceStore } from "../processors/trace-sink/store.ts";
-import { jobPrefix, parsePart } from "../processors/trace-sink/trace-parts.ts";
+import { jobPrefix, parsePart, tenantPrefix as tenantPrefixOf, TRACE_ROOT } from "../processors/trace-sink/trace-parts.ts";
 import { FileNotFound } from "./file-errors.ts";
 import { fileNames, type FileStore } from "./files.ts";
 import { codeOf, minioFailure } from "./minio-errors.ts";
@@ -99,6 +99,21 @@ async function versionsUnder(client: Client, bucket: string, prefix: string): Pr
     throw minioFailure(err, `list the versions under ${prefix}`, `bucket ${bucket}`);
   }
   return out;
+}
+
+/** Removes trace parts by name, in bulk deletes of 1,000; one the store could not remove fails the erasure, which may be run again. */
+async function removeParts(traces: TraceStore, names: readonly string[], whose: string): Promise<void> {
+  for (let i = 0; i < names.length; i += 1000) {
+    const chunk = names.slice(i, i + 1000);
+    let answers: Array<{ Error?: { Code?: string; Key?: string } } | undefined>;
+    try {
+      answers = (await traces.client.removeObjects(traces.bucket, chunk)) as typeof answers;
+    } catch (err) {
+      throw minioFailure(err, `erase ${chunk.length} trace parts of ${whose}`, `bucket ${traces.bucket}`);
+    }
+    const failed = answers.filter((a) => a?.Error?.Code && a.Error.Code !== "NoSuchKey");
+    if (failed.length > 0) throw new Error(`the trace store could not erase ${failed.length} parts of ${whose}, such as ${failed[0]?.Error?.Key ?? "?"}: ${failed[0]?.Error?.Code ?? ""}; run the erasure again`);
+  }
 }
 
 /** Every key matching a pattern, on every node (a cluster's masters each hold some slots). */
@@ -366,17 +381,7 @@ export async function eraseTree(d: TreeDataDeps, tenant: string, tree: string): 
   if (isUnknown(inv)) throw new UnknownTree(tenant, tree);
   if (inv.running) return { outcome: "running", inventory: inv };
   const files = (await d.files.client.bucketExists(d.files.bucket)) ? await d.files.eraseTree(tenant, tree) : { erased: [], held: [] };
-  for (let i = 0; i < inv.traceParts.length; i += 1000) {
-    const chunk = inv.traceParts.slice(i, i + 1000);
-    let answers: Array<{ Error?: { Code?: string; Key?: string } } | undefined>;
-    try {
-      answers = (await d.traces.client.removeObjects(d.traces.bucket, chunk)) as typeof answers;
-    } catch (err) {
-      throw minioFailure(err, `erase ${chunk.length} trace parts of tree ${tree}`, `bucket ${d.traces.bucket}`);
-    }
-    const failed = answers.filter((a) => a?.Error?.Code && a.Error.Code !== "NoSuchKey");
-    if (failed.length > 0) throw new Error(`the trace store could not erase ${failed.length} parts of tree ${tree}, such as ${failed[0]?.Error?.Key ?? "?"}: ${failed[0]?.Error?.Code ?? ""}; run the erasure again`);
-  }
+  await removeParts(d.traces, inv.traceParts, `tree ${tree}`);
   const holdKey = d.keys.treeHold(tenant, tree);
   const tag = holdKey.slice(0, -"hold".length);
   const removed: string[] = [];
@@ -406,4 +411,36 @@ export async function eraseTree(d: TreeDataDeps, tenant: string, tree: string): 
     removed.push(...keys);
   }
   return { outcome: "erased", inventory: inv, filesErased: files.erased, filesHeld: files.held, traceParts: inv.traceParts.length, redisKeys: removed };
+}
+
+/**
+ * Before a tenant-wide erasure: every held tree of the tenant gets a MinIO legal hold on each
+ * file it holds now (what it stored since its hold was set included), so the file store's
+ * erasure keeps them; returns the held trees and the trace prefixes of their jobs, to be kept.
+ */
+export async function protectHeldTrees(d: TreeDataDeps, tenant: string): Promise<{ readonly trees: readonly string[]; readonly keepTracePrefixes: readonly string[] }> {
+  const trees = [...(await d.holds.heldTrees(tenant))].sort();
+  const keep: string[] = [];
+  for (const tree of trees) {
+    const inv = await inventory(d, tenant, tree);
+    for (const ref of inv.files) {
+      try {
+        await d.files.setLegalHold(tenant, ref, true);
+      } catch (err) {
+        if (!(err instanceof FileNotFound)) throw minioFailure(err, "put a file's legal hold", `bucket ${d.files.bucket}`);
+      }
+    }
+    keep.push(...inv.jobs.map((job) => jobPrefix(tenant, job)));
+  }
+  return { trees, keepTracePrefixes: keep };
+}
+
+/** A tenant's trace parts erased but those under `keep` (the jobs of its held trees): the erased and the kept counted. */
+export async function eraseTenantTraces(traces: TraceStore, tenant: string, keep: readonly string[]): Promise<{ readonly erased: number; readonly kept: number; readonly legacy: number }> {
+  const all = await bucketNames(traces.client, traces.bucket, tenantPrefixOf(tenant));
+  const gone = all.filter((n) => !keep.some((k) => n.startsWith(k)));
+  await removeParts(traces, gone, `tenant ${tenant}`);
+  // Parts written before traces were kept by tenant name no tenant: left to their expiry, counted as TraceStore.eraseTenant counts them.
+  const legacy = (await bucketNames(traces.client, traces.bucket, `${TRACE_ROOT}/`)).length;
+  return { erased: gone.length, kept: all.length - gone.length, legacy };
 }
