@@ -36,6 +36,9 @@ export async function setup(project: TestProject): Promise<void> {
   }
   await new Serde({ registryUrl: e.registryUrl }).registerAll();
   Object.assign(process.env, endpointsEnv(e));
+  // A test's whole pipeline does not sweep the shared buckets on a timer (FILE-6, OFF-10): the
+  // retention tests drive the sweep themselves, on buckets and tenants of their own.
+  process.env.OZ0_RETENTION_EVERY ??= "off";
   project.provide("endpoints", e);
   project.provide("servicesMode", services.mode);
 }
