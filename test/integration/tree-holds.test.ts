@@ -13,7 +13,9 @@ import { minioClient } from "../../store/objects.ts";
 import { PayloadKeys } from "../../store/payload-keys.ts";
 import { redisClient, type RedisClient } from "../../store/redis/client.ts";
 import { Keys } from "../../store/redis/keys.ts";
+import { runScript } from "../../store/redis/scripts.ts";
 import { heldTracePrefix } from "../../store/tree-data.ts";
+import { TreeHolds } from "../../store/tree-holds.ts";
 import { jobEvent, uid } from "../support/events.ts";
 import { collect, endpoints, serde } from "../support/kafka.ts";
 import { oz0 } from "../support/oz0.ts";
@@ -86,12 +88,18 @@ describe("oz0 hold and oz0 job erase: legal holds on one tree's data and erasure
     const refused = await oz0(["job", "erase", "--tenant", tenant, "--job", child, "--reason", "subject's request", "--yes"], s.env);
     expect(refused.code).toBe(1);
     expect(refused.err).toMatch(new RegExp(`tree ${root} of tenant ${tenant} is under a legal hold \\(set by dana at .*: litigation hold, matter 114\\): nothing erased; held back: 2 file\\(s\\)`));
+    // The sweep as retention runs it, with the held trees of Redis, 91 days on: the late file has no MinIO hold yet, the record keeps it.
+    const heldNow = await new TreeHolds(redis, keys).heldTrees(tenant);
+    expect([...heldNow]).toEqual([root]);
+    const byRecord = await s.files.sweep(Date.now() + RETENTION_MS + 24 * 3600_000, { tenant, heldTree: (_t, t) => heldNow.has(t) });
+    expect(byRecord.held).toEqual([`${tenant}:${early.ref}`, `${tenant}:${late.ref}`].sort());
+    expect(byRecord.deletedFiles).toEqual([]);
     const again = await oz0(["hold", "set", "--tenant", tenant, "--tree", root, "--reason", "another reason", "--json"], s.env);
     expect(again.code, again.err).toBe(0);
     expect(JSON.parse(again.out)).toMatchObject({ made: false, hold: { reason: "litigation hold, matter 114", by: "dana" }, files_held: [early.ref, late.ref].sort(), trace_copies: 0 });
 
-    // The sweep as retention runs it, 91 days on: both files are kept and named.
-    const swept = await s.files.sweep(Date.now() + RETENTION_MS + 24 * 3600_000);
+    // The sweep without the held trees, 91 days on: both files now carry a MinIO hold, kept and named.
+    const swept = await s.files.sweep(Date.now() + RETENTION_MS + 24 * 3600_000, { tenant });
     expect(swept.held).toEqual(expect.arrayContaining([`${tenant}:${early.ref}`, `${tenant}:${late.ref}`]));
     expect((await s.files.read({ tenant, tree: root }, late.ref)).bytes.toString()).toBe(`later result of ${root}`);
     expect((await s.traces.read(root, tenant)).jobs).toHaveLength(1);
@@ -189,7 +197,7 @@ describe("oz0 hold and oz0 job erase: legal holds on one tree's data and erasure
     expect(JSON.stringify(entry)).not.toContain("own result");
   });
 
-  it("FILE-6 a running tree is not erased, and hold set on an unknown tree holds nothing", async () => {
+  it("FILE-6 OFF-10 a running tree is not erased, hold set on an unknown tree holds nothing, and the Redis erasure checks the hold in the same step", async () => {
     const s = await stores("tree-erase");
     const filesState = new RedisFilesState(redis, keys);
     const tenant = uid("tenant");
@@ -204,6 +212,15 @@ describe("oz0 hold and oz0 job erase: legal holds on one tree's data and erasure
     expect(unknown.code).toBe(1);
     expect(unknown.err).toMatch(/has no tree .*; nothing held/);
     expect(await redis.exists(keys.treeHold(tenant, ghost))).toBe(0);
+    // The script that erases a tree's keys checks the hold in the same step, and touches no key of another tag.
+    const holdKey = keys.treeHold(tenant, root);
+    const tag = holdKey.slice(0, -"hold".length);
+    await redis.hset(holdKey, { at: "1", reason: "r", by: "dana" });
+    expect(await runScript(redis, "treeErase", [holdKey], [tag, keys.filesTree(tenant, root)])).toBe(-1);
+    expect(await redis.exists(keys.filesTree(tenant, root))).toBe(1);
+    await redis.del(holdKey);
+    await expect(runScript(redis, "treeErase", [holdKey], [tag, keys.limits(tenant, uid("job"))])).rejects.toThrow(/is not a key of the tree/);
+    expect(await runScript(redis, "treeErase", [holdKey], [tag, keys.filesTree(tenant, root)])).toBe(1);
     const noReason = await oz0(["hold", "set", "--tenant", tenant, "--tree", root], s.env);
     expect([noReason.code, noReason.err]).toEqual([2, `hold set: give --reason "why"; it is audited with it\n`]);
   });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { formatHeld, formatHolds, heldEntry, HOLD_HELP, releasedEntry, treeArgs } from "../../../bin/oz0-hold.ts";
-import { describeInventory, formatHeldBack, formatTreeErasure, treeErasedEntry, type TreeErasureSaid } from "../../../bin/oz0-job-erase.ts";
+import { formatHeld, formatHolds, heldEntry, holdCommand, HOLD_HELP, releasedEntry, treeArgs } from "../../../bin/oz0-hold.ts";
+import { describeInventory, formatHeldBack, formatTreeErasure, jobErase, JOB_ERASE_HELP, treeErasedEntry, type TreeErasureSaid } from "../../../bin/oz0-job-erase.ts";
 import { Exit } from "../../../bin/cli.ts";
 import { Keys } from "../../../store/redis/keys.ts";
 import { heldTracePrefix, isUnknown, jobsAndRuns, type HoldReport, type TreeInventory } from "../../../store/tree-data.ts";
@@ -52,6 +52,21 @@ describe("oz0 hold and oz0 job erase: arguments (OFF-10 FILE-6)", () => {
     expectUsage(parse({ tenant: "acme", tree: "t" }), /give --reason "why"/);
     expectUsage(parse({ tenant: "acme", tree: "t", reason: "  " }), /give --reason/);
     expectUsage(parse({ tenant: "acme", tree: "t", reason: "r" }, ["extra"]), /flags only, got extra/);
+  });
+});
+
+describe("oz0 hold and oz0 job erase: help and unknown verbs, before any service is reached (OFF-10 FILE-6)", () => {
+  it("OFF-10 FILE-6 --help shows each command's help; an unknown verb of hold is a usage error naming the verbs", async () => {
+    await expect(holdCommand("--help", [])).resolves.toBe(HOLD_HELP);
+    await expect(holdCommand("set", ["--help"])).resolves.toBe(HOLD_HELP);
+    await expect(jobErase(["--help"])).resolves.toBe(JOB_ERASE_HELP);
+    const wrong = await holdCommand("frob", []).catch((e: unknown) => e);
+    expect(wrong).toBeInstanceOf(Exit);
+    expect((wrong as Exit).code).toBe(2);
+    expect((wrong as Exit).message).toMatch(/oz0 hold frob: no such command; hold takes set, clear or list/);
+    const flag = await jobErase(["--tenant", "acme", "--tree", "t", "--reason", "r", "--force"]).catch((e: unknown) => e);
+    expect((flag as Exit).code).toBe(2);
+    expect((flag as Exit).message).toMatch(/--force/);
   });
 });
 
