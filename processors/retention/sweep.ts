@@ -69,6 +69,8 @@ export interface RoundOptions {
   readonly tenants?: readonly string[];
   /** Skip a tenant whose last sweep (by any instance) started less than this before `now`. @default 0 */
   readonly minGapMs?: number;
+  /** Asked before each tenant: true ends the round there (the instance is stopping). */
+  readonly stopping?: () => boolean;
 }
 
 const none: SweepCounts = { files: 0, grants: 0, traces: 0 };
@@ -160,6 +162,7 @@ export async function sweepRound(deps: RetentionDeps, o: RoundOptions): Promise<
   const tenants = o.tenants ?? (await retentionTenants(deps));
   const out: TenantSweep[] = [];
   for (const tenant of tenants) {
+    if (o.stopping?.()) return out;
     let r: TenantSweep;
     try {
       r = await sweepTenant(deps, tenant, o);

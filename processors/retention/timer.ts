@@ -3,7 +3,8 @@
  * deadlines' timer, it runs a round of sweeps (`sweepRound`) `firstMs` after the start and then
  * every `everyMs`, one round at a time, with a producer of its own for the audit entries. Every
  * instance may run one: a tenant's lock and its last sweep's record make each tenant swept once
- * per interval, by whichever instance comes first.
+ * per interval, by whichever instance comes first. Stopping ends a round after the tenant it is
+ * sweeping; the tenants left are swept at the next round, here or by another instance.
  */
 import { hostname } from "node:os";
 import type { Kafka } from "kafkajs";
@@ -45,7 +46,7 @@ export async function startRetentionTimer(deps: Omit<RetentionDeps, "publish" | 
     if (stopped) return;
     try {
       // Half the interval: an instance whose timer fires a little after another's skips what that one swept.
-      const results = await sweepRound(full, { instance: deps.instance, now: now(), minGapMs: Math.floor(deps.schedule.everyMs / 2) });
+      const results = await sweepRound(full, { instance: deps.instance, now: now(), minGapMs: Math.floor(deps.schedule.everyMs / 2), stopping: () => stopped });
       const swept = results.filter((r) => r.outcome === "swept" || r.outcome === "failed");
       log.info("retention round done", { tenants: results.length, swept: swept.length, removed: swept.reduce((n, r) => n + r.removed.files + r.removed.grants + r.removed.traces, 0), held: swept.reduce((n, r) => n + r.held.files + r.held.traces, 0) });
     } catch (err) {
