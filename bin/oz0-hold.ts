@@ -18,7 +18,7 @@ import { PayloadKeys } from "../store/payload-keys.ts";
 import { redisClient } from "../store/redis/client.ts";
 import { Keys } from "../store/redis/keys.ts";
 import { holdTree, releaseTree, treeOfJob, UnknownTree, type HoldReport, type ReleaseReport, type TreeDataDeps } from "../store/tree-data.ts";
-import { TreeHolds, type TreeHold } from "../store/tree-holds.ts";
+import { TreeBeingErased, TreeHolds, type TreeHold } from "../store/tree-holds.ts";
 import { Exit, parse, person, usage } from "./cli.ts";
 import { servicesForCommand } from "./services.ts";
 
@@ -203,6 +203,7 @@ export async function holdCommand(verb: string, args: string[]): Promise<string>
         r = await holdTree(d, a.tenant, tree, { reason: a.reason, by, at });
       } catch (err) {
         if (err instanceof UnknownTree) throw new Exit(1, `${err.message}; nothing held\n`);
+        if (err instanceof TreeBeingErased) throw new Exit(1, `${err.message}; nothing held\n`);
         throw err;
       }
       await publishAudit("oz0-hold", [heldEntry(r, by, a.reason, job, at)]);

@@ -96,7 +96,7 @@ export async function jobErase(args: string[]): Promise<string> {
     }
     let r: EraseReport;
     try {
-      r = await eraseTree(d, a.tenant, tree);
+      r = await eraseTree(d, a.tenant, tree, `person:${by}`);
     } catch (err) {
       if (err instanceof UnknownTree) throw new Exit(1, `${err.message}; nothing to erase\n`);
       throw err;

@@ -84,6 +84,12 @@ export interface PipelineOptions {
    */
   startAt?: "beginning" | "end";
   /**
+   * The retention sweep: as `OZ0_RETENTION_EVERY` says, or off in this instance whatever it says
+   * (the benchmarks, which measure the path of each event, not a sweep of everything stored).
+   * @default "env"
+   */
+  retention?: "env" | "off";
+  /**
    * What each model costs, for both limits processors. @default the prices file `OZ0_PRICES`
    * names (read and checked before anything starts), else the default table (docs/limits.md "Prices")
    */
@@ -146,7 +152,7 @@ export async function startPipeline(endpoints: Endpoints, log: Logger, options: 
   // LIM-7: a prices file with any error stops the start, naming each field.
   const prices = options.prices ?? (await pricesFromEnv(process.env));
   // FILE-6, OFF-10: the retention sweep's schedule and the traces' retention, checked before anything starts.
-  const retentionSchedule = retentionScheduleFromEnv(process.env);
+  const retentionSchedule = options.retention === "off" ? "off" : retentionScheduleFromEnv(process.env);
   const traceRetentionMs = daysToMs(traceRetentionDaysFromEnv(process.env));
   if (options.prices === undefined && process.env.OZ0_PRICES?.trim()) log.info("prices read", { file: process.env.OZ0_PRICES.trim(), models: Object.keys(prices).length });
   const kafka = new Kafka(kafkaConfig("oz0-pipeline", endpoints, process.env, log));
@@ -202,7 +208,7 @@ export async function startPipeline(endpoints: Endpoints, log: Logger, options: 
   const unknownDeadlines = await startUnknownOutcomeDeadlines({ store: redisUnknownOutcomeStore(redis, new Keys()), kafka, serde, log });
   // FILE-6, OFF-10: expired files and trace parts swept on a schedule, a tenant at a time under its lock.
   let retention: RetentionTimer | null = null;
-  if (retentionSchedule === "off") log.info("retention sweeps are off in this instance (OZ0_RETENTION_EVERY=off)");
+  if (retentionSchedule === "off") log.info(`retention sweeps are off in this instance (${options.retention === "off" ? "as its start asked" : "OZ0_RETENTION_EVERY=off"})`);
   else {
     const holds = new TreeHolds(redis, new Keys());
     retention = await startRetentionTimer({

@@ -15,11 +15,12 @@
  * rules' record and every `job:<id>:...` of its limits state.
  *
  * Holds: the file bucket has object locking, so a file's data takes a MinIO legal hold. The
- * trace bucket has none (replays overwrite parts, a lifecycle rule expires them, an erasure
+ * trace bucket has none (replays overwrite parts, the retention sweep removes them, an erasure
  * removes a prefix) and a bucket cannot gain object locking once made, so a held tree's trace
  * parts are copied into the file bucket under `holds/<tenant>/<tree>/traces/<part name>`, each
- * copy under a legal hold: they outlive the trace bucket's expiry and any erasure until the hold
- * is cleared, which lifts and removes them. Names under `holds/` are outside `files/`, so the
+ * copy under a legal hold: the sweep holds a held tree's parts back (processors/retention), and
+ * the copies outlive anything that reaches the trace bucket behind it (a person with MinIO's
+ * own tools, a tenant's erasure) until the hold is cleared, which lifts and removes them. Names under `holds/` are outside `files/`, so the
  * file store's sweep and erasure never reach them.
  */
 import type { Client } from "minio";
@@ -151,8 +152,8 @@ export function jobsAndRuns(tree: string, limits: Record<string, string>, filesR
 
 /** Everything the tree stored, by name. */
 export async function inventory(d: TreeDataDeps, tenant: string, tree: string): Promise<TreeInventory> {
-  const holdKey = d.keys.treeHold(tenant, tree);
-  const redisKeys = (await scanKeys(d.redis, d.keys.treeKeysPattern(tenant, tree))).filter((k) => k !== holdKey);
+  const own = new Set([d.keys.treeHold(tenant, tree), d.keys.treeErasing(tenant, tree)]);
+  const redisKeys = (await scanKeys(d.redis, d.keys.treeKeysPattern(tenant, tree))).filter((k) => !own.has(k));
   let limits: Record<string, string>;
   let filesRecord: Record<string, string>;
   try {
@@ -371,15 +372,31 @@ export type EraseReport =
 
 /**
  * `oz0 job erase`: one tree's files and offloaded results, trace parts and Redis state. A held
- * tree is refused whole, before anything is removed; the Redis state goes last, in a script that
- * checks the hold again. UnknownTree when the tenant has nothing of the tree.
+ * tree is refused whole, before anything is removed. The tree is marked as being erased in the
+ * step that checks its hold (a hold set meanwhile is refused, TreeBeingErased), and the Redis
+ * state goes last, in a script that checks the hold again. UnknownTree when the tenant has
+ * nothing of the tree.
  */
-export async function eraseTree(d: TreeDataDeps, tenant: string, tree: string): Promise<EraseReport> {
+export async function eraseTree(d: TreeDataDeps, tenant: string, tree: string, by = "oz0"): Promise<EraseReport> {
   const inv = await inventory(d, tenant, tree);
   const hold = await d.holds.get(tenant, tree);
   if (hold !== null) return { outcome: "held", hold, inventory: inv };
   if (isUnknown(inv)) throw new UnknownTree(tenant, tree);
   if (inv.running) return { outcome: "running", inventory: inv };
+  // From here on a hold set is refused until the erasure ends, so none is set around it.
+  if (!(await d.holds.beginErase(tenant, tree, by, Date.now()))) {
+    const late = await d.holds.get(tenant, tree);
+    // Held since the check above; or held and cleared again meanwhile: look anew.
+    return late !== null ? { outcome: "held", hold: late, inventory: inv } : eraseTree(d, tenant, tree, by);
+  }
+  try {
+    return await eraseMarked(d, tenant, tree, inv);
+  } finally {
+    await d.holds.endErase(tenant, tree);
+  }
+}
+
+async function eraseMarked(d: TreeDataDeps, tenant: string, tree: string, inv: TreeInventory): Promise<EraseReport> {
   const files = (await d.files.client.bucketExists(d.files.bucket)) ? await d.files.eraseTree(tenant, tree) : { erased: [], held: [] };
   await removeParts(d.traces, inv.traceParts, `tree ${tree}`);
   const holdKey = d.keys.treeHold(tenant, tree);

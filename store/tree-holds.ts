@@ -27,6 +27,18 @@ export interface TreeHold {
   readonly covered: { readonly at: number; readonly by: string; readonly files: number; readonly traceParts: number; readonly jobs: number } | null;
 }
 
+/** How long a tree's erasure mark lasts when its erasure never ends it (a crash): an hour. */
+export const TREE_ERASING_TTL_MS = 3_600_000;
+
+/** Thrown by a hold set while the tree is being erased: the erasure began first and goes on. */
+export class TreeBeingErased extends Error {
+  constructor(tenant: string, tree: string, marker: string) {
+    const [by = "", at = ""] = marker.split("\n");
+    const since = Number.isFinite(Number(at)) && at !== "" ? new Date(Number(at)).toISOString() : "a moment ago";
+    super(`tree ${tree} of tenant ${tenant} is being erased (by ${by || "someone"}, since ${since}): a hold can no longer keep it`);
+  }
+}
+
 export interface HoldCovered {
   readonly files: number;
   readonly traceParts: number;
@@ -81,12 +93,40 @@ export class TreeHolds {
   async set(tenant: string, tree: string, hold: { readonly reason: string; readonly by: string; readonly at: number }): Promise<{ readonly made: boolean; readonly hold: TreeHold }> {
     checkIds(tenant, tree);
     const key = this.#keys.treeHold(tenant, tree);
+    let reply: [number, string, string?, string?];
     try {
       await this.#redis.zadd(this.#keys.treeHolds(), 0, `${tenant}${SEP}${tree}`);
-      const [made, reason, by, at] = (await runScript(this.#redis, "treeHold", [key], ["set", hold.reason, hold.by, hold.at, "", ""])) as [number, string, string, string];
-      return { made: Number(made) === 1, hold: { tenant, tree, reason, by, at: Number(at), covered: null } };
+      reply = (await runScript(this.#redis, "treeHold", [key, this.#keys.treeErasing(tenant, tree)], ["set", hold.reason, hold.by, hold.at, "", ""])) as typeof reply;
     } catch (err) {
       throw redisFailure(err, "to record a tree's legal hold", key);
+    }
+    const [made, reason, by, at] = reply;
+    if (Number(made) === -1) throw new TreeBeingErased(tenant, tree, reason);
+    return { made: Number(made) === 1, hold: { tenant, tree, reason, by: by ?? "", at: Number(at), covered: null } };
+  }
+
+  /**
+   * Marks the tree as being erased, unless it is held (false): from then on a hold set is
+   * refused (TreeBeingErased) until `endErase`, or the mark's TTL after a crash.
+   */
+  async beginErase(tenant: string, tree: string, by: string, at: number): Promise<boolean> {
+    checkIds(tenant, tree);
+    const key = this.#keys.treeErasing(tenant, tree);
+    try {
+      return Number(await runScript(this.#redis, "treeEraseBegin", [this.#keys.treeHold(tenant, tree), key], [`${by}\n${at}`, TREE_ERASING_TTL_MS])) === 1;
+    } catch (err) {
+      throw redisFailure(err, "to mark a tree as being erased", key);
+    }
+  }
+
+  /** The erasure ended (done or failed): a hold may be set again. */
+  async endErase(tenant: string, tree: string): Promise<void> {
+    checkIds(tenant, tree);
+    const key = this.#keys.treeErasing(tenant, tree);
+    try {
+      await this.#redis.del(key);
+    } catch (err) {
+      throw redisFailure(err, "to end a tree's erasure mark", key);
     }
   }
 
@@ -95,7 +135,7 @@ export class TreeHolds {
     checkIds(tenant, tree);
     const key = this.#keys.treeHold(tenant, tree);
     try {
-      return (await runScript(this.#redis, "treeHold", [key], ["covered", c.files, by, at, c.traceParts, c.jobs])) !== "";
+      return (await runScript(this.#redis, "treeHold", [key, this.#keys.treeErasing(tenant, tree)], ["covered", c.files, by, at, c.traceParts, c.jobs])) !== "";
     } catch (err) {
       throw redisFailure(err, "to record what a tree's legal hold covers", key);
     }

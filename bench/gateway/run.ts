@@ -190,7 +190,7 @@ async function main(): Promise<void> {
   const serde = new Serde({ registryUrl: e.registryUrl });
   await serde.registerAll();
   await publishLoadConfig(kafka, serde, log, { dir: CONFIG_DIR, reason: "the model gateway's bench" });
-  const pipeline = await startPipeline(e, log, { ops: { host: "127.0.0.1", port: 0 }, groupPrefix: `oz0.bench-gateway-${run}.`, startAt: "end" });
+  const pipeline = await startPipeline(e, log, { ops: { host: "127.0.0.1", port: 0 }, groupPrefix: `oz0.bench-gateway-${run}.`, startAt: "end", retention: "off" });
   await untilReady(pipeline, 120_000);
 
   const fake = await startFakeProvider({ openaiKey: `sk-bench-${run}`, anthropicKey: `sk-ant-bench-${run}`, delayMs: DELAY_MS });

@@ -160,7 +160,7 @@ export async function runLoad(o: LoadOptions): Promise<LoadOutcome> {
       pipeline = o.pipeline;
     } else if (!o.external) {
       // Its health and metrics on any free port unless OZ0_METRICS_PORT says, so a running `npm start` keeps 9464.
-      pipeline = await startPipeline(o.endpoints, createLogger({ component: "pipeline" }, () => {}), { ops: opsAddressFromEnv({ OZ0_METRICS_PORT: "0", ...process.env }) });
+      pipeline = await startPipeline(o.endpoints, createLogger({ component: "pipeline" }, () => {}), { ops: opsAddressFromEnv({ OZ0_METRICS_PORT: "0", ...process.env }), retention: "off" });
     } else if (published.length > 0) {
       // A running pipeline follows the table; give it a moment to read the new rows.
       await sleep(2_000);
@@ -240,7 +240,7 @@ export async function runSweep(o: Omit<LoadOptions, "runtimes" | "pipeline"> & {
   const levels: Array<{ runtimes: number; outcome: LoadOutcome }> = [];
   try {
     if (!o.external) {
-      pipeline = await startPipeline(o.endpoints, createLogger({ component: "pipeline" }, () => {}), { ops: opsAddressFromEnv({ OZ0_METRICS_PORT: "0", ...process.env }) });
+      pipeline = await startPipeline(o.endpoints, createLogger({ component: "pipeline" }, () => {}), { ops: opsAddressFromEnv({ OZ0_METRICS_PORT: "0", ...process.env }), retention: "off" });
       await untilReady(pipeline, 120_000);
     }
     for (const [i, runtimes] of o.levels.entries()) {

@@ -64,7 +64,7 @@ async function main(): Promise<void> {
   const serde = new Serde({ registryUrl: e.registryUrl });
   await serde.registerAll();
   await publishLoadConfig(kafka, serde, log, { dir: CONFIG_DIR, reason: "the MCP gateway's bench" });
-  const pipeline = await startPipeline(e, log, { ops: { host: "127.0.0.1", port: 0 }, groupPrefix: `oz0.bench-mcp-${run}.`, startAt: "end" });
+  const pipeline = await startPipeline(e, log, { ops: { host: "127.0.0.1", port: 0 }, groupPrefix: `oz0.bench-mcp-${run}.`, startAt: "end", retention: "off" });
   await untilReady(pipeline, 120_000);
 
   const direct = new Client({ name: "bench-direct", version: "1" });

@@ -184,6 +184,16 @@ export class Keys {
     return `${this.tenantTree(tenant, treeId)}:hold`;
   }
 
+  /**
+   * OFF-10, FILE-6: a tenant's tree being erased (`oz0 job erase`; a string: who, a newline,
+   * since when), in the tree's slot beside its hold, so setting a hold and starting an erasure
+   * exclude each other in one script. Removed when the erasure ends; its TTL
+   * (TREE_ERASING_TTL_MS) ends it after a crash.
+   */
+  treeErasing(tenant: string, treeId: string): string {
+    return `${this.tenantTree(tenant, treeId)}:erasing`;
+  }
+
   /** The held trees of every tenant (a sorted set, all scores 0, of `<tenant>\n<tree>`, so one tenant's are a range by lex). */
   treeHolds(): string {
     return `${this.prefix}:{holds}:trees`;

@@ -224,6 +224,38 @@ describe("oz0 hold and oz0 job erase: legal holds on one tree's data and erasure
     const noReason = await oz0(["hold", "set", "--tenant", tenant, "--tree", root], s.env);
     expect([noReason.code, noReason.err]).toEqual([2, `hold set: give --reason "why"; it is audited with it\n`]);
   });
+
+  it("OFF-10 FILE-6 a hold set while the tree is being erased is refused and says so (the erasure began first); a held tree is never marked; the mark is no key of the tree", async () => {
+    const s = await stores("tree-erase");
+    const filesState = new RedisFilesState(redis, keys);
+    const holds = new TreeHolds(redis, keys);
+    const tenant = uid("tenant");
+    const [root, child, run] = [uid("job"), uid("job"), uid("run")];
+    await tree(s, filesState, tenant, root, child, run, 70);
+    const at = Date.parse("2026-12-03T04:00:00Z");
+    expect(await holds.beginErase(tenant, root, "person:eve", at)).toBe(true);
+    expect(await redis.pttl(keys.treeErasing(tenant, root))).toBeGreaterThan(3_500_000);
+    const during = await oz0(["hold", "set", "--tenant", tenant, "--tree", root, "--reason", "inquiry", "--as", "dana"], s.env);
+    expect([during.code, during.err]).toEqual([1, `tree ${root} of tenant ${tenant} is being erased (by person:eve, since 2026-12-03T04:00:00.000Z): a hold can no longer keep it; nothing held\n`]);
+    expect(await redis.exists(keys.treeHold(tenant, root))).toBe(0);
+    await holds.endErase(tenant, root);
+    const after = await oz0(["hold", "set", "--tenant", tenant, "--tree", root, "--reason", "inquiry", "--as", "dana"], s.env);
+    expect(after.code, after.err).toBe(0);
+    // Held now: an erasure cannot begin, and the command says the hold kept it, with nothing removed.
+    expect(await holds.beginErase(tenant, root, "person:eve", at)).toBe(false);
+    expect(await redis.exists(keys.treeErasing(tenant, root))).toBe(0);
+    const erase = await oz0(["job", "erase", "--tenant", tenant, "--tree", root, "--reason", "r", "--yes", "--as", "eve"], s.env);
+    expect(erase.code).toBe(1);
+    expect(await redis.exists(keys.limits(tenant, root))).toBe(1);
+    expect(await redis.exists(keys.treeErasing(tenant, root))).toBe(0);
+    const clear = await oz0(["hold", "clear", "--tenant", tenant, "--tree", root, "--reason", "inquiry closed", "--as", "dana"], s.env);
+    expect(clear.code, clear.err).toBe(0);
+    // An erasure ends its mark whatever happens, and erases the tree's keys but never the mark as one of them.
+    const erased = await oz0(["job", "erase", "--tenant", tenant, "--tree", root, "--reason", "r", "--yes", "--as", "eve", "--json"], s.env);
+    expect(erased.code, erased.err).toBe(0);
+    expect(JSON.stringify(JSON.parse(erased.out))).not.toContain(":erasing");
+    expect(await redis.exists(keys.treeErasing(tenant, root), keys.limits(tenant, root))).toBe(0);
+  });
   it("OFF-10 FILE-6 tenant erase keeps a held tree whole, what it stored after the hold included, names it, and erases it once the hold is cleared", async () => {
     const s = await stores("holds");
     const filesState = new RedisFilesState(redis, keys);

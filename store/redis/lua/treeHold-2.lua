@@ -2,10 +2,12 @@
   treeHold: puts a tenant's tree under a legal hold, or records that its holds were put again
   (OFF-10, FILE-6). The first hold stands: its reason, who and when are kept; setting it again
   records only when and by whom the MinIO holds were put again. Idempotent: a hold set twice
-  is one hold. No TTL: a hold lasts until it is cleared.
+  is one hold. No TTL: a hold lasts until it is cleared. A tree being erased takes no hold:
+  the erasure began first and goes on (treeEraseBegin).
 
   KEYS[1]  the tree's hold record (Keys.treeHold), a hash: reason, by, at, and after the MinIO
            holds were put: covered_at, covered_by, files, trace_parts, jobs
+  KEYS[2]  the tree's erasure marker (Keys.treeErasing): who, a newline, since when (ms)
   ARGV[1]  "set" (record the hold, before any MinIO hold is put) or "covered" (after them:
            what was held; refused when no hold is recorded, e.g. cleared meanwhile)
   ARGV[2]  reason (set) or files held (covered)
@@ -14,11 +16,14 @@
   ARGV[5]  trace parts held (covered)
   ARGV[6]  jobs of the tree (covered)
 
-  Returns {1 when this call made the hold else 0, reason, by, at} of the hold that stands, or
-  "" for covered when no hold is recorded.
+  Returns {1 when this call made the hold else 0, reason, by, at} of the hold that stands;
+  {-1, the erasure marker} for set when the tree is being erased (nothing recorded); "" for
+  covered when no hold is recorded.
 ]]
 local h = KEYS[1]
 if ARGV[1] == "set" then
+  local erasing = redis.call("GET", KEYS[2])
+  if erasing then return { -1, erasing } end
   local made = redis.call("HSETNX", h, "at", ARGV[4])
   if made == 1 then
     redis.call("HSET", h, "reason", ARGV[2], "by", ARGV[3])
