@@ -24,6 +24,7 @@
  * A provider's own error is not made here: it passes through with its status and body.
  */
 import type { Decision } from "../../schemas/types.ts";
+import type { KeyCheck } from "./keys.ts";
 import type { Provider, RequestError } from "./requests.ts";
 
 export interface OpenAIErrorBody {
@@ -56,17 +57,9 @@ function reply(provider: Provider, kind: Kind, message: string, param: string | 
 }
 
 /** Why a key was not taken. The key itself is never put in a reply. */
-export type KeyProblem = "unknown" | "expired" | "revoked";
-
-const KEY_WORDS: Record<KeyProblem, string> = {
-  unknown: "The API key is not one oz0 gave out. Use the key bound to your job (oz0 run sets it, oz0 keys lists them).",
-  expired: "The API key expired with the job it was bound to. Start a new job for a new key.",
-  revoked: "The API key was revoked. Ask for a new key bound to your job.",
-};
-
-/** 401: an unknown, expired or revoked key; `words` are the key check's (naming the key's ID and when), else the problem's own. */
-export function unauthorized(provider: Provider, problem: KeyProblem, words?: string): ErrorReply {
-  return reply(provider, { status: 401, openai: "invalid_request_error", code: "invalid_api_key", anthropic: "authentication_error" }, words ?? KEY_WORDS[problem]);
+/** 401: a key that does not work (none, unknown, expired or revoked), with the key check's words (naming the key's ID and when). */
+export function unauthorized(provider: Provider, failed: Extract<KeyCheck, { ok: false }>): ErrorReply {
+  return reply(provider, { status: 401, openai: "invalid_request_error", code: "invalid_api_key", anthropic: "authentication_error" }, failed.message);
 }
 
 /** 400: the body is not a valid request for its API (the reader's error). */

@@ -36,15 +36,7 @@ export type KeyCheck =
   | { readonly ok: true; readonly binding: KeyBinding }
   | { readonly ok: false; readonly reason: "unknown" | "expired" | "revoked"; readonly message: string };
 
-export interface NewKey {
-  readonly tenant: string;
-  readonly agent: string;
-  readonly tree_id: string;
-  readonly job_id: string;
-  readonly run_id: string;
-  readonly created_by: string;
-  readonly expires_at: number;
-}
+export type NewKey = Pick<KeyBinding, "tenant" | "agent" | "tree_id" | "job_id" | "run_id" | "created_by" | "expires_at">;
 
 /** Where keys are kept. Implementations: `redisKeyStore` and `memoryKeyStore` (store/gateway-keys.ts). */
 export interface KeyStore {

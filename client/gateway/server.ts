@@ -445,7 +445,7 @@ export async function startGateway(o: GatewayOptions): Promise<Gateway> {
     const check = key === null ? checkBinding(null, now()) : await o.keys.check(key, now());
     if (!check.ok) {
       req.resume();
-      sendError(res, unauthorized(r.provider, check.reason, check.message));
+      sendError(res, unauthorized(r.provider, check));
       metrics.count(r.provider, "unauthorized");
       return;
     }

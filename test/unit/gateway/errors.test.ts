@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { badRequest, isRefusal, refusal, REFUSED_CODE, unauthorized, upstreamFailed, upstreamTimedOut, type AnthropicErrorBody, type OpenAIErrorBody } from "../../../client/gateway/errors.ts";
 import { readAnthropicMessages, readOpenAIChat } from "../../../client/gateway/requests.ts";
+import { checkBinding } from "../../../client/gateway/keys.ts";
 import type { Decision, Verdict } from "../../../schemas/types.ts";
 
 function decision(verdict: Verdict, reason_code: string | null, message: string, limit: string | null = null): Decision {
@@ -70,14 +71,18 @@ describe("gateway errors: a refusal is 402 in the provider's shape, with the see
 });
 
 describe("gateway errors: keys, bad requests and upstreams", () => {
-  it("401 for an unknown, expired or revoked key: OpenAI invalid_api_key, Anthropic authentication_error", () => {
-    for (const problem of ["unknown", "expired", "revoked"] as const) {
-      const o = unauthorized("openai", problem);
+  it("401 for an unknown, expired or revoked key: OpenAI invalid_api_key, Anthropic authentication_error, in the key check's words", () => {
+    const bound = { id: "k-0123456789ab", tenant: "acme", agent: "a", tree_id: "t", job_id: "job-1", run_id: "r", created_by: "person:dana", created_at: 0, expires_at: 1_000, revoked_at: null, revoked_by: null };
+    const checks = [checkBinding(null, 0), checkBinding(bound, 2_000), checkBinding({ ...bound, revoked_at: 500, revoked_by: "person:eve" }, 600)];
+    for (const check of checks) {
+      if (check.ok) throw new Error("a key that works");
+      const o = unauthorized("openai", check);
       expect(o.status).toBe(401);
       const oe = openAI(o.body);
       expect([oe.type, oe.code, oe.param]).toEqual(["invalid_request_error", "invalid_api_key", null]);
-      expect(oe.message).toMatch(problem === "unknown" ? /not one oz0 gave out/ : new RegExp(problem));
-      const a = unauthorized("anthropic", problem);
+      expect(oe.message).toBe(check.message);
+      expect(oe.message).toMatch(check.reason === "unknown" ? /not known to oz0/ : new RegExp(`k-0123456789ab (was )?${check.reason}`));
+      const a = unauthorized("anthropic", check);
       expect(a.status).toBe(401);
       expect(anthropic(a.body)).toEqual({ type: "authentication_error", message: oe.message });
     }
@@ -113,7 +118,7 @@ describe("gateway errors: keys, bad requests and upstreams", () => {
   });
 
   it("every body is JSON that reads back the same", () => {
-    const all = [unauthorized("openai", "unknown"), refusal("anthropic", REFUSALS[0]![1]), upstreamFailed("openai", "x")];
+    const all = [unauthorized("openai", { ok: false, reason: "unknown", message: "The API key is not known to oz0." }), refusal("anthropic", REFUSALS[0]![1]), upstreamFailed("openai", "x")];
     for (const r of all) expect(JSON.parse(JSON.stringify(r.body))).toEqual(r.body);
   });
 });
