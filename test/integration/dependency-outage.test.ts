@@ -25,14 +25,7 @@ import { Keys } from "../../store/redis/keys.ts";
 import { toolCall, uid } from "../support/events.ts";
 import { collect, kafka, serde } from "../support/kafka.ts";
 import { startPrivateRedis, type PrivateRedis } from "../support/private-redis.ts";
-
-async function until(what: string, check: () => boolean | Promise<boolean>, timeoutMs: number): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error(`${what} did not happen within ${timeoutMs} ms`);
-    await sleep(100);
-  }
-}
+import { until } from "../support/promises.ts";
 
 describe("a dependency failing for a while", () => {
   let s: Serde;

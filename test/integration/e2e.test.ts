@@ -29,12 +29,12 @@ import { Serde } from "../../schemas/serde.ts";
 import type { AuditEvent, Decision, JobEvent, ResultDelivered, ToolCall, ToolResult } from "../../schemas/types.ts";
 import { jobEvent as rootJobEvent, uid } from "../support/events.ts";
 import { endpoints } from "../support/kafka.ts";
+import { eventually } from "../support/promises.ts";
 
 const CONFIG_DIR = fileURLToPath(new URL("../fixtures/e2e-config/", import.meta.url));
 const PLUGIN = "e2e_docs";
 /** Every await of an answer, and every wait for the sinks, is bounded by this. */
 const ANSWER_MS = 60_000;
-const SINK_MS = 60_000;
 /**
  * The audit sink writes to the tests' bucket, locked for a day (docs/sinks.md); the traces go
  * to the default bucket, whose parts expire after 30 days, so its expiry rule is not changed.
@@ -113,17 +113,6 @@ interface Answer {
 }
 
 const answerOf = (d: ResultDelivered): Answer => JSON.parse(d.content) as Answer;
-
-async function eventually<T>(what: string, read: () => Promise<T>, done: (v: T) => boolean, timeoutMs = SINK_MS): Promise<T> {
-  const until = Date.now() + timeoutMs;
-  let last = await read();
-  while (!done(last)) {
-    if (Date.now() > until) throw new Error(`${what} within ${timeoutMs} ms; last seen: ${JSON.stringify(last).slice(0, 3000)}`);
-    await new Promise((r) => setTimeout(r, 1_000));
-    last = await read();
-  }
-  return last;
-}
 
 describe("end to end through the runtime client, on the whole pipeline in this process", () => {
   const run = randomUUID().slice(0, 8);

@@ -28,6 +28,7 @@ import { startFakeProvider, type FakeProvider } from "../support/fake-provider.t
 import { endpoints } from "../support/kafka.ts";
 import { oz0 } from "../support/oz0.ts";
 import { startTestPipeline, stopTestPipeline } from "../support/pipeline.ts";
+import { rejectionOf, until } from "../support/promises.ts";
 
 const CONFIG_DIR = fileURLToPath(new URL("../fixtures/gateway-config/", import.meta.url));
 /** A dated snapshot, priced as its model (docs/limits.md, "Prices"). */
@@ -62,18 +63,9 @@ async function job(agent: string, over: { tenant?: string; person?: boolean } = 
     jobEvent(tree, "started", { tenant, run_id: `${tree}-run`, agent, started_by: over.person ? "person" : "app", principal: over.person ? "pat" : "gw-app" }),
   ]);
   const limits = redisLimitsStore(redis, keys);
-  await until(async () => (await limits.spent(tenant, tree)) !== null, `the start of ${tree}`);
+  await until(`the start of ${tree}`, async () => (await limits.spent(tenant, tree)) !== null);
   const made = await redisKeyStore(redis, keys).create({ tenant, agent, tree_id: tree, job_id: tree, run_id: `${tree}-run`, created_by: "gateway-test", expires_at: Date.now() + 3_600_000 }, Date.now());
   return { tenant, tree, key: made.key, binding: made.binding };
-}
-
-async function until(check: () => Promise<boolean>, what: string, ms = 60_000): Promise<void> {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    if (await check()) return;
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  throw new Error(`timed out waiting for ${what}`);
 }
 
 const openai = (key: string) => new OpenAI({ baseURL: `${gateway.url}/v1`, apiKey: key, maxRetries: 0, timeout: 120_000 });
@@ -87,7 +79,7 @@ function cost(model: string, c: TokenCounts): number {
 async function spentReaches(j: Job, micros: number): Promise<number> {
   const limits = redisLimitsStore(redis, keys);
   let last = -1;
-  await until(async () => (last = (await limits.spent(j.tenant, j.tree)) ?? -1) === micros, `tree ${j.tree} to have spent ${micros} micro-dollars`, 30_000).catch(() => undefined);
+  await until(`tree ${j.tree} to have spent ${micros} micro-dollars`, async () => (last = (await limits.spent(j.tenant, j.tree)) ?? -1) === micros, 30_000).catch(() => undefined);
   return last;
 }
 
@@ -95,15 +87,8 @@ async function reserved(j: Job): Promise<number> {
   return Number((await redis.hget(keys.limits(j.tenant, j.tree), "reserved")) ?? 0);
 }
 
-/** The error a call raises (it must raise one). */
-async function raised(p: Promise<unknown>): Promise<{ status?: number; code?: string; type?: string; message: string; error?: unknown }> {
-  try {
-    await p;
-  } catch (err) {
-    return err as { status?: number; code?: string; message: string };
-  }
-  throw new Error("the call went through; a refusal was expected");
-}
+/** The error a call raises (it must raise one), as the SDKs shape it. */
+const raised = async (p: Promise<unknown>) => (await rejectionOf(p)) as { status?: number; code?: string; type?: string; message: string; error?: unknown };
 
 beforeAll(async () => {
   const log = createLogger({ test: "gateway" }, (l) => lines.push(l));
@@ -231,12 +216,12 @@ describe("oz0 gateway: the official SDKs' model calls held to their job", () => 
     await client.chat.completions.create({ model: BUDGET_MODEL, messages: [{ role: "user", content: "one" }], max_tokens: 280 });
     const held = client.chat.completions.create({ model: BUDGET_MODEL, messages: [{ role: "user", content: "two" }], max_tokens: 280 });
     let approval = "";
-    await until(async () => {
+    await until("the budget request to be listed", async () => {
       const list = await oz0(["approval", "list", "--kind", "budget", "--tenant", j.tenant, "--json"]);
       const found = (JSON.parse(list.out || "[]") as Array<{ approval?: string; id?: string; job_id?: string }>).find((r) => r.job_id === j.tree);
       approval = found?.approval ?? found?.id ?? "";
       return approval !== "";
-    }, "the budget request to be listed");
+    });
     const before = provider.requests.length;
     const yes = await oz0(["approval", "approve", j.tree, approval, "--budget", "1", "--as", "pat"]);
     expect(yes.code, yes.err).toBe(0);
@@ -265,7 +250,7 @@ describe("oz0 gateway: the official SDKs' model calls held to their job", () => 
     const whole = cost(ANTHROPIC_MODEL, answered?.counts as TokenCounts);
     const limits = redisLimitsStore(redis, keys);
     let spent = 0;
-    await until(async () => (spent = (await limits.spent(j.tenant, j.tree)) ?? 0) > 0, "the cut stream to be settled");
+    await until("the cut stream to be settled", async () => (spent = (await limits.spent(j.tenant, j.tree)) ?? 0) > 0);
     expect(spent).toBeLessThan(whole);
     expect(spent).toBeGreaterThan(cost(ANTHROPIC_MODEL, { input: 1, output: 1, cacheRead: 0, cacheWrite: 0 }));
     expect(await reserved(j)).toBe(0);
@@ -284,7 +269,7 @@ describe("oz0 gateway: the official SDKs' model calls held to their job", () => 
     provider.failNext(500);
     const err = await raised(openai(j.key).chat.completions.create({ model: OPENAI_MODEL, messages: [{ role: "user", content: "fail" }], max_tokens: 100 }));
     expect(err.status).toBe(500);
-    await until(async () => (await reserved(j)) === 0, "the reservation to be released");
+    await until("the reservation to be released", async () => (await reserved(j)) === 0);
     expect(await redisLimitsStore(redis, keys).spent(j.tenant, j.tree)).toBe(0);
   });
 

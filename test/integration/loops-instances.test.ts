@@ -15,6 +15,7 @@ import { Keys } from "../../store/redis/keys.ts";
 import { toolCall, uid } from "../support/events.ts";
 import { endpoints, groupAtEnd, kafka, serde } from "../support/kafka.ts";
 import { redisClient, type RedisClient } from "../../store/redis/client.ts";
+import { until } from "../support/promises.ts";
 
 const config = staticConfig([
   { kind: "agent", id: "reporter", value: { on_loop: "report" } },
@@ -68,14 +69,6 @@ describe("the loop processors as several instances", () => {
     await producer?.disconnect();
     redis?.disconnect();
   });
-
-  async function until(what: string, ok: () => boolean | Promise<boolean>, timeoutMs: number): Promise<void> {
-    const end = Date.now() + timeoutMs;
-    while (!(await ok())) {
-      if (Date.now() > end) throw new Error(`waited ${timeoutMs} ms for ${what}`);
-      await new Promise((r) => setTimeout(r, 200));
-    }
-  }
 
   it("LOOP-2 LOOP-3 LOOP-5 LOOP-6 two instances of loop-calls in one consumer group split the runs and decide exactly as one instance does", async () => {
     const runs = Array.from({ length: 24 }, (_, i) => ({ run: uid(`run${i}`), kind: i % 3 }));

@@ -21,23 +21,13 @@ import type { TopicName } from "../../topology/topics.ts";
 import { endpoints, kafka, serde, startOnKafka } from "../support/kafka.ts";
 import { jobEvent, uid } from "../support/events.ts";
 import { fittedManifest } from "../support/manifests.ts";
+import { eventually } from "../support/promises.ts";
 
 const PAGE = ["# Guide", "", "The guide starts here.", ...Array.from({ length: 200 }, (_, i) => `## Part ${i}\n\nPart ${i} is about topic ${i} and goes on for a while.`)].join("\n");
 
 /** Test buckets: the audit one locks each object in COMPLIANCE mode for a day, so runs add to it and never clean it. */
 const TRACE_BUCKET = "oz0-traces-test";
 const AUDIT_BUCKET = "oz0-audit-test";
-
-async function eventually<T>(what: string, read: () => Promise<T>, done: (v: T) => boolean, timeoutMs = 90_000): Promise<T> {
-  const until = Date.now() + timeoutMs;
-  let last: T = await read();
-  while (!done(last)) {
-    if (Date.now() > until) throw new Error(`${what} within ${timeoutMs} ms; last seen: ${JSON.stringify(last).slice(0, 2000)}`);
-    await new Promise((r) => setTimeout(r, 500));
-    last = await read();
-  }
-  return last;
-}
 
 function decision(over: Partial<Decision>): Decision {
   return {
@@ -202,7 +192,7 @@ describe("the trace and audit sinks on the real broker and MinIO", () => {
     await send("oz0.admissions", job, "Decision", decision({ tree_id: job, job_id: job, subject: "child-1", verdict: "refuse", reason_code: "TreeLimitExceeded", limit: "limits.tree.fan_out", message: "raise limits.tree.fan_out" }));
     await send("oz0.jobs", job, "JobEvent", jobEvent(job, "ended", { outcome: "completed" }));
 
-    const trace = await eventually("the sink kept the job's 3 entries, 3 decisions and 2 job events", () => traces.read(job, "acme"), (t) => t.entries.length === 3 && t.decisions.length === 3 && (t.jobs?.length ?? 0) === 2);
+    const trace = await eventually("the sink kept the job's 3 entries, 3 decisions and 2 job events", () => traces.read(job, "acme"), (t) => t.entries.length === 3 && t.decisions.length === 3 && (t.jobs?.length ?? 0) === 2, 90_000);
     const text = formatTrace(trace);
     expect(text).toContain(`${FIT_SECTION} (1)`);
     expect(text).toContain(`budget 400, function acme_docs.get_page, reason ${fitEntry.facts.reason}, size ${fitEntry.numbers.size}, tokens ${fitEntry.numbers.tokens}, view ${fitEntry.facts.view}`);
@@ -232,7 +222,7 @@ describe("the trace and audit sinks on the real broker and MinIO", () => {
 
     const want = ["admission.refused", "approval.requested", "approval.answered", "approval.decided", "tenant.changed", "tenant.removed", "loop.acted", "job.files_handed"];
     const mine = async () => selectEntries((await audit.read()).entries, { tenant });
-    const entries = await eventually("the audit log holds the tenant's 10 entries", mine, (es) => es.length >= 10 && want.every((k) => es.some((e) => e.kind === k)));
+    const entries = await eventually("the audit log holds the tenant's 10 entries", mine, (es) => es.length >= 10 && want.every((k) => es.some((e) => e.kind === k)), 90_000);
     expect(entries).toHaveLength(10);
     expect(entries.find((e) => e.kind === "admission.refused")).toMatchObject({ actor: "limits-model-calls", reason: "The tenant's monthly budget is spent.", facts: { reason_code: "BudgetExceeded", limit: "tenant.monthly_budget_usd" } });
     expect(entries.find((e) => e.kind === "approval.answered")).toMatchObject({ actor: "alice@acme", reason: "the search is expected to repeat here", facts: { approval, answer: "approve" } });

@@ -34,20 +34,10 @@ import { Keys } from "../../store/redis/keys.ts";
 import { jobEvent, toolCall, uid } from "../support/events.ts";
 import { collect, endpoints, kafka, serde, startOnKafka } from "../support/kafka.ts";
 import { oz0 } from "../support/oz0.ts";
+import { eventually } from "../support/promises.ts";
 
 /** The audit log's test bucket, as the sinks' test uses: objects locked a day, runs add to it. */
 const AUDIT_BUCKET = "oz0-audit-test";
-
-async function eventually<T>(what: string, read: () => Promise<T>, done: (v: T) => boolean, timeoutMs = 60_000): Promise<T> {
-  const until = Date.now() + timeoutMs;
-  let last = await read();
-  while (!done(last)) {
-    if (Date.now() > until) throw new Error(`${what} within ${timeoutMs} ms; last seen: ${JSON.stringify(last).slice(0, 1500)}`);
-    await new Promise((r) => setTimeout(r, 500));
-    last = await read();
-  }
-  return last;
-}
 
 /**
  * Records of `topic` matching `match`, each ID once: other processes on the same broker may run
