@@ -3,7 +3,7 @@
  * the same plan against a bare kafkajs passthrough on the same broker; a report with figures
  * and a chart. Bounded in count and time: it stops by itself.
  *
- *   npm run load -- [--events N] [--seconds S] [--runtimes R[,R...]] [--seed K] [--warm-up W] [--external] [--out DIR]
+ *   npm run load -- [--events N] [--seconds S] [--runtimes R[,R...] | --agents N[,N...] [--think-scale F]] [--seed K] [--warm-up W] [--external] [--out DIR]
  *
  * Trees of several tenants: paging, large results offloaded to MinIO and read back with
  * oz.read_result, loops, delegated children, budgets that run out (bench/load/mix.ts), with
@@ -12,6 +12,9 @@
  * stderr. With several numbers of runtimes (`--runtimes 1,8,24,64`), a sweep: the plan at each in
  * turn on one pipeline, each level's report in DIR/runtimes-<n>/, and DIR/sweep.md and sweep.svg
  * with latency against events per second for the pipeline and the passthrough.
+ * With `--agents N` instead of runtimes, N agents play the plan, each waiting between steps as
+ * coding agents do (the model's generation, the tools' runs: bench/load/pace.ts); several
+ * numbers make an agents sweep, with the most agents held at a p99 of 100 ms.
  * Exit status 0 when every awaited answer came, 1 otherwise, 2 on a usage mistake.
  */
 import { fileURLToPath } from "node:url";
@@ -23,14 +26,18 @@ import { createLogger } from "../processors/runner/log.ts";
 import { opsAddressFromEnv } from "../processors/runner/ops-server.ts";
 import { servicesForCommand } from "./services.ts";
 
-const usage = "usage: npm run load -- [--events N>0] [--seconds S>0] [--runtimes R>0[,R...]] [--seed K] [--warm-up W>=0] [--external] [--out DIR]\n";
+const usage = "usage: npm run load -- [--events N>0] [--seconds S>0] [--runtimes R>0[,R...] | --agents N>0[,N...] [--think-scale F>0]] [--seed K] [--warm-up W>=0] [--external] [--out DIR]\n";
 let values;
 try {
   ({ values } = parseArgs({
     options: {
-      events: { type: "string", default: "3000" },
+      // By default 3,000; with agents, what they offer over the seconds (bench/load/pace.ts).
+      events: { type: "string" },
       seconds: { type: "string", default: "120" },
-      runtimes: { type: "string", default: "24" },
+      runtimes: { type: "string" },
+      agents: { type: "string" },
+      // Every wait of the agents multiplied by this: for tests and quick looks.
+      "think-scale": { type: "string" },
       seed: { type: "string", default: "1" },
       // Events of a warm-up plan before each phase, not counted; by default as many as the plan's.
       "warm-up": { type: "string" },
@@ -42,12 +49,34 @@ try {
   process.stderr.write(`${err instanceof Error ? err.message : String(err)}\n${usage}`);
   process.exit(2);
 }
-const events = Number(values.events);
+if (values.agents !== undefined && values.runtimes !== undefined) {
+  process.stderr.write(`--agents and --runtimes exclude each other\n${usage}`);
+  process.exit(2);
+}
+if (values["think-scale"] !== undefined && values.agents === undefined) {
+  process.stderr.write(`--think-scale scales the agents' waits: it needs --agents\n${usage}`);
+  process.exit(2);
+}
+const agents = values.agents !== undefined;
+const events = values.events === undefined ? undefined : Number(values.events);
 const seconds = Number(values.seconds);
-const levels = values.runtimes.split(",").map((r) => Number(r.trim()));
+const levels = (values.agents ?? values.runtimes ?? "24").split(",").map((r) => Number(r.trim()));
 const seed = Number(values.seed);
-const warmUpEvents = values["warm-up"] === undefined ? events : Number(values["warm-up"]);
-if (!(Number.isInteger(events) && events > 0 && seconds > 0 && levels.every((r) => Number.isInteger(r) && r > 0) && Number.isInteger(seed) && Number.isInteger(warmUpEvents) && warmUpEvents >= 0)) {
+const thinkScale = Number(values["think-scale"] ?? "1");
+// Agents warm up on 3,000 events by default, played without waits (their plans are larger).
+const warmUpEvents = values["warm-up"] === undefined ? (agents ? 3_000 : (events ?? 3_000)) : Number(values["warm-up"]);
+if (
+  !(
+    (events === undefined || (Number.isInteger(events) && events > 0)) &&
+    seconds > 0 &&
+    levels.every((r) => Number.isInteger(r) && r > 0) &&
+    Number.isInteger(seed) &&
+    Number.isInteger(warmUpEvents) &&
+    warmUpEvents >= 0 &&
+    Number.isFinite(thinkScale) &&
+    thinkScale > 0
+  )
+) {
   process.stderr.write(usage);
   process.exit(2);
 }
@@ -59,15 +88,16 @@ const command = `npm run load -- ${process.argv.slice(2).join(" ")}`.trim();
 // A pipeline elsewhere is asked for its CPU at its metrics (OZ0_METRICS_HOST and _PORT, as it serves them).
 const ops = values.external ? opsAddressFromEnv(process.env) : undefined;
 const pipelineMetrics = ops && ops.port > 0 ? `http://${ops.host === "0.0.0.0" || ops.host === "::" ? "127.0.0.1" : ops.host}:${ops.port}/metrics` : undefined;
-const common = { endpoints, events, seconds, seed, warmUpEvents, external: values.external, ...(pipelineMetrics ? { pipelineMetrics } : {}), outDir: values.out, command, log: createLogger({ component: "load" }) };
+const common = { endpoints, ...(events !== undefined ? { events } : {}), seconds, seed, warmUpEvents, external: values.external, ...(pipelineMetrics ? { pipelineMetrics } : {}), outDir: values.out, command, log: createLogger({ component: "load" }) };
 const failed = (r: LoadResult): boolean => MEASURED_KINDS.reduce((s, k) => s + r.pipeline.rec.unanswered[k], 0) > 0 || r.pipeline.rec.errors.length > 0;
 if (levels.length === 1) {
-  const { result, markdown, files } = await runLoad({ ...common, runtimes: levels[0] as number });
+  const n = levels[0] as number;
+  const { result, markdown, files } = await runLoad({ ...common, runtimes: n, ...(agents ? { agents: { count: n, thinkScale } } : {}) });
   process.stdout.write(`${markdown}\n`);
   process.stderr.write(`report: ${files.markdown}, chart: ${files.chart}\n`);
   process.exit(failed(result) ? 1 : 0);
 }
-const sweep = await runSweep({ ...common, levels });
+const sweep = await runSweep({ ...common, levels, ...(agents ? { agents: { thinkScale } } : {}) });
 process.stdout.write(`${sweep.markdown}\n`);
 process.stderr.write(`sweep: ${sweep.files.markdown}, chart: ${sweep.files.chart}; each level's report under ${values.out}\n`);
 process.exit(sweep.levels.some((l) => failed(l.outcome.result)) ? 1 : 0);

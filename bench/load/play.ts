@@ -5,6 +5,7 @@
  * budget or a loop makes no more calls, a refused call gets no result, a read goes to the ref
  * the offloaded result's stub named). What it measures goes into a Recorder.
  */
+import { setTimeout as sleep } from "node:timers/promises";
 import type { Decision, JobEvent, ModelCall, ResultDelivered, ToolCall, ToolResult } from "../../schemas/types.ts";
 import { STEP_KINDS, type Plan, type Step, type StepKind, type Tree } from "./mix.ts";
 
@@ -81,6 +82,13 @@ export interface PlayOptions {
   readonly deadline: number;
   /** The longest one await lasts. @default 30000 */
   readonly answerTimeoutMs?: number;
+  /**
+   * How long to wait before each step of a tree, in ms (bench/load/pace.ts): an agent's think
+   * and tool times. A step skipped (its job stopped, its call refused) skips its wait too. A
+   * wait is never part of a latency; one that reaches the deadline ends the tree there.
+   * Without it, each step follows the last answer at once.
+   */
+  readonly waits?: ReadonlyMap<Tree, readonly number[]>;
 }
 
 /** Where an offloaded result's stub names its file, in what the model reads. */
@@ -122,11 +130,24 @@ export async function playTree(tree: Tree, target: LoadTarget, rec: Recorder, op
     }
   }
   const verdict = (d: Decision): string => (d.reason_code ? `${d.verdict} ${d.reason_code}` : d.verdict);
+  const waits = opts.waits?.get(tree);
+  const pause = async (ms: number): Promise<void> => {
+    const left = opts.deadline - Date.now();
+    if (ms >= left) {
+      // Waiting when the time is up: the agent simply stops.
+      if (left > 0) await sleep(left);
+      throw new NoTime();
+    }
+    await sleep(ms);
+  };
   try {
-    for (const step of tree.steps) {
+    for (const [i, step] of tree.steps.entries()) {
       const job = step.event.job_id;
       if (notStarted.has(job)) continue;
       if (stopped.has(job) && step.kind !== "job_ended") continue;
+      if (step.kind === "tool_result" && skipCalls.has(step.event.call_id)) continue;
+      const wait = waits?.[i] ?? 0;
+      if (wait > 0) await pause(wait);
       await play(step);
     }
     return true;
@@ -232,4 +253,28 @@ export async function playAll(plan: Plan, target: LoadTarget, rec: Recorder, opt
     }
   };
   await Promise.all(Array.from({ length: Math.max(1, opts.runtimes) }, runtime));
+}
+
+/**
+ * `agents` agents at once, each starting at its own time (`starts`, ms after now) and then
+ * taking the next tree until none is left or time is up, waiting before each step as
+ * `opts.waits` says. An agent still waiting to start when time is up plays nothing.
+ */
+export async function playAgents(plan: Plan, target: LoadTarget, rec: Recorder, opts: PlayOptions & { readonly starts: readonly number[] }): Promise<void> {
+  let next = 0;
+  const agent = async (start: number): Promise<void> => {
+    const left = opts.deadline - Date.now();
+    if (start >= left) {
+      if (left > 0) await sleep(left);
+      return;
+    }
+    if (start > 0) await sleep(start);
+    while (Date.now() < opts.deadline) {
+      const tree = plan.trees[next++];
+      if (!tree) return;
+      if (await playTree(tree, target, rec, opts)) rec.treesDone++;
+      else rec.treesCut++;
+    }
+  };
+  await Promise.all(opts.starts.map(agent));
 }

@@ -6,6 +6,7 @@ import type { CpuSpent } from "../pipeline/cpu.ts";
 import { chartSvg, type Series } from "./chart.ts";
 import type { LagSample } from "./lag.ts";
 import { STEP_KINDS, TREE_KINDS, type StepKind, type TreeKind } from "./mix.ts";
+import type { Offered } from "./pace.ts";
 import { MEASURED, MEASURED_KINDS, type Recorder } from "./play.ts";
 import { bytes, fmt, latency, perSecond, ratio } from "./stats.ts";
 
@@ -72,7 +73,10 @@ export interface LoadResult {
   /** Events of the warm-up plan played against each side before it was measured (0: none). */
   readonly warmUpEvents?: number;
   readonly seconds: number;
+  /** Runtimes (or agents, in an agents run) playing at once. */
   readonly runtimes: number;
+  /** An agents run (`--agents N`): its agents, how their waits were scaled and capped, the load the plan offers. */
+  readonly agents?: { readonly count: number; readonly thinkScale: number; readonly capS: number; readonly offered: Offered };
   /** Whether the pipeline ran elsewhere (`--external`) rather than in this process. */
   readonly external: boolean;
   readonly node: string;
@@ -133,6 +137,29 @@ function lagRows(p: PhaseResult, group: (name: string) => string): string[] {
   });
 }
 
+/** An agents run's offered and answered rates: what the plan offers, what each phase sent and had answered. */
+function agentRows(r: LoadResult, ag: NonNullable<LoadResult["agents"]>): string[] {
+  const rate = (p: PhaseResult, n: number): number => {
+    const seconds = (p.endedAt - p.startedAt) / 1000;
+    return seconds > 0 ? n / seconds : NaN;
+  };
+  const pipe = r.pipeline;
+  const base = r.passthrough;
+  return [
+    "",
+    "### Offered and answered",
+    "",
+    `Each agent waits before a model call's usage for the model's generation (lognormal, median 4.9 s, mean 11.5 s) and before a tool call's result for the tool's run (lognormal, median 0.3 s, mean 14 s a call), each draw capped at ${ag.capS} s${ag.thinkScale !== 1 ? `, then scaled by ${ag.thinkScale}` : ""}; agents start spread over the first think time. The offered rate is the plan's events over its waits (${fmt(ag.offered.eventsPerAgentSecond, 3)} events a second an agent), times ${ag.count} agents: what they would send if every step were played and every answer came at once. Measured rates are over each phase's whole time.`,
+    "",
+    "| rate (per second) | offered by the plan | pipeline | passthrough |",
+    "| --- | ---: | ---: | ---: |",
+    `| events | ${fmt(ag.offered.eventsPerSecond, 1)} | ${fmt(rate(pipe, pipe.rec.events), 1)} | ${fmt(rate(base, base.rec.events), 1)} |`,
+    `| awaited answers | ${fmt(ag.offered.answersPerSecond, 1)} | ${fmt(rate(pipe, pipe.rec.answers), 1)} | ${fmt(rate(base, base.rec.answers), 1)} |`,
+    "",
+    "The pipeline plays fewer steps than the passthrough (it refuses and stops), and an agent waiting when the time is up stops there.",
+  ];
+}
+
 export function loadMarkdown(r: LoadResult): string {
   const pipe = r.pipeline;
   const base = r.passthrough;
@@ -140,12 +167,14 @@ export function loadMarkdown(r: LoadResult): string {
   const sb = sustained(base);
   const unanswered = (p: PhaseResult): number => MEASURED_KINDS.reduce((s, k) => s + p.rec.unanswered[k], 0);
   const where = r.external ? "against a pipeline running elsewhere (`--external`)" : "with the pipeline in this process";
+  const ag = r.agents;
+  const who = ag ? "agents" : "runtimes";
   const lines: string[] = [
     `# Load report (${r.at.toISOString()})`,
     "",
-    `\`${r.command}\`: seed ${r.seed}, ${r.runtimes} runtimes at once, each phase bounded by ${r.seconds} s, ${where}; Node ${r.node}.`,
+    `\`${r.command}\`: seed ${r.seed}, ${ag ? `${ag.count} agents, each waiting between steps as agents do${ag.thinkScale !== 1 ? ` (every wait scaled by ${ag.thinkScale})` : ""}` : `${r.runtimes} runtimes at once`}, each phase bounded by ${r.seconds} s, ${where}; Node ${r.node}.`,
     "",
-    "Two phases on the same broker, one after the other, with the same plan and the same runtimes:",
+    `Two phases on the same broker, one after the other, with the same plan and the same ${who}${ag ? " and waits" : ""}:`,
     "the pipeline (every event through the runtime client, each answer awaited), then a bare kafkajs",
     "consume-and-produce passthrough (`bench/pipeline/subjects.ts`) on topics of its own, where the",
     "copy of each event stands for its answer. Ratios are pipeline over passthrough.",
@@ -164,13 +193,12 @@ export function loadMarkdown(r: LoadResult): string {
     `| active seconds (first publish to last answer) | ${fmt(sp.seconds, 1)} | ${fmt(sb.seconds, 1)} | |`,
     `| sustained events per second | ${fmt(sp.perSecond, 1)} | ${fmt(sb.perSecond, 1)} | ${ratio(sp.perSecond, sb.perSecond)} |`,
     "",
-    "The runtimes wait for each answer before their next step, as runtimes do, so the rate is set by",
-    "the latency of the answers: the passthrough plays every step (nothing refuses), the pipeline fewer.",
+    ...(ag ? agentRows(r, ag) : ["The runtimes wait for each answer before their next step, as runtimes do, so the rate is set by", "the latency of the answers: the passthrough plays every step (nothing refuses), the pipeline fewer."]),
     ...cpuRows(pipe, base, r.external),
     "",
     "## Latency from ask to decision",
     "",
-    "From the publish to the answer the runtime awaited, in ms. The passthrough's is the same event's copy.",
+    `From the publish to the answer the ${ag ? "agent" : "runtime"} awaited, in ms${ag ? " (an agent's waits are never counted)" : ""}. The passthrough's is the same event's copy.`,
     "",
     "| exchange | processors | answers | p50 | p95 | p99 | passthrough p50 | p95 | p99 | p50 ratio | p99 ratio |",
     "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",

@@ -23,8 +23,9 @@ import { startPassthrough } from "../pipeline/subjects.ts";
 import { loadCorpus } from "./corpus.ts";
 import { EchoTarget } from "./echo.ts";
 import { LagSampler, type WatchedGroup } from "./lag.ts";
-import { countSteps, countTrees, makePlan, type Plan } from "./mix.ts";
-import { MEASURED_KINDS, playAll, Recorder, type LoadTarget } from "./play.ts";
+import { countSteps, countTrees, makePlan, type Plan, type Tree } from "./mix.ts";
+import { agentStarts, agentsEvents, CAP_S, offered, planWaits } from "./pace.ts";
+import { MEASURED_KINDS, playAgents, playAll, Recorder, type LoadTarget } from "./play.ts";
 import { Progress } from "./progress.ts";
 import { publishLoadConfig } from "./publish-config.ts";
 import { loadChart, loadMarkdown, type LoadResult, type PhaseResult } from "./report.ts";
@@ -32,12 +33,20 @@ import { sweepChart, sweepMarkdown, sweepPoint } from "./sweep.ts";
 
 export interface LoadOptions {
   readonly endpoints: Endpoints;
-  /** Events the plan holds (it stops at the first tree that reaches them). */
-  readonly events: number;
+  /**
+   * Events the plan holds (it stops at the first tree that reaches them). By default 3,000, or
+   * with agents what they offer over the seconds, with a margin (`agentsEvents`).
+   */
+  readonly events?: number;
   /** Each phase stops starting steps after this many seconds; every await ends by then too. */
   readonly seconds: number;
-  /** Runtimes playing trees at once. */
+  /** Runtimes playing trees at once (without `agents`). */
   readonly runtimes: number;
+  /**
+   * Agents instead of runtimes: `count` agents play the plan, each waiting between steps as an
+   * agent does (bench/load/pace.ts), every wait multiplied by `thinkScale` (1 as agents wait).
+   */
+  readonly agents?: { readonly count: number; readonly thinkScale: number };
   readonly seed: number;
   /** A pipeline runs elsewhere (`npm start`, compose): none is started here. */
   readonly external: boolean;
@@ -69,7 +78,13 @@ export interface LoadOutcome {
 
 const CHART_FILE = "load.svg";
 
-async function phase(name: string, plan: Plan, target: LoadTarget, sampler: LagSampler, o: LoadOptions): Promise<PhaseResult> {
+/** An agents run's waits, the same in both phases. */
+interface Pacing {
+  readonly waits: ReadonlyMap<Tree, readonly number[]>;
+  readonly starts: readonly number[];
+}
+
+async function phase(name: string, plan: Plan, target: LoadTarget, sampler: LagSampler, o: LoadOptions, pacing?: Pacing): Promise<PhaseResult> {
   const rec = new Recorder();
   const limitMs = o.seconds * 1000;
   const startedAt = Date.now();
@@ -91,7 +106,8 @@ async function phase(name: string, plan: Plan, target: LoadTarget, sampler: LagS
   const cpu = new CpuMeter(null, 250, localBrokerPid(), others);
   await cpu.start();
   try {
-    await playAll(plan, target, rec, { deadline: startedAt + limitMs, runtimes: o.runtimes });
+    if (pacing) await playAgents(plan, target, rec, { deadline: startedAt + limitMs, waits: pacing.waits, starts: pacing.starts });
+    else await playAll(plan, target, rec, { deadline: startedAt + limitMs, runtimes: o.runtimes });
   } finally {
     progress?.stop(state());
     await cpu.stop();
@@ -110,7 +126,9 @@ async function phase(name: string, plan: Plan, target: LoadTarget, sampler: LagS
  */
 async function warmUpPlan(plan: Plan | undefined, target: LoadTarget, o: LoadOptions): Promise<void> {
   if (plan === undefined) return;
-  await playAll(plan, target, new Recorder(), { deadline: Date.now() + o.seconds * 1000, runtimes: o.runtimes });
+  // Agents warm up as runtimes do, without waits: it is the code that is warmed, not the pace.
+  const runtimes = o.agents ? Math.min(24, o.agents.count) : o.runtimes;
+  await playAll(plan, target, new Recorder(), { deadline: Date.now() + o.seconds * 1000, runtimes });
 }
 
 /**
@@ -139,7 +157,11 @@ export async function runLoad(o: LoadOptions): Promise<LoadOutcome> {
   const log = o.log ?? createLogger({ component: "load" });
   const uid = randomUUID().slice(0, 8);
   const corpus = await loadCorpus();
-  const plan = makePlan({ seed: o.seed, events: o.events, tag: uid, corpus });
+  const events = o.events ?? (o.agents ? agentsEvents(o.agents.count, o.seconds, o.agents.thinkScale) : 3_000);
+  const plan = makePlan({ seed: o.seed, events, tag: uid, corpus });
+  const pacing: Pacing | undefined = o.agents
+    ? { waits: planWaits(plan, { seed: o.seed, thinkScale: o.agents.thinkScale }), starts: agentStarts(o.agents.count, { seed: o.seed, thinkScale: o.agents.thinkScale }) }
+    : undefined;
   const warmEvents = o.warmUpEvents ?? 0;
   if (!(Number.isInteger(warmEvents) && warmEvents >= 0)) throw new Error(`the warm-up needs a whole number of events, 0 or more, got ${warmEvents}`);
   const warm: Plan | undefined = warmEvents > 0 ? makePlan({ seed: o.seed + 1, events: warmEvents, tag: `${uid}w`, corpus }) : undefined;
@@ -170,7 +192,7 @@ export async function runLoad(o: LoadOptions): Promise<LoadOutcome> {
     await warmUp(client, uid, "pipeline", o.external ? 300_000 : 60_000);
     await warmUpPlan(warm, client, o);
     const watched: WatchedGroup[] = pipelineLayout().map((p) => ({ name: p.name, group: p.group, topic: p.consumes }));
-    const pipe = await phase("pipeline", plan, client, new LagSampler(admin, watched), o);
+    const pipe = await phase("pipeline", plan, client, new LagSampler(admin, watched), o, pacing);
     const processors = pipeline?.running.map((r) => ({ name: r.name, in: r.stats.in, out: r.stats.out, deadLetters: r.stats.deadLetters, retries: r.stats.retries }));
 
     // The baseline: the same plan through a bare passthrough on topics of this run, with the real topics' partitions.
@@ -185,7 +207,7 @@ export async function runLoad(o: LoadOptions): Promise<LoadOutcome> {
       await echo.start();
       await warmUp(echo, uid, "passthrough");
       await warmUpPlan(warm, echo, o);
-      base = await phase("passthrough", plan, echo, new LagSampler(admin, [{ name: "passthrough", group, topic: passIn }]), o);
+      base = await phase("passthrough", plan, echo, new LagSampler(admin, [{ name: "passthrough", group, topic: passIn }]), o, pacing);
     } finally {
       await echo.close().catch(() => undefined);
       await subject.stop().catch(() => undefined);
@@ -197,7 +219,8 @@ export async function runLoad(o: LoadOptions): Promise<LoadOutcome> {
       seed: o.seed,
       warmUpEvents: warm?.events ?? 0,
       seconds: o.seconds,
-      runtimes: o.runtimes,
+      runtimes: o.agents?.count ?? o.runtimes,
+      ...(o.agents && pacing ? { agents: { count: o.agents.count, thinkScale: o.agents.thinkScale, capS: CAP_S, offered: offered(plan, pacing.waits, o.agents.count) } } : {}),
       external: o.external,
       node: process.version,
       plan: { events: plan.events, trees: countTrees(plan), steps: countSteps(plan) },
@@ -224,39 +247,50 @@ export async function runLoad(o: LoadOptions): Promise<LoadOutcome> {
 
 
 export interface SweepOutcome {
+  /** `runtimes`: the number of runtimes, or of agents in an agents sweep. */
   readonly levels: ReadonlyArray<{ readonly runtimes: number; readonly outcome: LoadOutcome }>;
   readonly markdown: string;
   readonly files: { readonly markdown: string; readonly chart: string };
 }
 
 /**
- * A sweep of offered load: the same plan played at each number of runtimes in turn, pipeline
- * then passthrough each time, on one pipeline (started here unless `external`). Each level's
- * report goes to `outDir/runtimes-<n>/`; the sweep's table and its chart (latency against
- * events per second, where the knee of each shows) to `outDir/sweep.md` and `sweep.svg`.
+ * A sweep of offered load: the same plan played at each number of runtimes (or of agents, with
+ * `agents`) in turn, pipeline then passthrough each time, on one pipeline (started here unless
+ * `external`). Each level's report goes to `outDir/runtimes-<n>/` (`agents-<n>/`); the sweep's
+ * table and its chart (latency against events per second, where the knee of each shows) to
+ * `outDir/sweep.md` and `sweep.svg`.
  */
-export async function runSweep(o: Omit<LoadOptions, "runtimes" | "pipeline"> & { readonly levels: readonly number[] }): Promise<SweepOutcome> {
+export async function runSweep(o: Omit<LoadOptions, "runtimes" | "pipeline" | "agents"> & { readonly levels: readonly number[]; readonly agents?: { readonly thinkScale: number } }): Promise<SweepOutcome> {
   let pipeline: Pipeline | undefined;
   const levels: Array<{ runtimes: number; outcome: LoadOutcome }> = [];
+  const unit = o.agents ? "agents" : "runtimes";
   try {
     if (!o.external) {
       pipeline = await startPipeline(o.endpoints, createLogger({ component: "pipeline" }, () => {}), { ops: opsAddressFromEnv({ OZ0_METRICS_PORT: "0", ...process.env }), retention: "off" });
       await untilReady(pipeline, 120_000);
     }
     for (const [i, runtimes] of o.levels.entries()) {
-      process.stderr.write(`sweep: ${runtimes} runtimes\n`);
+      process.stderr.write(`sweep: ${runtimes} ${unit}\n`);
+      const { agents: _, ...rest } = o;
       // One pipeline through the whole sweep: warmed up before the first level only.
-      const outcome = await runLoad({ ...o, runtimes, outDir: join(o.outDir, `runtimes-${runtimes}`), ...(pipeline ? { pipeline } : {}), warmUpEvents: i === 0 ? (o.warmUpEvents ?? 0) : 0 });
+      const outcome = await runLoad({
+        ...rest,
+        runtimes,
+        ...(o.agents ? { agents: { count: runtimes, thinkScale: o.agents.thinkScale } } : {}),
+        outDir: join(o.outDir, `${unit}-${runtimes}`),
+        ...(pipeline ? { pipeline } : {}),
+        warmUpEvents: i === 0 ? (o.warmUpEvents ?? 0) : 0,
+      });
       levels.push({ runtimes, outcome });
     }
   } finally {
     await pipeline?.stop().catch(() => undefined);
   }
   const points = levels.map(({ runtimes, outcome }) => sweepPoint(runtimes, outcome.result));
-  const markdown = sweepMarkdown(o.command, points);
+  const markdown = sweepMarkdown(o.command, points, unit);
   await mkdir(o.outDir, { recursive: true });
   const files = { markdown: join(o.outDir, "sweep.md"), chart: join(o.outDir, "sweep.svg") };
   await writeFile(files.markdown, markdown);
-  await writeFile(files.chart, sweepChart(points));
+  await writeFile(files.chart, sweepChart(points, unit));
   return { levels, markdown, files };
 }

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { makePlan, type Tree } from "../../../bench/load/mix.ts";
-import { playTree, Recorder, type LoadTarget } from "../../../bench/load/play.ts";
+import { planWaits } from "../../../bench/load/pace.ts";
+import { playAgents, playTree, Recorder, type LoadTarget } from "../../../bench/load/play.ts";
 import type { Decision, JobEvent, ModelCall, ResultDelivered, ToolCall, ToolResult } from "../../../schemas/types.ts";
 
 const corpus = ["# Title\n\nsome text of a document\nline two\n", "another document, longer ".repeat(200)];
@@ -23,7 +24,7 @@ interface Script {
 
 /** A target that answers as told and keeps what it was sent, in order. */
 class ScriptedTarget implements LoadTarget {
-  readonly sent: Array<{ kind: string; id: string; body?: string }> = [];
+  readonly sent: Array<{ kind: string; id: string; body?: string; at?: number }> = [];
   private readonly answer: Script;
   constructor(answer: Script = {}) {
     this.answer = answer;
@@ -41,7 +42,7 @@ class ScriptedTarget implements LoadTarget {
     return Promise.resolve(decision(call.id, this.answer.call?.(call) ?? "allow"));
   }
   deliverToolResult(result: ToolResult): Promise<ResultDelivered> {
-    this.sent.push({ kind: "tool_result", id: result.id });
+    this.sent.push({ kind: "tool_result", id: result.id, at: Date.now() });
     const big = (result.content ?? "").length > 4_000;
     const content = big ? JSON.stringify({ content: [{ type: "text", text: "stub" }], _meta: { "oz0/offload": { ref: `oz0-file:sha256:${"a".repeat(64)}`, size: result.size_bytes } } }) : (result.content ?? "");
     return Promise.resolve(delivered(result.id, content));
@@ -125,4 +126,64 @@ describe("the load's runtimes", () => {
     expect(rec.unanswered.child).toBe(1);
     await new Promise((r) => setTimeout(r, 200));
   });
+
+  it("SYS-6 wait as agents do before a usage and a result, and never count the wait in a latency", async () => {
+    const tree = first("pager");
+    const waits = new Map([[tree, tree.steps.map((st) => (st.kind === "model_usage" ? 60 : st.kind === "tool_result" ? 40 : 0))]]);
+    const target = new ScriptedTarget();
+    const rec = new Recorder();
+    const started = Date.now();
+    expect(await playTree(tree, target, rec, { deadline: Date.now() + 10_000, waits })).toBe(true);
+    const pages = tree.steps.filter((st) => st.kind === "model_usage").length;
+    expect(Date.now() - started).toBeGreaterThanOrEqual(pages * 100 - 5);
+    // The scripted target answers at once: no latency holds any of the waits.
+    for (const l of Object.values(rec.latencies).flat()) expect(l).toBeLessThan(30);
+    expect(rec.latencies.tool_result).toHaveLength(pages);
+  });
+
+  it("SYS-6 skip the wait of a step not played: a refused call's result, a stopped job's usage", async () => {
+    const tree = first("pager");
+    const waits = new Map([[tree, tree.steps.map((st) => (st.kind === "tool_result" ? 5_000 : 0))]]);
+    const target = new ScriptedTarget({ call: () => "refuse" });
+    const rec = new Recorder();
+    const started = Date.now();
+    expect(await playTree(tree, target, rec, { deadline: Date.now() + 10_000, waits })).toBe(true);
+    expect(Date.now() - started).toBeLessThan(1_000);
+    expect(target.sent.filter((x) => x.kind === "tool_result")).toHaveLength(0);
+  });
+
+  it("SYS-6 stop an agent that is waiting when the time is up, at the deadline", async () => {
+    const tree = first("pager");
+    const waits = new Map([[tree, tree.steps.map((st) => (st.kind === "model_usage" ? 60_000 : 0))]]);
+    const target = new ScriptedTarget();
+    const rec = new Recorder();
+    const started = Date.now();
+    expect(await playTree(tree, target, rec, { deadline: started + 150, waits })).toBe(false);
+    const took = Date.now() - started;
+    expect(took).toBeGreaterThanOrEqual(140);
+    expect(took).toBeLessThan(1_000);
+    expect(target.sent.map((x) => x.kind)).toEqual(["started", "model_ask"]);
+    expect(rec.errors).toEqual([]);
+  });
+
+  it("SYS-6 start each agent at its own time, and each plays trees of the plan one after another", async () => {
+    const plan = makePlan({ seed: 9, events: 400, tag: "a", corpus });
+    const waits = planWaits(plan, { seed: 9, thinkScale: 0.0005 });
+    const target = new ScriptedTarget();
+    const rec = new Recorder();
+    const started = Date.now();
+    await playAgents(plan, target, rec, { deadline: started + 20_000, waits, starts: [100, 200, 300] });
+    // Three agents played the whole plan, none before its start.
+    expect(rec.treesDone).toBe(plan.trees.length);
+    expect(rec.treesCut).toBe(0);
+    expect(rec.events).toBe(plan.events);
+    const firstAt = (rec.firstAt ?? 0) - started;
+    expect(firstAt).toBeGreaterThanOrEqual(95);
+    expect(firstAt).toBeLessThan(190);
+    // An agent whose start comes after the deadline plays nothing.
+    const late = new Recorder();
+    await playAgents(plan, new ScriptedTarget(), late, { deadline: Date.now() + 50, waits, starts: [1_000] });
+    expect(late.events).toBe(0);
+  });
 });
+

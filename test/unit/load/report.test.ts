@@ -36,7 +36,7 @@ function wellFormed(xml: string): { ok: boolean; why: string } {
 }
 
 /** A load result with the plan and settings every report test shares, and the given phases and fields. */
-function resultOf(fields: Pick<LoadResult, "command" | "external" | "pipeline" | "passthrough" | "processors">): LoadResult {
+function resultOf(fields: Pick<LoadResult, "command" | "external" | "pipeline" | "passthrough" | "processors"> & Partial<Pick<LoadResult, "agents">>): LoadResult {
   const twos = <K extends string>(keys: readonly K[]) => Object.fromEntries(keys.map((k) => [k, 2])) as Record<K, number>;
   return { at: new Date(0), seed: 1, seconds: 60, runtimes: 4, node: "v20", plan: { events: 100, trees: twos(TREE_KINDS), steps: twos(STEP_KINDS) }, chartFile: "load.svg", ...fields };
 }
@@ -179,4 +179,37 @@ describe("the load report's figures", () => {
     expect(md).toContain("| the whole machine (every core, every process) | 9.00 | 3.00 | 3.00x |");
     expect(md.indexOf("| MinIO |")).toBeLessThan(md.indexOf("| this process"));
   });
+
+  it("SYS-6 reports an agents run: the agents, the rate offered beside the rates sent and answered, latency without the waits", () => {
+    const phase = (events: number, answers: number): PhaseResult => {
+      const rec = new Recorder();
+      for (let i = 0; i < events; i++) rec.sent("tool_call", 1_000 + i);
+      for (let i = 0; i < answers; i++) rec.answered("tool_call", 0, 5 + (i % 10), "allow");
+      rec.lastAt = 20_000;
+      // A phase of 20 s.
+      return { startedAt: 1_000, endedAt: 21_000, rec, lag: [] };
+    };
+    const r = resultOf({
+      command: "npm run load -- --agents 40 --seconds 20 --think-scale 0.01",
+      external: false,
+      pipeline: phase(600, 400),
+      passthrough: phase(800, 560),
+      processors: [],
+      agents: { count: 40, thinkScale: 0.01, capS: 600, offered: { eventsPerAgentSecond: 1.5, eventsPerSecond: 60, answersPerSecond: 41, waitSeconds: 100 } },
+    });
+    const md = loadMarkdown(r);
+    expect(md).toContain("40 agents, each waiting between steps as agents do (every wait scaled by 0.01)");
+    expect(md).toContain("the same plan and the same agents and waits");
+    expect(md).toContain("### Offered and answered");
+    expect(md).toContain("(1.500 events a second an agent), times 40 agents");
+    expect(md).toContain("| events | 60.0 | 30.0 | 40.0 |");
+    expect(md).toContain("| awaited answers | 41.0 | 20.0 | 28.0 |");
+    expect(md).toContain("an agent's waits are never counted");
+    expect(md).toContain("| tool call to call decision | budget-fill-in, loop-calls | 400 | 9 |");
+    expect(md).not.toContain("runtimes at once");
+    // Without agents, a runtimes run says nothing of offered rates.
+    const { agents: _, ...runtimes } = r;
+    expect(loadMarkdown(runtimes)).not.toContain("Offered and answered");
+  });
 });
+

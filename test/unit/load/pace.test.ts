@@ -1,0 +1,151 @@
+import { describe, expect, it } from "vitest";
+import { random } from "../../../client/synthetic.ts";
+import { makePlan } from "../../../bench/load/mix.ts";
+import { agentStarts, agentsEvents, CAP_S, cappedLognormalOf, cappedMean, draw, lognormalOf, normalCdf, offered, planWaits, THINK, THINK_DIST, TOOL, TOOL_DIST, waitKind } from "../../../bench/load/pace.ts";
+
+const corpus = ["# Title\n\nsome text of a document\nline two\n", "another document, longer ".repeat(200)];
+
+function stats(xs: number[]): { median: number; mean: number; max: number } {
+  const sorted = [...xs].sort((a, b) => a - b);
+  return { median: sorted[Math.floor(sorted.length / 2)] ?? NaN, mean: xs.reduce((s, x) => s + x, 0) / xs.length, max: sorted[sorted.length - 1] ?? NaN };
+}
+
+const within = (actual: number, target: number, share: number): void => {
+  expect(Math.abs(actual - target) / target, `${actual} against ${target}`).toBeLessThan(share);
+};
+
+describe("SYS-6 how the load's agents pace their calls", () => {
+  it("fits the think time as the traces give it: mu = ln 4.9, sigma = sqrt(2 ln(11.5/4.9)), about 1.31", () => {
+    expect(THINK_DIST.mu).toBeCloseTo(Math.log(4.9), 12);
+    expect(THINK_DIST.sigma).toBeCloseTo(1.3062, 3);
+    expect(lognormalOf(1, Math.E).sigma).toBeCloseTo(Math.SQRT2, 12);
+    expect(() => lognormalOf(2, 1)).toThrow();
+  });
+
+  it("computes the normal distribution function and the capped mean", () => {
+    expect(normalCdf(0)).toBeCloseTo(0.5, 7);
+    expect(normalCdf(1.959964)).toBeCloseTo(0.975, 6);
+    expect(normalCdf(-1)).toBeCloseTo(0.158655, 6);
+    // With a cap far above every draw, the capped mean is the lognormal's own.
+    expect(cappedMean(lognormalOf(4.9, 11.5), 1e12)).toBeCloseTo(11.5, 4);
+    // With the cap at the median, half the draws are capped: the mean is below the median.
+    expect(cappedMean({ mu: 0, sigma: 1 }, 1)).toBeLessThan(1);
+  });
+
+  it("chooses the tool's spread so that capped draws keep a median of 0.3 s and 14 s a call, 16.8 s a step at 1.2 calls", () => {
+    expect(TOOL_DIST.mu).toBeCloseTo(Math.log(0.3), 12);
+    expect(cappedMean(TOOL_DIST, CAP_S)).toBeCloseTo(TOOL.stepMean / TOOL.callsPerStep, 6);
+    // Wider than the uncapped fit, which the cap would pull down to about 8.7 s a call.
+    expect(TOOL_DIST.sigma).toBeGreaterThan(lognormalOf(0.3, 14).sigma);
+    expect(cappedMean(lognormalOf(0.3, 14), CAP_S)).toBeLessThan(10);
+    expect(() => cappedLognormalOf(0.3, 400, CAP_S)).toThrow();
+  });
+
+  it("draws think times with the traces' median and mean (20,000 seeded draws)", () => {
+    const rnd = random(1);
+    const s = stats(Array.from({ length: 20_000 }, () => draw(rnd, THINK_DIST)));
+    within(s.median, THINK.median, 0.03);
+    within(s.mean, THINK.mean, 0.05);
+    expect(s.max).toBeLessThanOrEqual(CAP_S);
+  });
+
+  it("draws tool times with a median of 0.3 s a call and 16.8 s a step at 1.2 calls a step (20,000 seeded draws)", () => {
+    const rnd = random(1);
+    const s = stats(Array.from({ length: 20_000 }, () => draw(rnd, TOOL_DIST)));
+    within(s.median, TOOL.median, 0.05);
+    within(s.mean * TOOL.callsPerStep, TOOL.stepMean, 0.05);
+    expect(s.max).toBeLessThanOrEqual(CAP_S);
+  });
+
+  it("caps every draw", () => {
+    const rnd = random(7);
+    const draws = Array.from({ length: 5_000 }, () => draw(rnd, TOOL_DIST, 2));
+    expect(Math.max(...draws)).toBe(2);
+    expect(draws.filter((d) => d === 2).length).toBeGreaterThan(100);
+    const plan = makePlan({ seed: 2, events: 2_000, tag: "c", corpus });
+    const waits = [...planWaits(plan, { seed: 2, capS: 1 }).values()].flat();
+    expect(Math.max(...waits)).toBeLessThanOrEqual(1_000);
+  });
+
+  it("waits before a model call's usage (the generation) and a tool call's result (the tool's run), and nowhere else", () => {
+    const plan = makePlan({ seed: 3, events: 1_000, tag: "w", corpus });
+    const waits = planWaits(plan, { seed: 3 });
+    let think = 0;
+    let tool = 0;
+    for (const tree of plan.trees) {
+      const w = waits.get(tree) ?? [];
+      expect(w).toHaveLength(tree.steps.length);
+      tree.steps.forEach((step, i) => {
+        const kind = waitKind(step);
+        if (kind === null) expect(w[i], step.kind).toBe(0);
+        else expect(w[i], step.kind).toBeGreaterThan(0);
+        if (kind === "think") think++;
+        if (kind === "tool") tool++;
+        if (step.kind === "model_usage") expect(kind).toBe("think");
+        if (step.kind === "tool_result") expect(kind).toBe("tool");
+        if (step.kind === "model_ask" || step.kind === "tool_call" || step.kind === "read_result") expect(kind).toBeNull();
+      });
+    }
+    expect(think).toBeGreaterThan(50);
+    expect(tool).toBeGreaterThan(50);
+  });
+
+  it("gives the same waits and starts for the same seed and plan, and others for another seed", () => {
+    const plan = makePlan({ seed: 4, events: 1_000, tag: "s", corpus });
+    const a = planWaits(plan, { seed: 4 });
+    const b = planWaits(plan, { seed: 4 });
+    const c = planWaits(plan, { seed: 5 });
+    const flat = (m: ReadonlyMap<unknown, readonly number[]>) => [...m.values()].flat();
+    expect(flat(a)).toEqual(flat(b));
+    expect(flat(a)).not.toEqual(flat(c));
+    // A tree's waits depend on the seed and its place alone: the same in a longer plan of the same seed.
+    const longer = makePlan({ seed: 4, events: 2_000, tag: "s", corpus });
+    expect(planWaits(longer, { seed: 4 }).get(longer.trees[3] ?? longer.trees[0]!)).toEqual(a.get(plan.trees[3] ?? plan.trees[0]!));
+    expect(agentStarts(50, { seed: 4 })).toEqual(agentStarts(50, { seed: 4 }));
+    expect(agentStarts(50, { seed: 4 })).not.toEqual(agentStarts(50, { seed: 5 }));
+  });
+
+  it("scales every wait and the starts by the think scale", () => {
+    const plan = makePlan({ seed: 6, events: 500, tag: "k", corpus });
+    const full = [...planWaits(plan, { seed: 6 }).values()].flat();
+    const scaled = [...planWaits(plan, { seed: 6, thinkScale: 0.01 }).values()].flat();
+    scaled.forEach((w, i) => expect(w).toBeCloseTo((full[i] ?? NaN) * 0.01, 9));
+    const starts = agentStarts(200, { seed: 6, thinkScale: 0.01 });
+    expect(Math.max(...starts)).toBeLessThan(THINK.mean * 1000 * 0.01);
+  });
+
+  it("spreads the agents' starts over the first think time, not all at once", () => {
+    const starts = agentStarts(1_000, { seed: 1 });
+    expect(starts).toHaveLength(1_000);
+    expect(Math.min(...starts)).toBeGreaterThanOrEqual(0);
+    expect(Math.max(...starts)).toBeLessThan(THINK.mean * 1000);
+    // Uniform: about a tenth in each tenth of the span.
+    for (let d = 0; d < 10; d++) {
+      const n = starts.filter((s) => s >= d * 1_150 && s < (d + 1) * 1_150).length;
+      expect(n, `tenth ${d}`).toBeGreaterThan(60);
+      expect(n, `tenth ${d}`).toBeLessThan(140);
+    }
+  });
+
+  it("offers about 0.16 to 0.2 events a second an agent, and N times that for N agents", () => {
+    const plan = makePlan({ seed: 1, events: 20_000, tag: "o", corpus });
+    const waits = planWaits(plan, { seed: 1 });
+    const one = offered(plan, waits, 1);
+    // 0.16 a step of a model call and 1.2 tool calls; the plan's starts, ends, child asks and
+    // oz.read_result calls come without a wait, so it offers somewhat more.
+    expect(one.eventsPerAgentSecond).toBeGreaterThan(0.14);
+    expect(one.eventsPerAgentSecond).toBeLessThan(0.23);
+    expect(one.answersPerSecond).toBeLessThan(one.eventsPerSecond);
+    const many = offered(plan, waits, 300);
+    expect(many.eventsPerSecond).toBeCloseTo(one.eventsPerSecond * 300, 6);
+    // Scaled waits offer more in proportion.
+    expect(offered(plan, planWaits(plan, { seed: 1, thinkScale: 0.1 }), 1).eventsPerSecond).toBeCloseTo(one.eventsPerSecond * 10, 6);
+  });
+
+  it("sizes an agents plan by what the agents offer over the seconds, with a margin", () => {
+    expect(agentsEvents(1, 1)).toBe(3_000);
+    expect(agentsEvents(3_000, 120)).toBe(90_000);
+    expect(agentsEvents(40, 20, 0.01)).toBe(20_000);
+    expect(agentsEvents(3_000, 3_600, 0.001)).toBe(500_000);
+  });
+});
