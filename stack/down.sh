@@ -8,6 +8,9 @@
 #                                 # stop only these services (drills), with SIGKILL at once if --kill
 #   bash stack/down.sh --only redis-cluster
 #                                 # stop the Redis Cluster profile's nodes (stopped by a plain down too)
+#   bash stack/down.sh --only kafka-cluster
+#                                 # stop the Kafka cluster profile's three nodes, all at once (a node
+#                                 # left alone without a quorum cannot finish its controlled shutdown)
 set -euo pipefail
 
 # shellcheck source=stack/lib.sh
@@ -23,15 +26,15 @@ while (($# > 0)); do
     --only)
       shift
       case "${1:-}" in
-        kafka | registry | redis | minio | redis-cluster) only+=("$1") ;;
+        kafka | registry | redis | minio | redis-cluster | kafka-cluster) only+=("$1") ;;
         *)
-          printf 'stack/down.sh: --only takes kafka, registry, redis, minio or redis-cluster, not %s\n' "${1:-nothing}" >&2
+          printf 'stack/down.sh: --only takes kafka, registry, redis, minio, redis-cluster or kafka-cluster, not %s\n' "${1:-nothing}" >&2
           exit 2
           ;;
       esac
       ;;
     -h | --help)
-      sed -n '2,11p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+      sed -n '2,13p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
       exit 0
       ;;
     *)
@@ -46,11 +49,11 @@ if ((purge)) && ((${#only[@]} > 0)); then
   exit 2
 fi
 
-# selected <service>: true when the service is to be stopped (a cluster node with redis-cluster)
+# selected <service>: true when the service is to be stopped (a cluster node with its profile)
 selected() {
   local s
   ((${#only[@]} == 0)) && return 0
-  for s in "${only[@]}"; do [[ "$s" == "$1" || ("$s" == redis-cluster && "$1" == redis-cluster-*) ]] && return 0; done
+  for s in "${only[@]}"; do [[ "$s" == "$1" || ("$s" == redis-cluster && "$1" == redis-cluster-*) || ("$s" == kafka-cluster && "$1" == kafka-cluster-*) ]] && return 0; done
   return 1
 }
 
@@ -114,6 +117,18 @@ for node in $(redis_cluster_nodes); do
     stop_service "$node" 15 || status=1
   fi
 done
+# the Kafka cluster's nodes together: stopped one after another, the last would wait for a
+# quorum that is gone
+cluster_stops=()
+for node in $(kafka_cluster_nodes); do
+  if [[ -e "$(pid_file "$node")" ]] || [[ " ${only[*]} " == *" kafka-cluster "* ]]; then
+    stop_service "$node" 45 &
+    cluster_stops+=($!)
+  fi
+done
+for stop in "${cluster_stops[@]}"; do
+  wait "$stop" || status=1
+done
 stop_service kafka 45 || status=1
 
 if ((purge)); then
@@ -121,7 +136,7 @@ if ((purge)); then
     printf 'stack: not purging: some service did not stop\n' >&2
     exit 1
   fi
-  for svc in "${SERVICES[@]}" redis-cluster; do
+  for svc in "${SERVICES[@]}" redis-cluster kafka-cluster; do
     if [[ -d "$DATA_DIR/$svc" ]]; then
       rm -rf "${DATA_DIR:?}/$svc"
       say "$svc: data deleted ($DATA_DIR/$svc)"

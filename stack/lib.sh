@@ -13,6 +13,10 @@
 #   run/<service>.pid                  pids of the processes that `up` started
 #   data/redis-cluster/<port>/         each node of the Redis Cluster profile (`up.sh --redis-cluster`);
 #                                      its pid is run/redis-cluster-<port>.pid
+#   data/kafka-cluster/<port>/         each node of the Kafka cluster profile (`up.sh --kafka-cluster`),
+#                                      formatted once (data/kafka-cluster/format: the cluster ID and
+#                                      the initial controllers); logs/kafka-cluster-<port>.log,
+#                                      run/kafka-cluster-<port>.pid, conf/kafka-cluster-<port>.properties
 
 OZ0_STACK_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=stack/env.sh
@@ -54,6 +58,34 @@ redis_cluster_nodes() {
 # true when the cluster profile was asked for (OZ0_STACK_REDIS=cluster or up.sh --redis-cluster)
 redis_cluster_wanted() {
   [[ "${OZ0_STACK_REDIS:-node}" == cluster ]]
+}
+
+# The Kafka cluster profile: three KRaft nodes on loopback, each a broker and a controller (a
+# quorum of three voters). Each node's broker listens on its port, its controller on the same
+# place in $OZ0_KAFKA_CLUSTER_CONTROLLER_PORT and the two after it.
+KAFKA_CLUSTER_DIR="$DATA_DIR/kafka-cluster"
+kafka_cluster_ports() {
+  echo "$OZ0_KAFKA_CLUSTER_PORT $((OZ0_KAFKA_CLUSTER_PORT + 1)) $((OZ0_KAFKA_CLUSTER_PORT + 2))"
+}
+kafka_cluster_controller_ports() {
+  echo "$OZ0_KAFKA_CLUSTER_CONTROLLER_PORT $((OZ0_KAFKA_CLUSTER_CONTROLLER_PORT + 1)) $((OZ0_KAFKA_CLUSTER_CONTROLLER_PORT + 2))"
+}
+# kafka_cluster_node_id <broker port>: 1, 2 or 3
+kafka_cluster_node_id() {
+  echo $(($1 - OZ0_KAFKA_CLUSTER_PORT + 1))
+}
+# kafka_cluster_controller_port <broker port>: the controller port of the same node
+kafka_cluster_controller_port() {
+  echo $(($1 - OZ0_KAFKA_CLUSTER_PORT + OZ0_KAFKA_CLUSTER_CONTROLLER_PORT))
+}
+# one pid-tracked service per node: kafka-cluster-<port>
+kafka_cluster_nodes() {
+  local p
+  for p in $(kafka_cluster_ports); do echo "kafka-cluster-$p"; done
+}
+# true when the Kafka cluster profile was asked for (OZ0_STACK_KAFKA=cluster or up.sh --kafka-cluster)
+kafka_cluster_wanted() {
+  [[ "${OZ0_STACK_KAFKA:-node}" == cluster ]]
 }
 
 # ---------------------------------------------------------------------------- output
@@ -117,6 +149,8 @@ svc_port() {
     minio) echo "$OZ0_MINIO_PORT" ;;
     redis-cluster) echo "$OZ0_REDIS_CLUSTER_PORT" ;;
     redis-cluster-*) echo "${1#redis-cluster-}" ;;
+    kafka-cluster) echo "$OZ0_KAFKA_CLUSTER_PORT" ;;
+    kafka-cluster-*) echo "${1#kafka-cluster-}" ;;
     *) return 1 ;;
   esac
 }
@@ -129,6 +163,7 @@ svc_ports() {
     redis) echo "$OZ0_REDIS_PORT" ;;
     minio) echo "$OZ0_MINIO_PORT $OZ0_MINIO_CONSOLE_PORT" ;;
     redis-cluster-*) echo "${1#redis-cluster-} $((${1#redis-cluster-} + 10000))" ;;
+    kafka-cluster-*) echo "${1#kafka-cluster-} $(kafka_cluster_controller_port "${1#kafka-cluster-}")" ;;
     *) return 1 ;;
   esac
 }
@@ -149,6 +184,7 @@ check_ports_distinct() {
   all="$all $OZ0_REDIS_PORT $OZ0_MINIO_PORT $OZ0_MINIO_CONSOLE_PORT"
   local c
   for c in $(redis_cluster_ports); do all="$all $c $((c + 10000))"; done
+  all="$all $(kafka_cluster_ports) $(kafka_cluster_controller_ports)"
   local p
   for p in $all; do
     if ! [[ "$p" =~ ^[0-9]+$ ]] || ((p < 1 || p > 65535)); then
@@ -177,7 +213,7 @@ pid_matches() {
   [[ -n "$state" && "$state" != "Z" && "$state" != "X" ]] || return 1
   cmdline="$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null || true)"
   case "$svc" in
-    kafka | registry)
+    kafka | registry | kafka-cluster-*)
       [[ "$cmdline" == *"-Doz0.stack.service=$svc "* && "$cmdline" == *"-Doz0.stack.home=$OZ0_STACK_HOME "* ]]
       ;;
     redis)
@@ -200,9 +236,9 @@ pid_matches() {
 # prints the pid of the running service this stack started; fails when there is none
 svc_pid() {
   local f pid node first=""
-  if [[ "$1" == redis-cluster ]]; then
+  if [[ "$1" == redis-cluster || "$1" == kafka-cluster ]]; then
     # the cluster runs when every node does; its first node's pid stands for it
-    for node in $(redis_cluster_nodes); do
+    for node in $("${1//-/_}_nodes"); do
       pid="$(svc_pid "$node")" || return 1
       first="${first:-$pid}"
     done
@@ -289,26 +325,56 @@ registry_java() {
 
 # ---------------------------------------------------------------------------- probes
 
-# Kafka answers a metadata request that lists its broker, bounded in time: a raw Metadata
-# request from node (milliseconds) or, without node, Kafka's own TopicCommand (a JVM: seconds)
-kafka_answers() {
-  port_open "$OZ0_KAFKA_PORT" || return 1
+# kafka_brokers_on <port>: how many brokers the Kafka broker on 127.0.0.1:<port> lists in its
+# metadata (0 when it does not answer), bounded in time: a raw Metadata request from node
+# (milliseconds) or, without node (or with OZ0_KAFKA_PROBE=jvm), Kafka's own ClusterTool (a JVM:
+# seconds)
+kafka_brokers_on() {
+  local port="$1" out
+  port_open "$port" || {
+    echo 0
+    return 0
+  }
   if [[ "${OZ0_KAFKA_PROBE:-}" != "jvm" ]] && command -v node >/dev/null 2>&1; then
-    timeout 10 node "$OZ0_STACK_DIR/kafka/probe.mjs" 127.0.0.1 "$OZ0_KAFKA_PORT" 5000 >/dev/null 2>&1
-    return
+    out="$(timeout 10 node "$OZ0_STACK_DIR/kafka/probe.mjs" 127.0.0.1 "$port" 5000 2>/dev/null || true)"
+    # "brokers: 1@127.0.0.1:19092 ..."
+    if [[ "$out" == brokers:* ]]; then
+      out="${out#brokers:}"
+      wc -w <<<"$out" | tr -d ' '
+    else
+      echo 0
+    fi
+    return 0
   fi
-  [[ -d "$KAFKA_LIBS" ]] || return 1
+  [[ -d "$KAFKA_LIBS" ]] || {
+    echo 0
+    return 0
+  }
   local probe="$CONF_DIR/kafka-probe.properties"
   if [[ ! -s "$probe" ]]; then
     mkdir -p "$CONF_DIR"
     printf '%s\n' "request.timeout.ms=5000" "default.api.timeout.ms=8000" \
       "socket.connection.setup.timeout.ms=2000" >"$probe"
   fi
-  timeout 30 "$(kafka_java)" -Xmx128m -XX:TieredStopAtLevel=1 -XX:+UseSerialGC \
+  # list-endpoints prints a header, then one line per broker endpoint, each starting with its id
+  out="$(timeout 30 "$(kafka_java)" -Xmx128m -XX:TieredStopAtLevel=1 -XX:+UseSerialGC \
     -Dlog4j2.configurationFile="$OZ0_STACK_DIR/kafka/log4j2.properties" -Doz0.log.level=ERROR \
-    -cp "$KAFKA_LIBS/*" org.apache.kafka.tools.TopicCommand \
-    --bootstrap-server "127.0.0.1:$OZ0_KAFKA_PORT" --command-config "$probe" --list \
-    >/dev/null 2>&1
+    -cp "$KAFKA_LIBS/*" org.apache.kafka.tools.ClusterTool list-endpoints \
+    --bootstrap-server "127.0.0.1:$port" --command-config "$probe" 2>/dev/null || true)"
+  grep -c '^[0-9]' <<<"$out" || true
+}
+
+# Kafka answers a metadata request that lists its broker
+kafka_answers() {
+  (($(kafka_brokers_on "$OZ0_KAFKA_PORT") > 0))
+}
+
+# the Kafka cluster answers: every node's metadata lists all three brokers
+kafka_cluster_answers() {
+  local p
+  for p in $(kafka_cluster_ports); do
+    (($(kafka_brokers_on "$p") == 3)) || return 1
+  done
 }
 
 registry_answers() {
@@ -352,6 +418,8 @@ svc_answers() {
   case "$1" in
     redis-cluster) redis_cluster_answers ;;
     redis-cluster-*) [[ "$(redis_cli_on "${1#redis-cluster-}" ping || true)" == *PONG* ]] ;;
+    kafka-cluster) kafka_cluster_answers ;;
+    kafka-cluster-*) (($(kafka_brokers_on "${1#kafka-cluster-}") > 0)) ;;
     kafka) kafka_answers ;;
     registry) registry_answers ;;
     redis) redis_answers ;;

@@ -6,6 +6,8 @@
  */
 export const LOCAL_STACK = {
   OZ0_KAFKA_BROKERS: "127.0.0.1:19092",
+  /** The Kafka cluster profile's three brokers (`stack/up.sh --kafka-cluster`). */
+  OZ0_KAFKA_CLUSTER_BROKERS: "127.0.0.1:19192,127.0.0.1:19193,127.0.0.1:19194",
   OZ0_REGISTRY_URL: "http://127.0.0.1:18081/apis/ccompat/v7",
   OZ0_REDIS_URL: "redis://127.0.0.1:16379",
   /** The cluster profile's seed nodes (`stack/up.sh --redis-cluster`). */

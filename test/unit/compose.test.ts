@@ -70,8 +70,24 @@ const PIPELINE_ENV = [
 ];
 
 describe("STACK docker-compose.yml", () => {
-  it("STACK has the four services, the pipeline and the load generator, and the Redis Cluster profile's nodes, its init and its pipeline", () => {
-    expect([...names].sort()).toEqual(["kafka", "load", "minio", "pipeline", "pipeline-cluster", "redis", "redis-cluster-1", "redis-cluster-2", "redis-cluster-3", "redis-cluster-init", "registry"]);
+  it("STACK has the four services, the pipeline and the load generator, the Redis Cluster profile's nodes, its init and its pipeline, and the Kafka cluster profile's nodes and its pipeline", () => {
+    expect([...names].sort()).toEqual([
+      "kafka",
+      "kafka-cluster-1",
+      "kafka-cluster-2",
+      "kafka-cluster-3",
+      "load",
+      "minio",
+      "pipeline",
+      "pipeline-cluster",
+      "pipeline-kafka-cluster",
+      "redis",
+      "redis-cluster-1",
+      "redis-cluster-2",
+      "redis-cluster-3",
+      "redis-cluster-init",
+      "registry",
+    ]);
   });
 
   it("STACK every service has an image or a build", () => {
@@ -149,6 +165,38 @@ describe("STACK docker-compose.yml", () => {
     expect(cluster.image).toBe(services.pipeline?.image);
     expect(words(cluster.command)).toBe("npm start");
     expect(dependsOn(cluster).map(([t]) => t).sort()).toEqual(["kafka", "minio", "redis-cluster-init", "registry"]);
+  });
+
+  it("STACK the kafka-cluster profile runs three KRaft nodes, each a broker and a controller of one quorum, replicating three times with two in sync, and a pipeline on their brokers", () => {
+    const nodes = ["kafka-cluster-1", "kafka-cluster-2", "kafka-cluster-3"];
+    for (const name of [...nodes, "pipeline-kafka-cluster"]) expect(services[name]?.profiles, name).toEqual(["kafka-cluster"]);
+    const single = services.kafka ?? {};
+    nodes.forEach((name, i) => {
+      const node = services[name] ?? {};
+      expect(node.image, name).toBe(single.image);
+      expect(envValue(node, "KAFKA_NODE_ID"), name).toBe(String(i + 1));
+      expect(envValue(node, "KAFKA_PROCESS_ROLES"), name).toBe("broker,controller");
+      expect(envValue(node, "KAFKA_CONTROLLER_QUORUM_VOTERS"), name).toBe(nodes.map((n, j) => `${j + 1}@${n}:9093`).join(","));
+      expect(envValue(node, "KAFKA_ADVERTISED_LISTENERS"), name).toBe(`PLAINTEXT://${name}:9092`);
+      expect(envValue(node, "CLUSTER_ID"), name).toMatch(/^[A-Za-z0-9_-]{22}$/);
+      expect(envValue(node, "CLUSTER_ID"), name).toBe(envValue(services[nodes[0] ?? ""] ?? {}, "CLUSTER_ID"));
+      const settings = {
+        KAFKA_DEFAULT_REPLICATION_FACTOR: "3",
+        KAFKA_MIN_INSYNC_REPLICAS: "2",
+        KAFKA_OFFSETS_TOPIC_REPLICATION_FACTOR: "3",
+        KAFKA_TRANSACTION_STATE_LOG_REPLICATION_FACTOR: "3",
+        KAFKA_TRANSACTION_STATE_LOG_MIN_ISR: "2",
+      };
+      for (const [k, v] of Object.entries(settings)) expect(envValue(node, k), `${name} ${k}`).toBe(v);
+      expect(node.healthcheck?.test, name).toEqual(single.healthcheck?.test);
+    });
+    const pipeline = services["pipeline-kafka-cluster"] ?? {};
+    expect(envNames(pipeline)).toEqual(PIPELINE_ENV);
+    expect(envValue(pipeline, "OZ0_KAFKA_BROKERS")).toBe(nodes.map((n) => `${n}:9092`).join(","));
+    expect(envValue(pipeline, "OZ0_REGISTRY_URL")).toBe("http://registry:8080/apis/ccompat/v7");
+    expect(pipeline.image).toBe(services.pipeline?.image);
+    expect(words(pipeline.command)).toBe("npm start");
+    expect(dependsOn(pipeline).map(([t]) => t).sort()).toEqual([...nodes, "minio", "redis", "registry"].sort());
   });
 
   it("STACK the model gateway npm start serves is published on the host's loopback only, its providers' keys from the host's environment", () => {
