@@ -83,6 +83,12 @@ export interface PlayOptions {
   /** The longest one await lasts. @default 30000 */
   readonly answerTimeoutMs?: number;
   /**
+   * How long past the deadline an answer asked for before it may still come (within the
+   * answer timeout): agents play until the time is up, so some await an answer then.
+   * @default 0
+   */
+  readonly graceMs?: number;
+  /**
    * How long to wait before each step of a tree, in ms (bench/load/pace.ts): an agent's think
    * and tool times. A step skipped (its job stopped, its call refused) skips its wait too. A
    * wait is never part of a latency; one that reaches the deadline ends the tree there.
@@ -114,7 +120,7 @@ export async function playTree(tree: Tree, target: LoadTarget, rec: Recorder, op
   const timeout = (): number => {
     const left = opts.deadline - Date.now();
     if (left <= 0) throw new NoTime();
-    return Math.min(opts.answerTimeoutMs ?? 30_000, left);
+    return Math.min(opts.answerTimeoutMs ?? 30_000, left + (opts.graceMs ?? 0));
   };
   async function exchange<T>(kind: Measured, step: StepKind, send: (at: number, t: number) => Promise<T>, outcome: (answer: T) => string): Promise<T> {
     const t = timeout();

@@ -77,6 +77,8 @@ export interface LoadOutcome {
 }
 
 const CHART_FILE = "load.svg";
+/** How long past an agents phase's time an answer asked for before it may still come. */
+export const AGENTS_GRACE_MS = 10_000;
 
 /** An agents run's waits, the same in both phases. */
 interface Pacing {
@@ -106,7 +108,8 @@ async function phase(name: string, plan: Plan, target: LoadTarget, sampler: LagS
   const cpu = new CpuMeter(null, 250, localBrokerPid(), others);
   await cpu.start();
   try {
-    if (pacing) await playAgents(plan, target, rec, { deadline: startedAt + limitMs, waits: pacing.waits, starts: pacing.starts });
+    // Agents play until the time is up: an answer asked for by then gets up to 10 s more to come.
+    if (pacing) await playAgents(plan, target, rec, { deadline: startedAt + limitMs, graceMs: AGENTS_GRACE_MS, waits: pacing.waits, starts: pacing.starts });
     else await playAll(plan, target, rec, { deadline: startedAt + limitMs, runtimes: o.runtimes });
   } finally {
     progress?.stop(state());

@@ -20,6 +20,8 @@ interface Script {
   call?: (c: ToolCall) => Decision["verdict"];
   /** Publishing job events takes this long, and admissions never come. */
   publishDelayMs?: number;
+  /** A model call's admission comes this late; none comes when the await ends first. */
+  askDelayMs?: number;
 }
 
 /** A target that answers as told and keeps what it was sent, in order. */
@@ -29,8 +31,15 @@ class ScriptedTarget implements LoadTarget {
   constructor(answer: Script = {}) {
     this.answer = answer;
   }
-  askModelCall(ask: ModelCall): Promise<Decision> {
+  askModelCall(ask: ModelCall, timeoutMs = 1_000): Promise<Decision> {
     this.sent.push({ kind: "model_ask", id: ask.id });
+    const delay = this.answer.askDelayMs;
+    if (delay !== undefined) {
+      return new Promise((resolve, reject) => {
+        if (delay < timeoutMs) setTimeout(() => resolve(decision(ask.id, "allow")), delay);
+        else setTimeout(() => reject(Object.assign(new Error("no answer"), { name: "NoAnswer" })), timeoutMs);
+      });
+    }
     return Promise.resolve(decision(ask.id, this.answer.ask?.(ask) ?? "allow"));
   }
   askChild(ask: JobEvent): Promise<Decision> {
@@ -184,6 +193,19 @@ describe("the load's runtimes", () => {
     const late = new Recorder();
     await playAgents(plan, new ScriptedTarget(), late, { deadline: Date.now() + 50, waits, starts: [1_000] });
     expect(late.events).toBe(0);
+  });
+
+  it("SYS-6 give an answer asked for before the time is up its grace, so an agent stopped by the time is not counted unanswered", async () => {
+    const tree = first("pager");
+    const late = new Recorder();
+    expect(await playTree(tree, new ScriptedTarget({ askDelayMs: 120 }), late, { deadline: Date.now() + 50 })).toBe(false);
+    expect(late.unanswered.model_ask).toBe(1);
+    const graced = new Recorder();
+    expect(await playTree(tree, new ScriptedTarget({ askDelayMs: 120 }), graced, { deadline: Date.now() + 50, graceMs: 1_000 })).toBe(false);
+    expect(graced.unanswered.model_ask).toBe(0);
+    expect(graced.latencies.model_ask).toHaveLength(1);
+    // No step starts after the deadline, grace or not.
+    expect(graced.events).toBe(2);
   });
 });
 
