@@ -7,7 +7,7 @@ USER node
 
 # dependencies first, so that the layer is reused while only the sources change
 COPY --chown=node:node package.json package-lock.json ./
-COPY --chown=node:node bin/patch-kafkajs.mjs bin/
+COPY --chown=node:node patches/ patches/
 RUN npm ci --no-audit --no-fund
 
 COPY --chown=node:node . .

@@ -12,6 +12,7 @@ import { ConfigTable } from "../processors/runner/config-table.ts";
 import { deadLetterRows, rateOf, type DoctorReport, type ProcessorRow, type ServiceCheck } from "../processors/runner/doctor.ts";
 import { endpointsFromEnv, kafkaConfig } from "../processors/runner/endpoints.ts";
 import { createLogger } from "../processors/runner/log.ts";
+import { kafkajsPatches } from "../processors/runner/kafkajs-patches.ts";
 import { committedTotal, endTotal } from "../processors/runner/monitor.ts";
 import { messageOf } from "../processors/runner/errors.ts";
 import { Serde } from "../schemas/serde.ts";
@@ -107,7 +108,7 @@ export async function doctor(opts: DoctorOptions): Promise<DoctorReport> {
         await config?.stop();
       }
     }
-    return { at, since, services, processors, dead_letters: deadLetterRows(letters), looping };
+    return { at, since, services, processors, dead_letters: deadLetterRows(letters), looping, kafkajs: kafkajsPatches() };
   } finally {
     await admin.disconnect().catch(() => undefined);
     redis.disconnect();

@@ -37,6 +37,7 @@ import { minioClient } from "../store/objects.ts";
 import { PayloadKeys } from "../store/payload-keys.ts";
 import { ensureTopics } from "../topology/create.ts";
 import { TOPICS } from "../topology/topics.ts";
+import { describeKafkajsPatches, kafkajsPatches } from "../processors/runner/kafkajs-patches.ts";
 
 /**
  * The sinks' fetches wait for `OZ0_SINK_MIN_BYTES` (default 1 MiB) or `OZ0_SINK_MAX_WAIT_MS`
@@ -156,6 +157,10 @@ export async function startPipeline(endpoints: Endpoints, log: Logger, options: 
   const traceRetentionMs = daysToMs(traceRetentionDaysFromEnv(process.env));
   if (options.prices === undefined && process.env.OZ0_PRICES?.trim()) log.info("prices read", { file: process.env.OZ0_PRICES.trim(), models: Object.keys(prices).length });
   const kafka = new Kafka(kafkaConfig("oz0-pipeline", endpoints, process.env, log));
+  // The project's changes to kafkajs, applied after npm ci: said either way, warned when missing.
+  const patches = kafkajsPatches();
+  if (patches.every((p) => p.applied)) log.info(describeKafkajsPatches(patches));
+  else log.warn(describeKafkajsPatches(patches));
   const admin = kafka.admin();
   await admin.connect();
   // Served from the start: live at once, ready once every processor's group shows.

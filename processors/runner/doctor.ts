@@ -7,6 +7,7 @@
  */
 import type { DeadLetter, DeadLetterError } from "../../schemas/types.ts";
 import { formatLoopReport, type LoopingTool } from "../loops/report.ts";
+import { describeKafkajsPatches, type KafkajsPatchState } from "./kafkajs-patches.ts";
 
 export interface ServiceCheck {
   readonly name: string;
@@ -43,6 +44,8 @@ export interface DoctorReport {
   readonly processors: readonly ProcessorRow[];
   readonly dead_letters: readonly DeadLetterRow[];
   readonly looping: { readonly days: number; readonly min_tenants: number; readonly tools: readonly LoopingTool[] } | null;
+  /** Whether the project's changes to kafkajs are in the install this ran from (`kafkajs-patches.ts`). */
+  readonly kafkajs?: readonly KafkajsPatchState[];
 }
 
 /** Dead letters counted by processor and error class, the most first; each with its newest reason. */
@@ -78,6 +81,7 @@ export function formatDoctor(r: DoctorReport): string {
   const down = r.services.filter((s) => !s.ok);
   out.push(down.length === 0 ? `services: all answer (${r.services.map((s) => `${s.name} ${s.ms} ms`).join(", ")})` : `services: ${down.length} of ${r.services.length} do not answer`);
   for (const s of down) out.push(`  ${s.name}: does not answer: ${s.error ?? "no answer"}`);
+  if (r.kafkajs) out.push(describeKafkajsPatches(r.kafkajs));
   out.push("", "processors (lag: records not committed; rate: records a second committed):");
   const width = Math.max(...r.processors.map((p) => p.name.length), 9);
   for (const p of r.processors) out.push(`  ${p.name.padEnd(width)}  lag ${fmt(p.lag).padStart(7)}  ${fmt(p.rate, 1).padStart(7)}/s  ${p.group} on ${p.topic}`);

@@ -1,16 +1,14 @@
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
-import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
-import { EOS_EDITS, EOS_FILE, patchCoordinators } from "../../../bin/patch-kafkajs.mjs";
-import { compiledAt, unpatched } from "./kafkajs-text.ts";
+import { compiledAt, installed, unpatched } from "./kafkajs-text.ts";
 
 const require = createRequire(import.meta.url);
-const INSTALLED = resolve(EOS_FILE);
+const EOS_FILE = "src/producer/eosManager/index.js";
+const INSTALLED = installed(EOS_FILE);
 const { createErrorFromCode } = require("kafkajs/src/protocol/error.js") as { createErrorFromCode: (code: number) => Error & { type: string } };
 
-const originalText = (): string => unpatched(EOS_FILE, EOS_EDITS);
+const originalText = (): string => unpatched(EOS_FILE);
 
 type Call = { api: string; args: Record<string, unknown> };
 type Broker = Record<string, (args: Record<string, unknown>) => Promise<unknown>> & { nodeId: number };
@@ -73,7 +71,7 @@ async function threeTransactions(eos: EosManager): Promise<void> {
 const finds = (calls: Call[]) => calls.filter((c) => c.api === "findCoordinator").length;
 const requests = (calls: Call[]) => calls.filter((c) => c.api !== "findCoordinator");
 
-describe("kafkajs's transactions find their coordinators once (bin/patch-kafkajs.mjs, run after npm ci)", () => {
+describe("kafkajs's transactions find their coordinators once (patches/kafkajs+2.2.4.patch, applied after npm ci)", () => {
   it("SYS-1 the installed kafkajs holds the patch, and its producer loads it", () => {
     const installed = require("kafkajs/src/producer/eosManager/index.js") as { toString(): string };
     expect(installed.toString()).toContain("coordinatorOf(transactionalId");
@@ -131,19 +129,5 @@ describe("kafkajs's transactions find their coordinators once (bin/patch-kafkajs
     const before = finds(c.calls);
     await eos.sendOffsets({ consumerGroupId: "g", topics: [{ topic: "t", partitions: [{ partition: 0, offset: "1" }] }] });
     expect(finds(c.calls)).toBe(before + 2);
-  });
-
-  it("SYS-1 the patch changes only the text it knows, once", () => {
-    const dir = mkdtempSync(join(tmpdir(), "oz0-patch-eos-"));
-    const known = join(dir, "known.js");
-    const other = join(dir, "other.js");
-    writeFileSync(known, originalText());
-    writeFileSync(other, "module.exports = () => ({})\n");
-    expect(patchCoordinators(known)).toMatch(/once now/);
-    expect(readFileSync(known, "utf8")).toBe(readFileSync(INSTALLED, "utf8"));
-    expect(patchCoordinators(known)).toMatch(/already/);
-    expect(patchCoordinators(other)).toMatch(/left as it is/);
-    expect(readFileSync(other, "utf8")).toBe("module.exports = () => ({})\n");
-    expect(patchCoordinators(join(dir, "missing.js"))).toMatch(/not installed/);
   });
 });

@@ -1,14 +1,12 @@
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { createRequire } from "node:module";
-import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { describe, expect, it } from "vitest";
-import { patchRequestQueue, QUEUE_EDITS, QUEUE_FILE } from "../../../bin/patch-kafkajs.mjs";
-import { compiledAt, unpatched } from "./kafkajs-text.ts";
+import { compiledAt, installed, unpatched } from "./kafkajs-text.ts";
 
 const require = createRequire(import.meta.url);
-const INSTALLED = resolve(QUEUE_FILE);
+const QUEUE_FILE = "src/network/requestQueue/index.js";
+const INSTALLED = installed(QUEUE_FILE);
 
 interface Queue {
   push(r: { entry: object; expectResponse: boolean; sendRequest: () => void }): void;
@@ -44,9 +42,9 @@ function queueOf(text: string) {
   return { queue, sent, answered, push, answer, checks: () => checks };
 }
 
-const texts = () => ({ kafkajs: unpatched(QUEUE_FILE, QUEUE_EDITS), patched: readFileSync(INSTALLED, "utf8") });
+const texts = () => ({ kafkajs: unpatched(QUEUE_FILE), patched: readFileSync(INSTALLED, "utf8") });
 
-describe("kafkajs's connections check pending requests only while some wait (bin/patch-kafkajs.mjs, run after npm ci)", () => {
+describe("kafkajs's connections check pending requests only while some wait (patches/kafkajs+2.2.4.patch, applied after npm ci)", () => {
   it("SYS-1 the installed kafkajs holds the patch, and its connections load it", () => {
     const installed = require("kafkajs/src/network/requestQueue/index.js") as { toString(): string };
     expect(installed.toString()).toContain("if (this.pending.length === 0) return");
@@ -95,18 +93,5 @@ describe("kafkajs's connections check pending requests only while some wait (bin
       q.answer(1);
       q.queue.destroy();
     }
-  });
-
-  it("SYS-1 the patch changes only the text it knows, once", () => {
-    const dir = mkdtempSync(join(tmpdir(), "oz0-patch-queue-"));
-    const known = join(dir, "known.js");
-    const other = join(dir, "other.js");
-    writeFileSync(known, texts().kafkajs);
-    writeFileSync(other, "module.exports = class {}\n");
-    expect(patchRequestQueue(known)).toMatch(/some wait now/);
-    expect(readFileSync(known, "utf8")).toBe(readFileSync(INSTALLED, "utf8"));
-    expect(patchRequestQueue(known)).toMatch(/already/);
-    expect(patchRequestQueue(other)).toMatch(/left as it is/);
-    expect(patchRequestQueue(join(dir, "missing.js"))).toMatch(/not installed/);
   });
 });
