@@ -1,5 +1,6 @@
 # The pipeline's image, used by docker-compose.yml (services `pipeline` and `load`).
-FROM node:20-slim
+# Node 24 (the current long-term release); the project runs on Node 20.19 and later as well (package.json engines), and CI runs its unit tests on both.
+FROM node:24-slim
 
 WORKDIR /app
 RUN chown node:node /app
