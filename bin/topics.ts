@@ -3,6 +3,7 @@ import { Kafka, logLevel } from "kafkajs";
 import { kafkaConfig } from "../processors/runner/endpoints.ts";
 import { Serde } from "../schemas/serde.ts";
 import { ensureTopics } from "../topology/create.ts";
+import { describeReplication } from "../topology/replication.ts";
 import { TOPICS } from "../topology/topics.ts";
 import { servicesForCommand } from "./services.ts";
 
@@ -11,6 +12,7 @@ const admin = new Kafka({ ...kafkaConfig("oz0-topics", endpoints), logLevel: log
 await admin.connect();
 try {
   const report = await ensureTopics(admin, TOPICS);
+  console.log(`replicas ${describeReplication(report.replication)}`);
   for (const t of report.created) console.log(`created  ${t}`);
   for (const t of report.grown) console.log(`grown    ${t}`);
   for (const t of report.reconfigured) console.log(`configs  ${t}`);

@@ -1,12 +1,15 @@
 /**
  * Creates the declared topics idempotently: missing ones are created, existing ones are left
  * alone when they match, and a mismatch that Kafka cannot fix in place (fewer partitions than
- * declared can be raised; more cannot be lowered) is reported, not hidden.
+ * declared can be raised; more cannot be lowered; replicas are not added) is reported, not
+ * hidden. How many replicas a topic gets is decided from the brokers the cluster reports
+ * (`replication.ts`).
  */
 import kafkajs, { type Admin } from "kafkajs";
 
 // A value of kafkajs's CommonJS module that Node's ESM loader does not offer as a named export.
 const { ConfigResourceTypes } = kafkajs;
+import { replicationFor, type Replication } from "./replication.ts";
 import { topicConfigs, type TopicSpec } from "./topics.ts";
 
 export interface EnsureReport {
@@ -16,10 +19,28 @@ export interface EnsureReport {
   reconfigured: string[];
   grown: string[];
   warnings: string[];
+  /** The replication new topics were given, and existing ones were held to. */
+  replication: Replication;
 }
 
-export async function ensureTopics(admin: Admin, specs: readonly TopicSpec[], replicationFactor = 1): Promise<EnsureReport> {
-  const report: EnsureReport = { created: [], existing: [], reconfigured: [], grown: [], warnings: [] };
+/** The replication for the cluster `admin` talks to, from the brokers it reports. */
+export async function clusterReplication(admin: Admin): Promise<Replication> {
+  const { brokers } = await admin.describeCluster();
+  return replicationFor(brokers.length);
+}
+
+/** A topic's configs: its declared ones, and those of its replication when it has the replicas. */
+function configsOf(spec: TopicSpec, replication: Replication, replicated: boolean): Record<string, string> {
+  return { ...topicConfigs(spec), ...(replicated ? replication.configs : {}) };
+}
+
+/**
+ * Creates the missing topics of `specs`, with the replication the cluster's brokers call for
+ * (`replication`, when given, instead), and reconciles the existing ones.
+ */
+export async function ensureTopics(admin: Admin, specs: readonly TopicSpec[], replication?: Replication): Promise<EnsureReport> {
+  const r = replication ?? (await clusterReplication(admin));
+  const report: EnsureReport = { created: [], existing: [], reconfigured: [], grown: [], warnings: [], replication: r };
   const present = new Set(await admin.listTopics());
   const missing = specs.filter((s) => !present.has(s.name));
   if (missing.length > 0) {
@@ -30,19 +51,26 @@ export async function ensureTopics(admin: Admin, specs: readonly TopicSpec[], re
       topics: missing.map((s) => ({
         topic: s.name,
         numPartitions: s.partitions,
-        replicationFactor,
-        configEntries: Object.entries(topicConfigs(s)).map(([name, value]) => ({ name, value })),
+        replicationFactor: r.factor,
+        configEntries: Object.entries(configsOf(s, r, true)).map(([name, value]) => ({ name, value })),
       })),
     });
     await waitForLeaders(admin, missing.map((s) => s.name));
     report.created.push(...missing.map((s) => s.name));
   }
   const existing = specs.filter((s) => present.has(s.name));
+  const reconcile: Array<{ spec: TopicSpec; configs: Record<string, string> }> = [];
   if (existing.length > 0) {
     const meta = await admin.fetchTopicMetadata({ topics: existing.map((s) => s.name) });
     for (const spec of existing) {
       const found = meta.topics.find((t) => t.name === spec.name);
       const count = found?.partitions.length ?? 0;
+      const replicas = Math.min(...(found?.partitions ?? []).map((p) => p.replicas.length));
+      // A topic made with fewer replicas keeps them: Kafka adds replicas only by a reassignment,
+      // and a min.insync.replicas above its replicas would refuse every acks=all write.
+      const replicated = replicas >= r.factor;
+      if (!replicated && Number.isFinite(replicas)) report.warnings.push(`${spec.name} has ${replicas} replica${replicas === 1 ? "" : "s"} of some partition, fewer than the ${r.factor} of this cluster's ${r.brokers} brokers; Kafka does not add replicas by itself (kafka-reassign-partitions), so it is left as it is`);
+      reconcile.push({ spec, configs: configsOf(spec, r, replicated) });
       if (count < spec.partitions) {
         await admin.createPartitions({ topicPartitions: [{ topic: spec.name, count: spec.partitions }] });
         report.grown.push(spec.name);
@@ -52,7 +80,7 @@ export async function ensureTopics(admin: Admin, specs: readonly TopicSpec[], re
       }
     }
   }
-  if (existing.length > 0) report.reconfigured = await reconcileConfigs(admin, existing);
+  if (reconcile.length > 0) report.reconfigured = await reconcileConfigs(admin, reconcile);
   return report;
 }
 
@@ -74,25 +102,25 @@ async function waitForLeaders(admin: Admin, topics: readonly string[], timeoutMs
   }
 }
 
-/** Sets the declared configs on existing topics whose values differ (idempotent). */
-async function reconcileConfigs(admin: Admin, specs: readonly TopicSpec[]): Promise<string[]> {
+/** Sets the given configs on existing topics whose values differ (idempotent). */
+async function reconcileConfigs(admin: Admin, topics: ReadonlyArray<{ spec: TopicSpec; configs: Record<string, string> }>): Promise<string[]> {
   const described = await admin.describeConfigs({
     includeSynonyms: false,
-    resources: specs.map((s) => ({ type: ConfigResourceTypes.TOPIC, name: s.name, configNames: Object.keys(topicConfigs(s)) })),
+    resources: topics.map(({ spec, configs }) => ({ type: ConfigResourceTypes.TOPIC, name: spec.name, configNames: Object.keys(configs) })),
   });
-  const changed = specs.filter((spec) => {
+  const changed = topics.filter(({ spec, configs }) => {
     const found = described.resources.find((r) => r.resourceName === spec.name);
-    return Object.entries(topicConfigs(spec)).some(([name, value]) => found?.configEntries.find((e) => e.configName === name)?.configValue !== value);
+    return Object.entries(configs).some(([name, value]) => found?.configEntries.find((e) => e.configName === name)?.configValue !== value);
   });
   if (changed.length > 0) {
     await admin.alterConfigs({
       validateOnly: false,
-      resources: changed.map((s) => ({
+      resources: changed.map(({ spec, configs }) => ({
         type: ConfigResourceTypes.TOPIC,
-        name: s.name,
-        configEntries: Object.entries(topicConfigs(s)).map(([name, value]) => ({ name, value })),
+        name: spec.name,
+        configEntries: Object.entries(configs).map(([name, value]) => ({ name, value })),
       })),
     });
   }
-  return changed.map((s) => s.name);
+  return changed.map(({ spec }) => spec.name);
 }

@@ -67,7 +67,9 @@ export async function startLoopDeadlines(deps: {
   intervalMs?: number;
   ended?: { standing: Pick<StandingStore, "read">; config: ConfigView | null; everyMs?: number };
 }): Promise<DeadlineTimer> {
-  const producer = deps.kafka.producer({ allowAutoTopicCreation: false });
+  // Idempotent (acks from all in-sync replicas): a retried send after a lost acknowledgement is
+  // not written twice.
+  const producer = deps.kafka.producer({ allowAutoTopicCreation: false, idempotent: true });
   await producer.connect();
   const { store, ended } = deps;
   const watched = store.watched?.bind(store);
