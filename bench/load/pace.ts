@@ -173,12 +173,86 @@ export function offered(plan: Plan, waits: ReadonlyMap<Tree, readonly number[]>,
   return { eventsPerAgentSecond: perAgent, eventsPerSecond: perAgent * agents, answersPerSecond: waitSeconds > 0 ? (answers / waitSeconds) * agents : Infinity, waitSeconds };
 }
 
+export interface OfferedInRun {
+  /** Events the agents would send within the run. */
+  readonly events: number;
+  readonly eventsPerSecond: number;
+  /** Awaited answers they would ask for within the run. */
+  readonly answersPerSecond: number;
+}
+
 /**
- * Events a plan for `agents` agents over `seconds` should hold by default: what they offer at
- * about 0.16 events a second each (more when the waits are scaled down), with a margin, at
- * least 3,000 and at most 500,000.
+ * The load the plan offers within a run of `ms`: the agents played as `playAgents` plays them,
+ * from their starts, each taking the next tree when it is free, but with every step played and
+ * every answer at once. Higher than the long-run `offered` for runs of minutes: every agent
+ * starts afresh, and the rare long waits that make most of the mean have barely begun.
+ */
+export function offeredInRun(plan: Plan, waits: ReadonlyMap<Tree, readonly number[]>, starts: readonly number[], ms: number): OfferedInRun {
+  // Agents by when they are free to take their next tree (a binary heap of [time, agent]).
+  const heap: Array<[number, number]> = [];
+  const less = (a: [number, number], b: [number, number]): boolean => a[0] < b[0] || (a[0] === b[0] && a[1] < b[1]);
+  const push = (x: [number, number]): void => {
+    heap.push(x);
+    for (let i = heap.length - 1; i > 0; ) {
+      const up = (i - 1) >> 1;
+      if (!less(heap[i] as [number, number], heap[up] as [number, number])) break;
+      [heap[i], heap[up]] = [heap[up] as [number, number], heap[i] as [number, number]];
+      i = up;
+    }
+  };
+  const pop = (): [number, number] | undefined => {
+    const top = heap[0];
+    const last = heap.pop();
+    if (heap.length > 0 && last) {
+      heap[0] = last;
+      for (let i = 0; ; ) {
+        const l = 2 * i + 1;
+        const r = l + 1;
+        let m = i;
+        if (l < heap.length && less(heap[l] as [number, number], heap[m] as [number, number])) m = l;
+        if (r < heap.length && less(heap[r] as [number, number], heap[m] as [number, number])) m = r;
+        if (m === i) break;
+        [heap[i], heap[m]] = [heap[m] as [number, number], heap[i] as [number, number]];
+        i = m;
+      }
+    }
+    return top;
+  };
+  starts.forEach((t, i) => push([t, i]));
+  let next = 0;
+  let events = 0;
+  let answers = 0;
+  for (let free = pop(); free !== undefined; free = pop()) {
+    const [at, agent] = free;
+    if (at >= ms) continue;
+    const tree = plan.trees[next++];
+    if (!tree) break;
+    const w = waits.get(tree) ?? [];
+    let now = at;
+    let whole = true;
+    for (const [i, step] of tree.steps.entries()) {
+      now += w[i] ?? 0;
+      if (now >= ms) {
+        whole = false;
+        break;
+      }
+      events++;
+      if (awaited(step)) answers++;
+    }
+    if (whole) push([now, agent]);
+  }
+  const seconds = ms / 1000;
+  return { events, eventsPerSecond: events / seconds, answersPerSecond: answers / seconds };
+}
+
+/**
+ * Events a plan for `agents` agents over `seconds` should hold by default, so that no agent
+ * runs out of trees: a tree for each agent to start with (a tree holds about 21 events, and at
+ * an agent's pace lasts about two minutes), and what they offer over the seconds at about 0.16
+ * to 0.2 events a second each (more when the waits are scaled down), with a margin; at least
+ * 3,000 and at most 500,000.
  */
 export function agentsEvents(agents: number, seconds: number, thinkScale = 1): number {
-  const perAgent = 0.25 / Math.max(thinkScale, 0.0025);
-  return Math.min(500_000, Math.max(3_000, Math.ceil(agents * seconds * perAgent)));
+  const perSecond = 0.25 / Math.max(thinkScale, 0.0025);
+  return Math.min(500_000, Math.max(3_000, Math.ceil(agents * (25 + seconds * perSecond))));
 }

@@ -24,7 +24,7 @@ import { loadCorpus } from "./corpus.ts";
 import { EchoTarget } from "./echo.ts";
 import { LagSampler, type WatchedGroup } from "./lag.ts";
 import { countSteps, countTrees, makePlan, type Plan, type Tree } from "./mix.ts";
-import { agentStarts, agentsEvents, CAP_S, offered, planWaits } from "./pace.ts";
+import { agentStarts, agentsEvents, CAP_S, offered, offeredInRun, planWaits } from "./pace.ts";
 import { MEASURED_KINDS, playAgents, playAll, Recorder, type LoadTarget } from "./play.ts";
 import { Progress } from "./progress.ts";
 import { publishLoadConfig } from "./publish-config.ts";
@@ -223,7 +223,9 @@ export async function runLoad(o: LoadOptions): Promise<LoadOutcome> {
       warmUpEvents: warm?.events ?? 0,
       seconds: o.seconds,
       runtimes: o.agents?.count ?? o.runtimes,
-      ...(o.agents && pacing ? { agents: { count: o.agents.count, thinkScale: o.agents.thinkScale, capS: CAP_S, offered: offered(plan, pacing.waits, o.agents.count) } } : {}),
+      ...(o.agents && pacing
+        ? { agents: { count: o.agents.count, thinkScale: o.agents.thinkScale, capS: CAP_S, offered: offered(plan, pacing.waits, o.agents.count), inRun: offeredInRun(plan, pacing.waits, pacing.starts, o.seconds * 1000) } }
+        : {}),
       external: o.external,
       node: process.version,
       plan: { events: plan.events, trees: countTrees(plan), steps: countSteps(plan) },

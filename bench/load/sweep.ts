@@ -27,8 +27,8 @@ export interface SweepSide {
 export interface SweepPoint {
   /** The number of runtimes, or of agents in an agents sweep. */
   readonly runtimes: number;
-  /** In an agents sweep: the events a second the plan offers at this many agents. */
-  readonly offered?: number;
+  /** In an agents sweep: the events a second the plan offers at this many agents, over the run and in the long run. */
+  readonly offered?: { readonly inRun: number; readonly longRun: number };
   readonly pipeline: SweepSide;
   readonly passthrough: SweepSide;
 }
@@ -39,7 +39,7 @@ function side(p: PhaseResult): SweepSide {
 }
 
 export function sweepPoint(runtimes: number, r: LoadResult): SweepPoint {
-  return { runtimes, ...(r.agents ? { offered: r.agents.offered.eventsPerSecond } : {}), pipeline: side(r.pipeline), passthrough: side(r.passthrough) };
+  return { runtimes, ...(r.agents ? { offered: { inRun: r.agents.inRun.eventsPerSecond, longRun: r.agents.offered.eventsPerSecond } } : {}), pipeline: side(r.pipeline), passthrough: side(r.passthrough) };
 }
 
 /** The p99 an agents sweep holds to, in ms. */
@@ -97,14 +97,14 @@ function agentsSweepMarkdown(command: string, points: readonly SweepPoint[]): st
     "| --- | ---: | ---: |",
     `| agents | ${most((p) => p.pipeline)} | ${most((p) => p.passthrough)} |`,
     "",
-    "| agents | offered events/s | pipeline events/s | passthrough events/s | pipeline p50 | p99 | not answered | held | passthrough p50 | p99 | not answered | held |",
-    "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | --- |",
+    "| agents | offered events/s over the run | in the long run | pipeline events/s | passthrough events/s | pipeline p50 | p99 | not answered | held | passthrough p50 | p99 | not answered | held |",
+    "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- | ---: | ---: | ---: | --- |",
     ...points.map(
       (p) =>
-        `| ${p.runtimes} | ${fmt(p.offered ?? NaN, 1)} | ${fmt(p.pipeline.perSecond, 1)} | ${fmt(p.passthrough.perSecond, 1)} | ${fmt(p.pipeline.p50)} | ${fmt(p.pipeline.p99)} | ${p.pipeline.unanswered ?? 0} | ${mark(p.pipeline)} | ${fmt(p.passthrough.p50)} | ${fmt(p.passthrough.p99)} | ${p.passthrough.unanswered ?? 0} | ${mark(p.passthrough)} |`,
+        `| ${p.runtimes} | ${fmt(p.offered?.inRun ?? NaN, 1)} | ${fmt(p.offered?.longRun ?? NaN, 1)} | ${fmt(p.pipeline.perSecond, 1)} | ${fmt(p.passthrough.perSecond, 1)} | ${fmt(p.pipeline.p50)} | ${fmt(p.pipeline.p99)} | ${p.pipeline.unanswered ?? 0} | ${mark(p.pipeline)} | ${fmt(p.passthrough.p50)} | ${fmt(p.passthrough.p99)} | ${p.passthrough.unanswered ?? 0} | ${mark(p.passthrough)} |`,
     ),
     "",
-    "The offered rate is the plan's events over its waits, times the agents: what they would send if every step were played and every answer came at once. The pipeline plays fewer steps (it refuses and stops), and answers take time, so the measured rates are lower.",
+    "The offered rates are what the agents would send if every step were played and every answer came at once: over the run (the agents played with their waits for its seconds), and in the long run (the plan's events over its waits, times the agents). A run of minutes offers more than the long run, as every agent starts afresh and the rare long waits that make most of the mean have barely begun. The pipeline plays fewer steps (it refuses and stops), and answers take time, so the measured rates are lower.",
     "",
     "Chart: [sweep.svg](sweep.svg).",
     "",

@@ -66,16 +66,20 @@ describe("the load test's agents against the real services", () => {
     expect(md).toBe(markdown);
     expect(md).toContain("40 agents, each waiting between steps as agents do (every wait scaled by 0.01)");
     for (const h of ["## Throughput", "### Offered and answered", "## Latency from ask to decision", "## Consumer lag", "## Mix"]) expect(md).toContain(h);
+    // offered over the run, offered in the long run, the pipeline's and the passthrough's rates
     const events = row(md, "events");
-    expect(num(events[1])).toBeCloseTo(offered, 0);
-    // What the pipeline sent and had answered, a second, beside the plan's offer: more than
-    // nothing, and not more than offered (it waits, and refuses some steps).
-    for (const i of [2, 3]) {
+    const inRun = result.agents?.inRun.eventsPerSecond ?? NaN;
+    expect(num(events[1])).toBeCloseTo(inRun, 0);
+    expect(num(events[2])).toBeCloseTo(offered, 0);
+    // What each phase sent a second, beside what the plan offers over the run: more than
+    // nothing, and no more than offered (answers take time, the pipeline refuses some steps;
+    // trees may go to agents in another order, hence the margin).
+    for (const i of [3, 4]) {
       expect(num(events[i]), events.join(" | ")).toBeGreaterThan(0);
-      expect(num(events[i]), events.join(" | ")).toBeLessThan(offered);
+      expect(num(events[i]), events.join(" | ")).toBeLessThan(inRun * 1.1);
     }
     const answers = row(md, "awaited answers");
-    for (const i of [1, 2, 3]) expect(num(answers[i]), answers.join(" | ")).toBeGreaterThan(0);
+    for (const i of [1, 2, 3, 4]) expect(num(answers[i]), answers.join(" | ")).toBeGreaterThan(0);
     for (const k of ["model_ask", "tool_call", "tool_result"] as const) {
       const cells = row(md, MEASURED[k].exchange);
       // answers, p50, p95, p99 of the pipeline and the passthrough

@@ -1,7 +1,9 @@
 import { describe, expect, it } from "vitest";
 import { random } from "../../../client/synthetic.ts";
 import { makePlan } from "../../../bench/load/mix.ts";
-import { agentStarts, agentsEvents, CAP_S, cappedLognormalOf, cappedMean, draw, lognormalOf, normalCdf, offered, planWaits, THINK, THINK_DIST, TOOL, TOOL_DIST, waitKind } from "../../../bench/load/pace.ts";
+import { playAgents, Recorder, type LoadTarget } from "../../../bench/load/play.ts";
+import type { Decision, ResultDelivered } from "../../../schemas/types.ts";
+import { agentStarts, agentsEvents, CAP_S, cappedLognormalOf, cappedMean, draw, lognormalOf, normalCdf, offered, offeredInRun, planWaits, THINK, THINK_DIST, TOOL, TOOL_DIST, waitKind } from "../../../bench/load/pace.ts";
 
 const corpus = ["# Title\n\nsome text of a document\nline two\n", "another document, longer ".repeat(200)];
 
@@ -142,10 +144,76 @@ describe("SYS-6 how the load's agents pace their calls", () => {
     expect(offered(plan, planWaits(plan, { seed: 1, thinkScale: 0.1 }), 1).eventsPerSecond).toBeCloseTo(one.eventsPerSecond * 10, 6);
   });
 
-  it("sizes an agents plan by what the agents offer over the seconds, with a margin", () => {
+  it("sizes an agents plan with a tree for every agent and what the agents offer over the seconds, with a margin", () => {
     expect(agentsEvents(1, 1)).toBe(3_000);
-    expect(agentsEvents(3_000, 120)).toBe(90_000);
-    expect(agentsEvents(40, 20, 0.01)).toBe(20_000);
+    expect(agentsEvents(3_000, 120)).toBe(165_000);
+    expect(agentsEvents(40, 20, 0.01)).toBe(21_000);
     expect(agentsEvents(3_000, 3_600, 0.001)).toBe(500_000);
+    // Every agent has a tree to start with, and more to go on to.
+    for (const [agents, seconds] of [
+      [300, 30],
+      [1_000, 10],
+    ] as const) {
+      const plan = makePlan({ seed: 1, events: agentsEvents(agents, seconds), tag: "e", corpus });
+      expect(plan.trees.length, `${agents} agents`).toBeGreaterThan(agents * 1.1);
+    }
+  });
+
+  it("offers within a run what agents playing the plan with these waits would send, each taking the next tree when free", () => {
+    const plan = makePlan({ seed: 8, events: 300, tag: "r", corpus });
+    // Every step a second after the last.
+    const waits = new Map(plan.trees.map((t) => [t, t.steps.map(() => 1_000)]));
+    const first = plan.trees[0]?.steps.length ?? 0;
+    const second = plan.trees[1]?.steps.length ?? 0;
+    // One agent: the steps at 1 s, 2 s, ... before the end.
+    expect(offeredInRun(plan, waits, [0], 3_500).events).toBe(3);
+    // It goes on to the next tree when the first is done.
+    expect(offeredInRun(plan, waits, [0], (first + 2) * 1_000 + 500).events).toBe(first + 2);
+    // Two agents: the second, starting later, takes the second tree.
+    const two = offeredInRun(plan, waits, [0, 400], 3_500);
+    expect(two.events).toBe(6);
+    expect(two.eventsPerSecond).toBeCloseTo(6 / 3.5, 9);
+    // An agent starting after the end sends nothing; with time enough, every tree is played.
+    expect(offeredInRun(plan, waits, [5_000], 3_500).events).toBe(0);
+    expect(offeredInRun(plan, waits, [0, 0, 0], 1e9).events).toBe(plan.events);
+    expect(second).toBeGreaterThan(3);
+  });
+
+  it("offers more over a run of minutes than in the long run: every agent starts afresh, and the long waits have barely begun", () => {
+    const agents = 1_000;
+    const plan = makePlan({ seed: 1, events: agentsEvents(agents, 40), tag: "l", corpus });
+    const waits = planWaits(plan, { seed: 1 });
+    const inRun = offeredInRun(plan, waits, agentStarts(agents, { seed: 1 }), 40_000);
+    const longRun = offered(plan, waits, agents);
+    expect(inRun.eventsPerSecond).toBeGreaterThan(longRun.eventsPerSecond * 1.3);
+    expect(inRun.answersPerSecond).toBeLessThan(inRun.eventsPerSecond);
+  });
+
+  it("matches what agents send when every answer comes at once (a short run, waits scaled down)", async () => {
+    const plan = makePlan({ seed: 2, events: 6_000, tag: "m", corpus });
+    const thinkScale = 0.02;
+    const waits = planWaits(plan, { seed: 2, thinkScale });
+    const starts = agentStarts(30, { seed: 2, thinkScale });
+    const rec = new Recorder();
+    const allow = (id: string): Decision => ({ id: `d-${id}`, input_id: id, processor: "f", tenant: "t", tree_id: "t", job_id: "j", run_id: null, subject: id, verdict: "allow", reason_code: null, limit: null, numbers: {}, message: "", evidence: null, ts: 0 });
+    const result = (id: string): ResultDelivered => ({ id: `r-${id}`, input_id: id, processor: "f", tenant: "t", tree_id: "t", job_id: "j", run_id: "r", call_id: "c", plugin: "p", tool: "p", function: "f", is_error: false, content: "ok", truncated: false, fit: null, ts: 0 });
+    const target: LoadTarget = {
+      askModelCall: (a) => Promise.resolve(allow(a.id)),
+      askChild: (a) => Promise.resolve(allow(a.id)),
+      requestToolCall: (c) => Promise.resolve(allow(c.id)),
+      deliverToolResult: (r) => Promise.resolve(result(r.id)),
+      readResult: (c) => Promise.resolve(result(c.id)),
+      awaitAdmission: (id) => Promise.resolve(allow(id)),
+      publishModelCalls: () => Promise.resolve(),
+      publishJobEvents: () => Promise.resolve(),
+    };
+    const ms = 3_000;
+    await playAgents(plan, target, rec, { deadline: Date.now() + ms, waits, starts });
+    const expected = offeredInRun(plan, waits, starts, ms).events;
+    expect(expected).toBeGreaterThan(300);
+    // Timers run a little late, so the agents send somewhat less (or a little more, as trees go to agents in another order).
+    expect(rec.events).toBeLessThanOrEqual(expected * 1.05);
+    expect(rec.events).toBeGreaterThan(expected * 0.8);
   });
 });
+

@@ -195,15 +195,16 @@ describe("the load report's figures", () => {
       pipeline: phase(600, 400),
       passthrough: phase(800, 560),
       processors: [],
-      agents: { count: 40, thinkScale: 0.01, capS: 600, offered: { eventsPerAgentSecond: 1.5, eventsPerSecond: 60, answersPerSecond: 41, waitSeconds: 100 } },
+      agents: { count: 40, thinkScale: 0.01, capS: 600, offered: { eventsPerAgentSecond: 1.5, eventsPerSecond: 60, answersPerSecond: 41, waitSeconds: 100 }, inRun: { events: 1_800, eventsPerSecond: 90, answersPerSecond: 62 } },
     });
     const md = loadMarkdown(r);
     expect(md).toContain("40 agents, each waiting between steps as agents do (every wait scaled by 0.01)");
     expect(md).toContain("the same plan and the same agents and waits");
     expect(md).toContain("### Offered and answered");
-    expect(md).toContain("(1.500 events a second an agent), times 40 agents");
-    expect(md).toContain("| events | 60.0 | 30.0 | 40.0 |");
-    expect(md).toContain("| awaited answers | 41.0 | 20.0 | 28.0 |");
+    expect(md).toContain("(the plan's events over its waits, 1.500 events a second an agent, times 40)");
+    expect(md).toContain("| events | 90.0 | 60.0 | 30.0 | 40.0 |");
+    expect(md).toContain("| awaited answers | 62.0 | 41.0 | 20.0 | 28.0 |");
+    expect(md).toContain("over this run of 60 s");
     expect(md).toContain("an agent's waits are never counted");
     expect(md).toContain("| tool call to call decision | budget-fill-in, loop-calls | 400 | 9 |");
     expect(md).not.toContain("runtimes at once");

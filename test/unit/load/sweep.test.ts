@@ -22,7 +22,7 @@ describe("SYS-1 the load sweep's report", () => {
 });
 
 const side = (p99: number, unanswered = 0, perSecond = 100): SweepSide => ({ perSecond, p50: p99 / 4, p99, answers: 1_000, unanswered });
-const at = (agents: number, pipe: SweepSide, pass: SweepSide): SweepPoint => ({ runtimes: agents, offered: agents * 0.18, pipeline: pipe, passthrough: pass });
+const at = (agents: number, pipe: SweepSide, pass: SweepSide): SweepPoint => ({ runtimes: agents, offered: { inRun: agents * 0.36, longRun: agents * 0.18 }, pipeline: pipe, passthrough: pass });
 
 describe("SYS-6 the agents sweep's most agents held", () => {
   it("holds a level where every answer came and the p99 is at most 100 ms", () => {
@@ -47,8 +47,8 @@ describe("SYS-6 the agents sweep's most agents held", () => {
     const md = sweepMarkdown("npm run load -- --agents 100,300,1000", points, "agents");
     expect(md).toContain("# Load sweep (agents)");
     expect(md).toContain("| agents | 300 | 1000 |");
-    expect(md).toContain("| 1000 | 180.0 | 150.0 | 178.0 | 35 | 140 | 2 | no | 10 | 40 | 0 | yes |");
-    expect(md).toContain("| 100 | 18.0 | 17.0 | 18.0 | 8 | 30 | 0 | yes | 3 | 10 | 0 | yes |");
+    expect(md).toContain("| 1000 | 360.0 | 180.0 | 150.0 | 178.0 | 35 | 140 | 2 | no | 10 | 40 | 0 | yes |");
+    expect(md).toContain("| 100 | 36.0 | 18.0 | 17.0 | 18.0 | 8 | 30 | 0 | yes | 3 | 10 | 0 | yes |");
     expect(sweepChart(points, "agents")).toContain("at 100, 300, 1000 agents");
     expect(mostHeld(points.slice(0, 1), (p) => p.pipeline)).toBe(100);
     const none = sweepMarkdown("c", [at(100, side(300), side(300))], "agents");
