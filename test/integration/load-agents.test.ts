@@ -22,7 +22,7 @@ describe("the load test's agents against the real services", () => {
     if (out) await rm(out, { recursive: true, force: true });
   });
 
-  it("SYS-6 plays 40 agents with their waits scaled down through the in-process pipeline and the passthrough: every awaited answer comes, and the report has the agents' rows", async () => {
+  it("SYS-6 plays 40 agents with their waits scaled by 0.02 through the in-process pipeline and the passthrough: every awaited answer comes, and the report has the agents' rows", async () => {
     out = await mkdtemp(join(tmpdir(), "oz0-load-agents-"));
     const seconds = 20;
     const started = Date.now();
@@ -30,12 +30,12 @@ describe("the load test's agents against the real services", () => {
       endpoints: endpoints(),
       seconds,
       runtimes: 40,
-      agents: { count: 40, thinkScale: 0.01 },
+      agents: { count: 40, thinkScale: 0.02 },
       seed: 5,
       warmUpEvents: 100,
       external: false,
       outDir: out,
-      command: `npm run load -- --agents 40 --seconds ${seconds} --think-scale 0.01 --seed 5`,
+      command: `npm run load -- --agents 40 --seconds ${seconds} --think-scale 0.02 --seed 5`,
       progress: false,
       log: createLogger({ test: "load-agents" }, () => {}),
     });
@@ -56,15 +56,16 @@ describe("the load test's agents against the real services", () => {
       expect(p.rec.events, name).toBeLessThan(result.plan.events);
     }
     expect(result.agents?.count).toBe(40);
-    expect(result.agents?.thinkScale).toBe(0.01);
-    // Waits scaled by 0.01 offer about 100 times an agent's 0.16 to 0.2 events a second.
+    expect(result.agents?.thinkScale).toBe(0.02);
+    // Waits scaled by 0.02 offer about 50 times an agent's 0.16 to 0.2 events a second: about
+    // 400 events a second from 40 agents, under the pipeline's knee on two shared cores.
     const offered = result.agents?.offered.eventsPerSecond ?? NaN;
-    expect(offered).toBeGreaterThan(40 * 10);
-    expect(offered).toBeLessThan(40 * 30);
+    expect(offered).toBeGreaterThan(40 * 5);
+    expect(offered).toBeLessThan(40 * 15);
 
     const md = await readFile(files.markdown, "utf8");
     expect(md).toBe(markdown);
-    expect(md).toContain("40 agents, each waiting between steps as agents do (every wait scaled by 0.01)");
+    expect(md).toContain("40 agents, each waiting between steps as agents do (every wait scaled by 0.02)");
     for (const h of ["## Throughput", "### Offered and answered", "## Latency from ask to decision", "## Consumer lag", "## Mix"]) expect(md).toContain(h);
     // offered over the run, offered in the long run, the pipeline's and the passthrough's rates
     const events = row(md, "events");
