@@ -49,9 +49,26 @@ function cluster(): Promise<void> {
   return reached;
 }
 
+/**
+ * The topics' metadata. A broker learns of a new topic from the controller a moment after it is
+ * created, so one that does not know it yet answers UNKNOWN_TOPIC_OR_PARTITION, which a Kafka
+ * client retries: so does this, for at most `timeoutMs`.
+ */
+async function metadataOf(topics: readonly string[], timeoutMs = 15_000) {
+  const until = Date.now() + timeoutMs;
+  for (;;) {
+    try {
+      return await admin.fetchTopicMetadata({ topics: [...topics] });
+    } catch (err) {
+      if (!(err instanceof Error && "retriable" in err && err.retriable === true) || Date.now() > until) throw err;
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
 /** Each partition of `topic`: its replicas, in-sync replicas and leader. */
 async function partitionsOf(topic: string) {
-  const meta = await admin.fetchTopicMetadata({ topics: [topic] });
+  const meta = await metadataOf([topic]);
   return meta.topics[0]?.partitions ?? [];
 }
 
@@ -59,7 +76,7 @@ async function partitionsOf(topic: string) {
 async function untilInSync(topics: readonly string[], timeoutMs = 30_000): Promise<void> {
   const until = Date.now() + timeoutMs;
   for (;;) {
-    const meta = await admin.fetchTopicMetadata({ topics: [...topics] });
+    const meta = await metadataOf(topics);
     const behind = meta.topics.flatMap((t) => t.partitions.filter((p) => p.isr.length < p.replicas.length || p.leader < 0).map((p) => `${t.name}/${p.partitionId}`));
     if (behind.length === 0) return;
     if (Date.now() > until) throw new Error(`partitions not fully in sync after ${timeoutMs} ms: ${behind.join(", ")}`);
