@@ -486,7 +486,8 @@ kafka_uuid() {
 # formatted with the same two, so a node formatted later (after an interrupted first start)
 # joins the same cluster.
 kafka_cluster_identity() {
-  local f="$KAFKA_CLUSTER_DIR/format" p voters=""
+  local f="$KAFKA_CLUSTER_DIR/format" p voters="" want="" had
+  for p in $(kafka_cluster_ports); do want="${want:+$want,}$(kafka_cluster_node_id "$p")@127.0.0.1:$(kafka_cluster_controller_port "$p")"; done
   if [[ ! -s "$f" ]]; then
     for p in $(kafka_cluster_ports); do
       voters="${voters:+$voters,}$(kafka_cluster_node_id "$p")@127.0.0.1:$(kafka_cluster_controller_port "$p"):$(kafka_uuid)"
@@ -494,6 +495,11 @@ kafka_cluster_identity() {
     mkdir -p "$KAFKA_CLUSTER_DIR"
     printf 'cluster.id=%s\ninitial.controllers=%s\n' "$(kafka_uuid)" "$voters" >"$f.tmp"
     mv -f "$f.tmp" "$f"
+  fi
+  # the quorum keeps the controllers it was formatted with: other ports would never elect a leader
+  had="$(sed -n 's/^initial.controllers=//p' "$f" | sed 's/:[^:,]*\(,\|$\)/\1/g')"
+  if [[ "$had" != "$want" ]]; then
+    fail kafka-cluster "$KAFKA_CLUSTER_DIR was formatted for the controllers $had, and the ports now give $want: set OZ0_KAFKA_CLUSTER_PORT and OZ0_KAFKA_CLUSTER_CONTROLLER_PORT back, or delete it (bash stack/down.sh --purge deletes all the data)" "$f"
   fi
   cat "$f"
 }
