@@ -272,11 +272,13 @@ describe("STACK docker-compose.yml", () => {
 describe("STACK Dockerfile", () => {
   const path = join(root, "Dockerfile");
 
-  it("STACK exists, is node:20-slim based and installs with npm ci", () => {
+  it("STACK exists, is node:24-slim based, and installs with npm ci once the kafkajs patch is in place", () => {
     expect(existsSync(path)).toBe(true);
     const text = readFileSync(path, "utf8");
-    expect(text).toMatch(/^FROM node:20-slim\b/m);
+    expect(text).toMatch(/^FROM node:24-slim\b/m);
     expect(text).toMatch(/^RUN npm ci\b/m);
+    expect(text.indexOf("COPY --chown=node:node patches/ patches/")).toBeGreaterThan(-1);
+    expect(text.indexOf("COPY --chown=node:node patches/ patches/")).toBeLessThan(text.search(/^RUN npm ci\b/m));
   });
 
   it("STACK its CMD or ENTRYPOINT runs npm start", () => {
