@@ -1,59 +1,34 @@
 /**
- * Starts every processor of the pipeline against the given services: topics, schemas, the
- * object store's bucket and the config table first, then the processors as two applications,
- * each one consumer group reading each of its inputs once (`docs/architecture.md`): the
- * processors that answer runtimes (`oz0.pipeline`, exactly-once) and the sinks (`oz0.sinks`).
- * Used by `npm start` and by the load generator.
+ * Starts the pipeline against the given services: topics, schemas, the object store's bucket
+ * and the config table first, then what `topology/pipeline.ts` declares: each application as one
+ * consumer group reading each of its inputs once (`docs/architecture.md`), with its settings,
+ * and its punctuators beside it. Used by `npm start` and by the load generator.
  */
 import { redisClient } from "../store/redis/client.ts";
 import { Kafka, type Admin } from "kafkajs";
-import { loopStore, startLoopDeadlines } from "../processors/loops/index.ts";
-import { redisStandingStore } from "../processors/limits/standing.ts";
 import { pricesFromEnv } from "../processors/limits/price-file.ts";
 import type { PriceTable } from "../processors/limits/prices.ts";
-import { startUnknownOutcomeDeadlines } from "../processors/limits/unknown-deadlines.ts";
-import { redisUnknownOutcomeStore } from "../processors/limits/unknown-outcome-store.ts";
-import { Keys } from "../store/redis/keys.ts";
-import { PIPELINE, type PipelineEntry } from "../processors/pipeline.ts";
-import { ensureSinkBuckets, sinkStores } from "../processors/sinks.ts";
 import { daysToMs, describeSchedule, retentionScheduleFromEnv, traceRetentionDaysFromEnv } from "../processors/retention/schedule.ts";
-import { redisRetentionState } from "../processors/retention/state.ts";
-import { retentionInstance, startRetentionTimer, type RetentionTimer } from "../processors/retention/timer.ts";
-import { TreeHolds } from "../store/tree-holds.ts";
 import { ConfigTable } from "../processors/runner/config-table.ts";
 import { kafkaConfig, PIPELINE_REDIS, type Endpoints } from "../processors/runner/endpoints.ts";
 import type { Logger } from "../processors/runner/log.ts";
 import { consumerLag } from "../processors/runner/monitor.ts";
 import { startOps, type Ops } from "../processors/runner/ops.ts";
 import { opsAddressFromEnv, type OpsAddress } from "../processors/runner/ops-server.ts";
-import { inputsOf, startApplication, wiringOf, type RunningProcessor } from "../processors/runner/runner.ts";
+import { startApplication, type RunningProcessor } from "../processors/runner/runner.ts";
 import { kafkaTransports } from "../processors/runner/kafka-thread.ts";
 import { retrySettingsFromEnv } from "../processors/runner/retry.ts";
-import { wholeFromEnv, type Env } from "../processors/runner/settings.ts";
-import { consumersFromEnv } from "../processors/runner/transport.ts";
 import { Serde } from "../schemas/serde.ts";
 import { FileStore } from "../store/files.ts";
 import { minioClient } from "../store/objects.ts";
 import { PayloadKeys } from "../store/payload-keys.ts";
 import { ensureTopics } from "../topology/create.ts";
+import { PIPELINE_TOPOLOGY, PUNCTUATORS, type Punctuation, type PunctuatorDeps } from "../topology/pipeline.ts";
+import { ensureSinkBuckets } from "../processors/sinks.ts";
 import { TOPICS } from "../topology/topics.ts";
 import { describeKafkajsPatches, kafkajsPatches } from "../processors/runner/kafkajs-patches.ts";
 
-/**
- * The sinks' fetches wait for `OZ0_SINK_MIN_BYTES` (default 1 MiB) or `OZ0_SINK_MAX_WAIT_MS`
- * (default 2000), whichever comes first: a sink writes one trace or audit object a batch and
- * job, so bigger batches mean fewer, bigger objects; a trace or an audit entry is in MinIO
- * within about that wait of its event.
- */
-export function sinkFetchFromEnv(env: Env = process.env): { minBytes: number; maxWaitMs: number } {
-  return {
-    minBytes: wholeFromEnv(env, "OZ0_SINK_MIN_BYTES", 1024 * 1024, 1, 64 * 1024 * 1024, "bytes"),
-    maxWaitMs: wholeFromEnv(env, "OZ0_SINK_MAX_WAIT_MS", 2_000, 1, 30_000, "milliseconds"),
-  };
-}
-
-/** Consumers of the `oz0.pipeline` group in each instance, unless `OZ0_CONSUMERS` says. */
-export const PIPELINE_CONSUMERS = 2;
+export { PIPELINE_CONSUMERS, sinkFetchFromEnv } from "../topology/pipeline.ts";
 
 export interface Pipeline {
   readonly running: RunningProcessor[];
@@ -135,16 +110,7 @@ async function startGroup(admin: Admin, groupId: string, topic: string, at: "beg
 
 /** Where each processor of the pipeline reads: its group, and the topic its inputs are consumed from. */
 export function pipelineLayout(prefix = "oz0."): Array<{ readonly name: string; readonly group: string; readonly consumes: string }> {
-  return [false, true].flatMap((sinks) => {
-    const entries = PIPELINE.filter((e) => isSink(e) === sinks);
-    const { consumes } = wiringOf(entries);
-    return entries.map((e, i) => ({ name: e.processor.name, group: `${prefix}${sinks ? "sinks" : "pipeline"}`, consumes: consumes[i] as string }));
-  });
-}
-
-/** A sink writes MinIO and emits nothing (`docs/sinks.md`): it runs in the sinks' group, without transactions. */
-export function isSink(e: PipelineEntry): boolean {
-  return e.processor.outputs.length === 0;
+  return PIPELINE_TOPOLOGY.layout(prefix);
 }
 
 export async function startPipeline(endpoints: Endpoints, log: Logger, options: PipelineOptions = {}): Promise<Pipeline> {
@@ -181,19 +147,17 @@ export async function startPipeline(endpoints: Endpoints, log: Logger, options: 
   const prefix = options.groupPrefix ?? "oz0.";
   // The processors' consumers and producers in a thread of their own, unless OZ0_KAFKA_THREAD=off.
   const transports = kafkaTransports({ clientId: "oz0-pipeline", endpoints, kafka, log, onExit: (err) => ops.health.failed(err.message) });
-  // Two applications: the processors that answer runtimes, exactly-once, and the sinks, whose
-  // writes are idempotent, without transactions and in bigger batches.
-  const kinds = [
-    // Two consumers unless OZ0_CONSUMERS says: measured, answers about 10% sooner at the median and a higher rate than one (docs/load.md).
-    { groupId: `${prefix}pipeline`, entries: PIPELINE.filter((e) => !isSink(e)), exactlyOnce: true, consumers: consumersFromEnv(process.env, PIPELINE_CONSUMERS) },
-    { groupId: `${prefix}sinks`, entries: PIPELINE.filter(isSink), exactlyOnce: false, consumers: 1, ...sinkFetchFromEnv() },
-  ].filter((k) => k.entries.length > 0);
+  // The applications the topology declares (topology/pipeline.ts): the processors that answer
+  // runtimes, exactly-once, and the sinks, whose writes are idempotent, without transactions and
+  // in bigger batches.
+  const kinds = PIPELINE_TOPOLOGY.applications
+    .map((a) => ({ groupId: `${prefix}${a.name}`, entries: a.processors, topics: a.topics, exactlyOnce: a.exactlyOnce, consumers: a.consumers.fromEnv(process.env), ...a.fetch?.fromEnv(process.env) }))
+    .filter((k) => k.entries.length > 0);
   const groups = new Map<string, string>(kinds.flatMap((k) => k.entries.map((e) => [e.processor.name, k.groupId] as const)));
   // Both at once: a start returns once its consumer first joined its group, which takes the
   // broker's initial rebalance delay and more (about 5 s here).
   const apps = await Promise.all(
-    kinds.map(async ({ groupId, entries, ...consume }) => {
-      const topics = inputsOf(entries);
+    kinds.map(async ({ groupId, entries, topics, ...consume }) => {
       for (const t of topics) {
         const earlier = entries.filter((e) => e.processor.input === t).map((e) => `${prefix}${e.processor.name}`);
         await startGroup(admin, groupId, t, options.startAt ?? "beginning", earlier);
@@ -206,30 +170,26 @@ export async function startPipeline(endpoints: Endpoints, log: Logger, options: 
     }),
   );
   const running: RunningProcessor[] = apps.flatMap((a) => a.processors);
-  // LOOP-5: deadlines of loop approvals fire by a timer, even when the run sends nothing more.
-  // Approvals whose job ended are closed with the job's end (processors/loops/closing.ts).
-  const loopDeadlines = await startLoopDeadlines({ store: loopStore(redis), kafka, serde, log, ended: { standing: redisStandingStore(redis, new Keys()), config } });
-  // LIM-11: an unknown outcome nobody decided by its deadline stops the job with unknown_outcome.
-  const unknownDeadlines = await startUnknownOutcomeDeadlines({ store: redisUnknownOutcomeStore(redis, new Keys()), kafka, serde, log });
-  // FILE-6, OFF-10: expired files and trace parts swept on a schedule, a tenant at a time under its lock.
-  let retention: RetentionTimer | null = null;
-  if (retentionSchedule === "off") log.info(`retention sweeps are off in this instance (${options.retention === "off" ? "as its start asked" : "OZ0_RETENTION_EVERY=off"})`);
-  else {
-    const holds = new TreeHolds(redis, new Keys());
-    retention = await startRetentionTimer({
-      files,
-      traces: sinkStores(endpoints).traces,
-      traceRetentionMs,
-      state: redisRetentionState(redis, new Keys()),
-      heldTrees: (tenant) => holds.heldTrees(tenant),
-      kafka,
-      serde,
-      log,
-      schedule: retentionSchedule,
-      instance: retentionInstance(),
-    });
-    ops.addMetrics(() => retention?.metrics() ?? []);
-    log.info("retention sweeps scheduled", { schedule: describeSchedule(retentionSchedule) });
+  // The applications' punctuators (topology/pipeline.ts): loop deadlines (LOOP-5), unknown
+  // outcomes' deadlines (LIM-11), retention sweeps (FILE-6, OFF-10); each with a producer of its own.
+  const punctuatorDeps: PunctuatorDeps = {
+    endpoints,
+    redis,
+    config,
+    files,
+    prices,
+    kafka,
+    serde,
+    log,
+    retention: { schedule: retentionSchedule, traceRetentionMs, offBecause: options.retention === "off" ? "as its start asked" : "OZ0_RETENTION_EVERY=off" },
+  };
+  const punctuations: Punctuation[] = [];
+  for (const p of PIPELINE_TOPOLOGY.applications.flatMap((a) => a.punctuators)) {
+    const started = await p.start(punctuatorDeps);
+    if (!started) continue;
+    punctuations.push(started);
+    if (started.metrics) ops.addMetrics(() => started.metrics?.() ?? []);
+    if (p === PUNCTUATORS.retention && retentionSchedule !== "off") log.info("retention sweeps scheduled", { schedule: describeSchedule(retentionSchedule) });
   }
   if (running.length === 0) log.warn("the pipeline lists no processors: topics and schemas are ready, nothing consumes them");
   ops.running();
@@ -250,9 +210,7 @@ export async function startPipeline(endpoints: Endpoints, log: Logger, options: 
       ops.health.stopping();
       await Promise.all(apps.map((a) => a.stop()));
       await transports.stop();
-      await loopDeadlines.stop();
-      await unknownDeadlines.stop();
-      await retention?.stop();
+      for (const p of punctuations) await p.stop();
       await config.stop();
       await ops.stop();
       await admin.disconnect();

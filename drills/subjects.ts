@@ -1,14 +1,14 @@
 /**
- * What a drill runs: a processor of the pipeline, the inputs it is fed (the benchmark's
+ * What a drill runs: a processor of the pipeline (by its name in `topology/pipeline.ts`), the inputs it is fed (the benchmark's
  * deterministic generators) and how its environment is built inside a lab. Labs keep each drill
  * apart from the live pipeline and from each other: topics `drill.<lab>.*` (copies of the real
  * ones' configs) and Redis keys under `drill_<lab>`.
  */
 import type { RedisClient } from "../store/redis/client.ts";
 import type { Processor } from "../processors/runner/processor.ts";
-import { fitResultsProcessor, type FitEnv } from "../processors/fit-results/processor.ts";
-import { limitsEnv, limitsModelCallsProcessor } from "../processors/limits/index.ts";
-import { loopCallsProcessor, RedisLoopStore, type LoopEnv } from "../processors/loops/index.ts";
+import type { FitEnv } from "../processors/fit-results/processor.ts";
+import { limitsEnv } from "../processors/limits/index.ts";
+import { RedisLoopStore, type LoopEnv } from "../processors/loops/index.ts";
 import { staticConfig } from "../processors/runner/config-table.ts";
 import { DEAD_LETTER_TOPIC } from "../processors/runner/runner.ts";
 import type { SchemaName } from "../schemas/catalog.ts";
@@ -16,6 +16,7 @@ import type { ModelCall, ToolCall } from "../schemas/types.ts";
 import type { FileStore } from "../store/files.ts";
 import { Keys } from "../store/redis/keys.ts";
 import { topic as topicSpec, type TopicName, type TopicSpec } from "../topology/topics.ts";
+import { PIPELINE_TOPOLOGY } from "../topology/pipeline.ts";
 import { BENCH_CONFIG_ROWS, loadCorpus, modelCalls, toolCalls, toolResults, type EventKind } from "../bench/pipeline/events.ts";
 
 export const SUBJECT_NAMES = ["loop-calls", "limits-model-calls", "fit-results", "fit-offload"] as const;
@@ -57,7 +58,7 @@ export async function drillSubject(name: SubjectName): Promise<DrillSubject> {
     case "loop-calls":
       return {
         name,
-        processor: loopCallsProcessor,
+        processor: PIPELINE_TOPOLOGY.node("loop-calls").processor,
         kind: toolCalls,
         env: (redis, keys) => Promise.resolve<LoopEnv>({ config, store: new RedisLoopStore(redis, keys) }),
         tenants: [],
@@ -69,7 +70,7 @@ export async function drillSubject(name: SubjectName): Promise<DrillSubject> {
     case "limits-model-calls":
       return {
         name,
-        processor: limitsModelCallsProcessor,
+        processor: PIPELINE_TOPOLOGY.node("limits-model-calls").processor,
         kind: modelCalls,
         env: (redis, keys) => Promise.resolve(limitsEnv({ redis, config, keys })),
         tenants: [],
@@ -80,11 +81,11 @@ export async function drillSubject(name: SubjectName): Promise<DrillSubject> {
         sharedState: (input) => [`{tenant:${(input as ModelCall).tenant}}`],
       };
     case "fit-results":
-      return { name, processor: fitResultsProcessor, kind: toolResults(await loadCorpus()), env: () => Promise.resolve(fitEnv), tenants: [] };
+      return { name, processor: PIPELINE_TOPOLOGY.node("fit-results").processor, kind: toolResults(await loadCorpus()), env: () => Promise.resolve(fitEnv), tenants: [] };
     case "fit-offload":
       return {
         name,
-        processor: fitResultsProcessor,
+        processor: PIPELINE_TOPOLOGY.node("fit-results").processor,
         kind: toolResults(await loadCorpus()),
         env: async (_redis, _keys, files): Promise<FitEnv> => {
           const store = await files();

@@ -32,9 +32,10 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { parseArgs } from "node:util";
 import { redisClient } from "../../store/redis/client.ts";
 import { Kafka, Partitioners, type Admin } from "kafkajs";
-import { fitResultsProcessor, type FitEnv } from "../../processors/fit-results/processor.ts";
-import { limitsEnv, limitsModelCallsProcessor } from "../../processors/limits/index.ts";
-import { loopCallsProcessor, RedisLoopStore, type LoopEnv } from "../../processors/loops/index.ts";
+import type { FitEnv } from "../../processors/fit-results/processor.ts";
+import { limitsEnv } from "../../processors/limits/index.ts";
+import { RedisLoopStore, type LoopEnv } from "../../processors/loops/index.ts";
+import { PIPELINE_TOPOLOGY } from "../../topology/pipeline.ts";
 import { staticConfig } from "../../processors/runner/config-table.ts";
 import { endpointsFromEnv, kafkaConfig, PIPELINE_REDIS } from "../../processors/runner/endpoints.ts";
 import { createLogger } from "../../processors/runner/log.ts";
@@ -123,13 +124,13 @@ const fitEnv: FitEnv = {
 
 const groups: Group[] = [];
 if (ONLY.has("loops")) {
-  groups.push({ short: "calls", kind: toolCalls, processor: loopCallsProcessor, env: (): LoopEnv => ({ config, store: new RedisLoopStore(redis, keys) }), answers: "decisions", count: N });
+  groups.push({ short: "calls", kind: toolCalls, processor: PIPELINE_TOPOLOGY.node("loop-calls").processor, env: (): LoopEnv => ({ config, store: new RedisLoopStore(redis, keys) }), answers: "decisions", count: N });
 }
 if (ONLY.has("limits")) {
-  groups.push({ short: "model", kind: modelCalls, processor: limitsModelCallsProcessor, env: () => limitsEnv({ redis, config, keys }), answers: "admissions", count: N });
+  groups.push({ short: "model", kind: modelCalls, processor: PIPELINE_TOPOLOGY.node("limits-model-calls").processor, env: () => limitsEnv({ redis, config, keys }), answers: "admissions", count: N });
 }
 if (ONLY.has("fit")) {
-  groups.push({ short: "results", kind: toolResults(await loadCorpus()), processor: fitResultsProcessor, env: () => fitEnv, answers: "deliveries", count: RESULTS });
+  groups.push({ short: "results", kind: toolResults(await loadCorpus()), processor: PIPELINE_TOPOLOGY.node("fit-results").processor, env: () => fitEnv, answers: "deliveries", count: RESULTS });
 }
 if (groups.length === 0) {
   say("--only names none of loops, limits, fit");

@@ -7,8 +7,6 @@ import type { RedisClient } from "../../store/redis/client.ts";
 import { Keys } from "../../store/redis/keys.ts";
 import type { ConfigView } from "../runner/config-table.ts";
 import type { LimitsEnv } from "./env.ts";
-import { limitsJobsProcessor } from "./jobs-processor.ts";
-import { limitsModelCallsProcessor } from "./model-calls-processor.ts";
 import { DEFAULT_PRICES, type PriceTable } from "./prices.ts";
 import { redisLimitsStore, type RedisLimitsOptions } from "./redis-store.ts";
 import { redisStandingStore } from "./standing.ts";
@@ -28,13 +26,3 @@ export function limitsEnv(deps: { redis: RedisClient; config: ConfigView; keys?:
   const keys = deps.keys ?? new Keys();
   return { store: redisLimitsStore(deps.redis, keys, deps.redisOptions), config: deps.config, prices: deps.prices ?? DEFAULT_PRICES, standing: redisStandingStore(deps.redis, keys), unknown: redisUnknownOutcomeStore(deps.redis, keys) };
 }
-
-/**
- * What processors/pipeline.ts lists for the limits: each processor with how to build its
- * environment from `{ redis, config, prices }`. Both use the default Keys, so they share each
- * tree's state, and the same prices.
- */
-export const limitsPipelineEntries = [
-  { processor: limitsModelCallsProcessor, env: (deps: { redis: RedisClient; config: ConfigView; prices?: PriceTable }): LimitsEnv => limitsEnv(deps) },
-  { processor: limitsJobsProcessor, env: (deps: { redis: RedisClient; config: ConfigView; prices?: PriceTable }): LimitsEnv => limitsEnv(deps) },
-] as const;

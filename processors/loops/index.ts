@@ -1,7 +1,7 @@
 /**
  * The loop detector (LOOP-1..LOOP-9): three processors sharing a run's loop state in Redis,
- * and a timer that turns passed deadlines into answers. `loopsPipelineEntries` says what
- * `processors/pipeline.ts` runs; `startLoopDeadlines` is started beside the processors.
+ * and a timer that turns passed deadlines into answers. `topology/pipeline.ts` declares the
+ * processors and the timer (`startLoopDeadlines`) as a punctuator of their application.
  */
 import type { RedisClient } from "../../store/redis/client.ts";
 import type { Kafka } from "kafkajs";
@@ -11,12 +11,10 @@ import { redisStandingStore, type StandingStore } from "../limits/standing.ts";
 import type { AgentDefinition } from "../../config/agent.ts";
 import type { ConfigView } from "../runner/config-table.ts";
 import type { Logger } from "../runner/log.ts";
-import { loopApprovalsProcessor } from "./approvals-processor.ts";
-import { loopCallsProcessor, type LoopEnv } from "./calls-processor.ts";
+import type { LoopEnv } from "./calls-processor.ts";
 import { kafkaAnswers, startDeadlineTimer, type DeadlineTimer } from "./deadlines.ts";
 import { RedisLoopStore } from "./redis-store.ts";
 import type { LoopStore, TimerEntry } from "./store.ts";
-import { loopResultsProcessor } from "./results-processor.ts";
 
 export { loopApprovalsProcessor } from "./approvals-processor.ts";
 export { loopCallsProcessor, type LoopEnv } from "./calls-processor.ts";
@@ -43,16 +41,6 @@ export interface LoopDeps {
 export function loopEnv({ redis, config }: LoopDeps): LoopEnv {
   return { config, store: loopStore(redis), standing: redisStandingStore(redis, new Keys()) };
 }
-
-/**
- * What to run: each processor under its own group, with the same environment. Wire each with
- * `entry(e.processor, e.env)` (one line each: their input types differ).
- */
-export const loopsPipelineEntries = [
-  { processor: loopCallsProcessor, env: loopEnv },
-  { processor: loopResultsProcessor, env: loopEnv },
-  { processor: loopApprovalsProcessor, env: loopEnv },
-] as const;
 
 /**
  * Starts the deadline timer (LOOP-5) beside the processors, with a producer of its own; `stop`

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { TopologyError } from "../../../processors/runner/processor.ts";
 import { inputsOf, wiringOf } from "../../../processors/runner/runner.ts";
-import { PIPELINE } from "../../../processors/pipeline.ts";
-import { isSink, pipelineLayout } from "../../../bin/pipeline.ts";
+import { pipelineLayout } from "../../../bin/pipeline.ts";
+import { PIPELINE_TOPOLOGY } from "../../../topology/pipeline.ts";
 
 const p = (name: string, input: string, outputs: string[] = []) => ({ processor: { name, input, outputs } });
 
@@ -33,7 +33,7 @@ describe("SYS-1 an application reads each input once and chains what its members
   });
 
   it("the pipeline: loop-calls and read-result chained after budget-fill-in, oz0.tool-calls not consumed, the sinks apart", () => {
-    const deciders = PIPELINE.filter((e) => !isSink(e));
+    const deciders = PIPELINE_TOPOLOGY.application("pipeline").processors;
     expect(inputsOf(deciders)).not.toContain("oz0.tool-calls");
     expect(inputsOf(deciders)).toContain("oz0.tool-calls.requested");
     const layout = new Map(pipelineLayout().map((l) => [l.name, l]));

@@ -1,0 +1,230 @@
+/**
+ * The pipeline's topology: its two applications, the processors each runs with how to build
+ * the environment each core needs from the shared connections, and the timers beside them.
+ * A processor joins the pipeline by being declared here; `bin/pipeline.ts` runs what this
+ * declares, `npm run docs:topology` writes the docs' table and diagram from it, and
+ * `topology/app-test-driver.ts` runs it in memory.
+ */
+import type { Kafka } from "kafkajs";
+import type { RedisClient } from "../store/redis/client.ts";
+import { FileNotFound } from "../store/file-errors.ts";
+import type { FileStore } from "../store/files.ts";
+import { Keys } from "../store/redis/keys.ts";
+import type { Serde } from "../schemas/serde.ts";
+import { fillInProcessor } from "../processors/fill-in/processor.ts";
+import { fitResultsProcessor } from "../processors/fit-results/processor.ts";
+import { fileArgumentsEnv, filesState, keptThreshold } from "../processors/files/env.ts";
+import { filesJobsProcessor } from "../processors/files-jobs/processor.ts";
+import { loopApprovalsProcessor, loopCallsProcessor, loopEnv, loopResultsProcessor, loopStore, startLoopDeadlines } from "../processors/loops/index.ts";
+import { limitsEnv, limitsJobsProcessor, limitsModelCallsProcessor, spendShare } from "../processors/limits/index.ts";
+import { startUnknownOutcomeDeadlines } from "../processors/limits/unknown-deadlines.ts";
+import { redisUnknownOutcomeStore } from "../processors/limits/unknown-outcome-store.ts";
+import { SINKS, sinkStores } from "../processors/sinks.ts";
+import { redisStandingStore } from "../processors/limits/standing.ts";
+import { readResultEnv, readResultProcessor } from "../processors/read-result/index.ts";
+import type { PriceTable } from "../processors/limits/prices.ts";
+import type { RetentionSchedule } from "../processors/retention/schedule.ts";
+import { redisRetentionState } from "../processors/retention/state.ts";
+import { retentionInstance, startRetentionTimer } from "../processors/retention/timer.ts";
+import type { ConfigView } from "../processors/runner/config-table.ts";
+import type { Endpoints } from "../processors/runner/endpoints.ts";
+import type { Logger } from "../processors/runner/log.ts";
+import type { MetricFamily } from "../processors/runner/metrics.ts";
+import type { Processor } from "../processors/runner/processor.ts";
+import { wholeFromEnv } from "../processors/runner/settings.ts";
+import { consumersFromEnv } from "../processors/runner/transport.ts";
+import { TreeHolds } from "../store/tree-holds.ts";
+import { declareTopology, type Topology } from "./declare.ts";
+import { TOPICS, type TopicName } from "./topics.ts";
+
+type Env = Record<string, string | undefined>;
+
+export interface PipelineDeps {
+  endpoints: Endpoints;
+  redis: RedisClient;
+  config: ConfigView;
+  files: FileStore;
+  /** What each model costs: the one table both limits processors price with. @default DEFAULT_PRICES */
+  prices?: PriceTable;
+}
+
+export interface PipelineEntry<In = unknown, Env = unknown> {
+  readonly processor: Processor<In, Env>;
+  readonly env: (deps: PipelineDeps) => Env | Promise<Env>;
+  /** What state it keeps (the docs' table). */
+  readonly state?: string;
+}
+
+/** Helps type an entry whose environment type differs from its neighbours'. */
+export function entry<In, Env>(processor: Processor<In, Env>, env: (deps: PipelineDeps) => Env | Promise<Env>, state?: string): PipelineEntry {
+  return { processor, env, state };
+}
+
+function notFoundAsNull(err: unknown): null {
+  if (err instanceof FileNotFound) return null;
+  throw err;
+}
+
+/** What a punctuator is started with: the shared connections, and the retention sweep's settings. */
+export interface PunctuatorDeps extends PipelineDeps {
+  readonly kafka: Kafka;
+  readonly serde: Serde;
+  readonly log: Logger;
+  /** The retention sweep's schedule (`off`: not run in this instance, for the reason `offBecause` gives). */
+  readonly retention: { readonly schedule: RetentionSchedule | "off"; readonly traceRetentionMs: number; readonly offBecause?: string };
+}
+
+/** A running punctuator. */
+export interface Punctuation {
+  stop(): Promise<void>;
+  metrics?(): MetricFamily[];
+}
+
+export interface PipelinePunctuator {
+  readonly name: string;
+  readonly every: string;
+  readonly writes: readonly TopicName[];
+  readonly doc: string;
+  /** Starts it beside the processors, with a producer of its own; null when it is off in this instance. */
+  start(deps: PunctuatorDeps): Promise<Punctuation | null>;
+}
+
+/**
+ * The sinks' fetches wait for `OZ0_SINK_MIN_BYTES` (default 1 MiB) or `OZ0_SINK_MAX_WAIT_MS`
+ * (default 2000), whichever comes first: a sink writes one trace or audit object a batch and
+ * job, so bigger batches mean fewer, bigger objects; a trace or an audit entry is in MinIO
+ * within about that wait of its event.
+ */
+export function sinkFetchFromEnv(env: Env = process.env): { minBytes: number; maxWaitMs: number } {
+  return {
+    minBytes: wholeFromEnv(env, "OZ0_SINK_MIN_BYTES", 1024 * 1024, 1, 64 * 1024 * 1024, "bytes"),
+    maxWaitMs: wholeFromEnv(env, "OZ0_SINK_MAX_WAIT_MS", 2_000, 1, 30_000, "milliseconds"),
+  };
+}
+
+/** Consumers of the `oz0.pipeline` group in each instance, unless `OZ0_CONSUMERS` says. */
+export const PIPELINE_CONSUMERS = 2;
+
+/** The processors that answer runtimes, in the `pipeline` application. */
+export const DECIDING: PipelineEntry[] = [
+  // FIT-16: the tree's spend share from the budget state (LIM-8), else the event's.
+  // FILE-1: file arguments resolved to paths when the call's tree (or an earlier turn, FILE-3) may read them.
+  entry(
+    fillInProcessor,
+    ({ config, redis, files }) => ({ config, spendShare: (tenant: string, tree: string) => spendShare(redis, new Keys(), tenant, tree), files: fileArgumentsEnv(filesState(redis), files) }),
+    "the config table; trees' spend shares and files (Redis)",
+  ),
+  entry(loopCallsProcessor, loopEnv, "Redis, per run (`docs/loops.md`); kill switches from the config table"),
+  entry(loopResultsProcessor, loopEnv, "the same run state"),
+  entry(loopApprovalsProcessor, loopEnv, "the same run state; deadlines and escalation steps by the `loop-deadlines` punctuator"),
+  // LIM-7: both price with the same table (OZ0_PRICES, else the default; docs/limits.md "Prices").
+  entry(limitsModelCallsProcessor, ({ redis, config, prices }) => limitsEnv({ redis, config, prices }), "Redis, one hash per tree (`docs/limits.md`)"),
+  entry(limitsJobsProcessor, ({ redis, config, prices }) => limitsEnv({ redis, config, prices }), "the same hash per tree"),
+  entry(
+    fitResultsProcessor,
+    ({ config, files, redis }) => {
+      const state = filesState(redis);
+      return {
+        load: async (r) => (r.content_ref ? files.read(await state.reader(r.tenant, r.tree_id), r.content_ref).then((f) => f.bytes, notFoundAsNull) : null),
+        // OFF-13: the threshold the job started with, kept in Redis.
+        threshold: keptThreshold(state, config),
+        storeFile: (owner, bytes, options) => files.store(owner, bytes, options),
+        // FIT-8: the plugin manifests say which functions adopt the fit convention.
+        config,
+      };
+    },
+    "the file store (MinIO): results published by ref, offloaded results",
+  ),
+  // FILE-3, FILE-4, FILE-5, OFF-13: trees, turns, files handed at a start, thresholds kept at a start.
+  entry(
+    filesJobsProcessor,
+    ({ config, files, redis }) => ({ config, files, state: filesState(redis), standing: redisStandingStore(redis, new Keys()) }),
+    "Redis: trees, conversation turns, jobs' offload thresholds; the file store (`docs/files.md`)",
+  ),
+  // OFF-6..OFF-9: oz.read_result calls, answered from the file store.
+  entry(
+    readResultProcessor,
+    ({ config, files, redis }) => readResultEnv({ config, files, redis, reader: (tenant, tree) => filesState(redis).reader(tenant, tree) }),
+    "the file store (MinIO), the job's joined labels (Redis), the config table",
+  ),
+];
+
+/** SYS-5: the trace and audit sinks write MinIO and emit nothing, in the `sinks` application. */
+export const SINK_ENTRIES: PipelineEntry[] = SINKS.map((s) =>
+  entry(s.processor as Processor<unknown, unknown>, s.env, s.processor.name.startsWith("audit-") ? "the audit log in MinIO, under object lock (`docs/sinks.md`)" : "each job's trace in MinIO (`docs/sinks.md`)"),
+);
+
+export const PUNCTUATORS: Record<"loopDeadlines" | "unknownOutcomes" | "retention", PipelinePunctuator> = {
+  // LOOP-5: deadlines of loop approvals fire by a timer, even when the run sends nothing more.
+  // Approvals whose job ended are closed with the job's end (processors/loops/closing.ts).
+  loopDeadlines: {
+    name: "loop-deadlines",
+    every: "1 s",
+    writes: ["oz0.loop-approvals"],
+    doc: "LOOP-5: passed deadlines and escalation steps of loop approvals, and approvals whose job ended, answered on oz0.loop-approvals (loop-approvals decides them)",
+    start: ({ redis, kafka, serde, log, config }) => startLoopDeadlines({ store: loopStore(redis), kafka, serde, log, ended: { standing: redisStandingStore(redis, new Keys()), config } }),
+  },
+  // LIM-11: an unknown outcome nobody decided by its deadline stops the job with unknown_outcome.
+  unknownOutcomes: {
+    name: "unknown-outcome-deadlines",
+    every: "1 s",
+    writes: ["oz0.admissions", "oz0.audit"],
+    doc: "LIM-11: an unknown outcome nobody decided by its deadline stops the job with unknown_outcome",
+    start: ({ redis, kafka, serde, log }) => startUnknownOutcomeDeadlines({ store: redisUnknownOutcomeStore(redis, new Keys()), kafka, serde, log }),
+  },
+  // FILE-6, OFF-10: expired files and trace parts swept on a schedule, a tenant at a time under its lock.
+  retention: {
+    name: "retention-sweeps",
+    every: "OZ0_RETENTION_EVERY",
+    writes: ["oz0.audit"],
+    doc: "FILE-6, OFF-10: expired files and trace parts swept, a tenant at a time under its lock",
+    start: async ({ redis, kafka, serde, log, files, endpoints, retention }) => {
+      if (retention.schedule === "off") {
+        log.info(`retention sweeps are off in this instance (${retention.offBecause ?? "OZ0_RETENTION_EVERY=off"})`);
+        return null;
+      }
+      const holds = new TreeHolds(redis, new Keys());
+      return startRetentionTimer({
+        files,
+        traces: sinkStores(endpoints).traces,
+        traceRetentionMs: retention.traceRetentionMs,
+        state: redisRetentionState(redis, new Keys()),
+        heldTrees: (tenant) => holds.heldTrees(tenant),
+        kafka,
+        serde,
+        log,
+        schedule: retention.schedule,
+        instance: retentionInstance(),
+      });
+    },
+  },
+};
+
+export type PipelineTopology = Topology<PipelineEntry, PipelinePunctuator>;
+
+/** The pipeline, declared and checked once. */
+export const PIPELINE_TOPOLOGY: PipelineTopology = declareTopology<PipelineEntry, PipelinePunctuator>(
+  [
+    {
+      name: "pipeline",
+      doc: "the processors that answer runtimes",
+      exactlyOnce: true,
+      // Two consumers unless OZ0_CONSUMERS says: measured, answers about 10% sooner at the median and a higher rate than one (docs/load.md).
+      consumers: { text: `${PIPELINE_CONSUMERS} (OZ0_CONSUMERS)`, fromEnv: (env) => consumersFromEnv(env, PIPELINE_CONSUMERS) },
+      processors: DECIDING,
+      punctuators: [PUNCTUATORS.loopDeadlines, PUNCTUATORS.unknownOutcomes, PUNCTUATORS.retention],
+    },
+    {
+      name: "sinks",
+      doc: "the trace and audit sinks: idempotent writes, no transaction, bigger batches",
+      exactlyOnce: false,
+      consumers: { text: "1", fromEnv: () => 1 },
+      fetch: { text: "1 MiB (OZ0_SINK_MIN_BYTES) or 2000 ms (OZ0_SINK_MAX_WAIT_MS)", fromEnv: sinkFetchFromEnv },
+      processors: SINK_ENTRIES,
+    },
+  ],
+  TOPICS,
+);
+
+/** Every processor `npm start` runs, with its environment, application by application. */
+export const PIPELINE: readonly PipelineEntry[] = PIPELINE_TOPOLOGY.nodes;
