@@ -28,7 +28,7 @@ import type { AddressInfo } from "node:net";
 import type { RuntimeClient } from "../runtime-client.ts";
 import { NoAnswer } from "../runtime-client.ts";
 import type { Logger } from "../../processors/runner/log.ts";
-import { CONTENT_TYPE, Histogram, renderMetrics, type MetricFamily } from "../../processors/runner/metrics.ts";
+import { Histogram, MetricsRegistry, type MetricFamily } from "../../processors/runner/metrics.ts";
 import type { Decision, ModelCall } from "../../schemas/types.ts";
 import { badRequest, isRefusal, noUpstream, notDecided, notFound, refusal, tooLarge, unauthorized, upstreamFailed, upstreamTimedOut, type ErrorReply } from "./errors.ts";
 import { checkBinding, requestKey, type KeyBinding, type KeyStore } from "./keys.ts";
@@ -183,6 +183,9 @@ export async function startGateway(o: GatewayOptions): Promise<Gateway> {
   const maxBody = o.maxBodyBytes ?? 32 * 1024 * 1024;
   const anthropicVersion = o.anthropicVersion ?? "2023-06-01";
   const metrics = new GatewayMetrics();
+  // Its own /metrics: the gateway's families and prom-client's default process metrics.
+  const exposition = new MetricsRegistry();
+  exposition.add(() => metrics.families());
   const agents = { http: new HttpAgent({ keepAlive: true, maxSockets: 256 }), https: new HttpsAgent({ keepAlive: true, maxSockets: 256 }) };
   const upstreams: Partial<Record<Provider, URL>> = {};
   for (const p of ["openai", "anthropic"] as const) {
@@ -425,8 +428,9 @@ export async function startGateway(o: GatewayOptions): Promise<Gateway> {
     const method = req.method ?? "GET";
     const path = (req.url ?? "/").split("?")[0] ?? "/";
     if (method === "GET" && path === "/metrics") {
-      res.writeHead(200, { "content-type": CONTENT_TYPE, "cache-control": "no-store" });
-      res.end(renderMetrics(metrics.families()));
+      const text = await exposition.render();
+      res.writeHead(200, { "content-type": exposition.contentType, "cache-control": "no-store" });
+      res.end(text);
       return;
     }
     if (method === "GET" && path === "/health") {

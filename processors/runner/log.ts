@@ -1,11 +1,16 @@
 /**
- * Structured JSON logs, one object a line on stderr: `ts` (ISO 8601), `level`, `msg` first, then
- * the logger's fields (`component`, `processor`) and the call's. Those three are never
- * overwritten by a field; errors are written as their name and message, bigints as text.
+ * Structured JSON logs through pino, one object a line on stderr (written synchronously, so
+ * nothing is lost at exit): `level` (its name), `ts` (ISO 8601), the logger's fields
+ * (`component`, `processor`) and the call's, then `msg`. No field overwrites those three; a
+ * call's field overwrites the logger's of the same name; errors are written as their name,
+ * message and code, bigints as text. Secrets are taken out before they reach a logger
+ * (`redact.ts`).
  */
+import pino, { type DestinationStream, type Logger as Pino } from "pino";
+
 export type Level = "debug" | "info" | "warn" | "error";
 
-const ORDER: Record<Level, number> = { debug: 10, info: 20, warn: 30, error: 40 };
+const LEVELS: readonly Level[] = ["debug", "info", "warn", "error"];
 
 export interface Logger {
   debug(msg: string, fields?: Record<string, unknown>): void;
@@ -15,9 +20,9 @@ export interface Logger {
   child(fields: Record<string, unknown>): Logger;
 }
 
-function threshold(): number {
-  const level = (process.env.OZ0_LOG_LEVEL ?? "info") as Level;
-  return ORDER[level] ?? ORDER.info;
+function threshold(): Level {
+  const level = process.env.OZ0_LOG_LEVEL ?? "info";
+  return (LEVELS as readonly string[]).includes(level) ? (level as Level) : "info";
 }
 
 /** JSON.stringify's replacer: what JSON cannot hold as it is (errors, bigints) as text a person can read. */
@@ -30,28 +35,60 @@ function jsonSafe(_key: string, value: unknown): unknown {
   return value;
 }
 
-/** One log line; a value JSON cannot write (a cycle) is named rather than crashing the caller. */
-export function formatLine(level: Level, msg: string, fields: Record<string, unknown>, now: Date = new Date()): string {
-  const head = { ts: now.toISOString(), level, msg };
+/** The fields as JSON will write them, without `ts`, `level` and `msg`; a value JSON cannot write (a cycle) is named rather than crashing the caller. */
+function fieldsOf(obj: Record<string, unknown>): Record<string, unknown> {
   try {
-    return `${JSON.stringify({ ...head, ...fields, ...head }, jsonSafe)}\n`;
+    const { ts: _ts, level: _level, msg: _msg, ...rest } = JSON.parse(JSON.stringify(obj, jsonSafe) ?? "{}") as Record<string, unknown>;
+    return rest;
   } catch (err) {
-    return `${JSON.stringify({ ...head, log_error: `fields not written: ${err instanceof Error ? err.message : String(err)}` })}\n`;
+    return { log_error: `fields not written: ${err instanceof Error ? err.message : String(err)}` };
   }
 }
 
-export function createLogger(base: Record<string, unknown> = {}, write: (line: string) => void = (l) => process.stderr.write(l)): Logger {
-  const min = threshold();
+function pinoLogger(level: Level, stream: DestinationStream, now: () => Date = () => new Date()): Pino<never, false> {
+  return pino(
+    {
+      level,
+      base: null,
+      messageKey: "msg",
+      timestamp: () => `,"ts":"${now().toISOString()}"`,
+      formatters: { level: (label) => ({ level: label }), log: fieldsOf },
+    },
+    stream,
+  );
+}
+
+let stderr: DestinationStream | undefined;
+
+/** stderr, written synchronously: a line logged just before exit is not lost. */
+function stderrStream(): DestinationStream {
+  stderr ??= pino.destination({ dest: 2, sync: true });
+  return stderr;
+}
+
+/** One log line, as a logger writes it. */
+export function formatLine(level: Level, msg: string, fields: Record<string, unknown>, now: Date = new Date()): string {
+  let line = "";
+  pinoLogger("debug", { write: (l: string) => void (line += l) }, () => now)[level](fields, msg);
+  return line;
+}
+
+/** A logger of `base` fields; lines go to `write`, else to stderr. */
+export function createLogger(base: Record<string, unknown> = {}, write?: (line: string) => void): Logger {
+  return wrap(pinoLogger(threshold(), write ? { write: (l: string) => write(l) } : stderrStream()), base);
+}
+
+/** The logger's fields are merged with the call's on each call, as one object: a line never holds a name twice. */
+function wrap(p: Pino<never, false>, base: Record<string, unknown>): Logger {
   const emit = (level: Level, msg: string, fields?: Record<string, unknown>): void => {
-    if (ORDER[level] < min) return;
-    write(formatLine(level, msg, { ...base, ...fields }));
+    if (p.isLevelEnabled(level)) p[level](fields ? { ...base, ...fields } : base, msg);
   };
   return {
     debug: (m, f) => emit("debug", m, f),
     info: (m, f) => emit("info", m, f),
     warn: (m, f) => emit("warn", m, f),
     error: (m, f) => emit("error", m, f),
-    child: (fields) => createLogger({ ...base, ...fields }, write),
+    child: (fields) => wrap(p, { ...base, ...fields }),
   };
 }
 

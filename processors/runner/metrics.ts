@@ -1,7 +1,11 @@
 /**
- * Prometheus metrics in the text exposition format (version 0.0.4), without a client
- * library: metric families as data, rendered at scrape time, and a fixed-bucket histogram.
+ * Prometheus metrics through prom-client: metric families as data, read at scrape time from
+ * the counters the processors keep (nothing is paid per record beyond today's counters), and
+ * served by a prom-client registry of their own, with its default process and Node.js metrics
+ * (CPU, memory, heap, GC, event-loop lag, handles). The fixed-bucket histogram below keeps the
+ * decision latency on the hot path and answers the quantiles `npm start` prints at the end.
  */
+import { collectDefaultMetrics, Registry, type Metric } from "prom-client";
 
 export type MetricType = "counter" | "gauge" | "histogram";
 
@@ -21,7 +25,8 @@ export interface MetricFamily {
   readonly samples: readonly Sample[];
 }
 
-export const CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8";
+/** The Prometheus text exposition format, version 0.0.4. */
+export const CONTENT_TYPE: string = Registry.PROMETHEUS_CONTENT_TYPE;
 
 const NAME = /^[a-zA-Z_:][a-zA-Z0-9_:]*$/;
 const LABEL = /^[a-zA-Z_][a-zA-Z0-9_]*$/;
@@ -33,35 +38,119 @@ export function formatValue(v: number): string {
   return String(v);
 }
 
-function escapeLabel(v: string): string {
-  return v.replace(/\\/g, "\\\\").replace(/"/g, '\\"').replace(/\n/g, "\\n");
-}
-
-function escapeHelp(v: string): string {
-  return v.replace(/\\/g, "\\\\").replace(/\n/g, "\\n");
-}
-
-function formatLabels(labels: Labels | undefined): string {
-  const entries = Object.entries(labels ?? {});
-  if (entries.length === 0) return "";
-  for (const [k] of entries) {
-    if (!LABEL.test(k) || k.startsWith("__")) throw new Error(`metric label name ${JSON.stringify(k)} is not valid: use letters, digits and underscores, not starting with __`);
+function checkFamily(f: MetricFamily): void {
+  if (!NAME.test(f.name)) throw new Error(`metric name ${JSON.stringify(f.name)} is not valid: use letters, digits, underscores and colons`);
+  for (const s of f.samples) {
+    for (const k of Object.keys(s.labels ?? {})) {
+      if (!LABEL.test(k) || k.startsWith("__")) throw new Error(`metric label name ${JSON.stringify(k)} is not valid: use letters, digits and underscores, not starting with __`);
+    }
   }
-  return `{${entries.map(([k, v]) => `${k}="${escapeLabel(v)}"`).join(",")}}`;
 }
 
-/** Renders families as the exposition text; a family with no samples keeps its HELP and TYPE. */
-export function renderMetrics(families: readonly MetricFamily[]): string {
-  const lines: string[] = [];
-  const seen = new Set<string>();
-  for (const f of families) {
-    if (!NAME.test(f.name)) throw new Error(`metric name ${JSON.stringify(f.name)} is not valid: use letters, digits, underscores and colons`);
-    if (seen.has(f.name)) throw new Error(`metric ${f.name} is listed twice: merge its samples into one family`);
-    seen.add(f.name);
-    lines.push(`# HELP ${f.name} ${escapeHelp(f.help)}`, `# TYPE ${f.name} ${f.type}`);
-    for (const s of f.samples) lines.push(`${f.name}${s.suffix ?? ""}${formatLabels(s.labels)} ${formatValue(s.value)}`);
+/**
+ * One family as a prom-client metric: the registry asks it for its values at each scrape,
+ * and it answers with the family its source gave for that scrape.
+ */
+class FamilyMetric {
+  readonly aggregator = "sum" as const;
+  readonly name: string;
+  private readonly current: () => MetricFamily | undefined;
+
+  constructor(name: string, current: () => MetricFamily | undefined) {
+    this.name = name;
+    this.current = current;
   }
-  return `${lines.join("\n")}\n`;
+
+  get help(): string {
+    return this.current()?.help ?? "";
+  }
+
+  get type(): MetricType {
+    return this.current()?.type ?? "gauge";
+  }
+
+  get() {
+    const f = this.current();
+    return Promise.resolve({
+      name: this.name,
+      help: f?.help ?? "",
+      type: f?.type ?? "gauge",
+      aggregator: this.aggregator,
+      values: (f?.samples ?? []).map((s) => ({ metricName: `${this.name}${s.suffix ?? ""}`, labels: { ...s.labels }, value: s.value })),
+    });
+  }
+
+  reset(): void {}
+}
+
+export interface MetricsRegistryOptions {
+  /**
+   * prom-client's default metrics of the process (`process_cpu_seconds_total`,
+   * `process_resident_memory_bytes`, `process_start_time_seconds`, `nodejs_eventloop_lag_*`,
+   * `nodejs_heap_*`, `nodejs_gc_duration_seconds`, ...). @default true
+   */
+  processMetrics?: boolean;
+}
+
+/**
+ * A prom-client registry of its own (never the global one: several pipelines in one process do
+ * not clash) with the families of its sources, asked at each scrape. A family name a source
+ * gives twice, or that a default metric has, is refused.
+ */
+export class MetricsRegistry {
+  readonly registry = new Registry();
+  private readonly sources: Array<() => readonly MetricFamily[]> = [];
+  private readonly bridged = new Set<string>();
+  private scraped = new Map<string, MetricFamily>();
+
+  constructor({ processMetrics = true }: MetricsRegistryOptions = {}) {
+    if (processMetrics) collectDefaultMetrics({ register: this.registry });
+  }
+
+  get contentType(): string {
+    return this.registry.contentType;
+  }
+
+  /** Families asked for at each scrape. */
+  add(source: () => readonly MetricFamily[]): void {
+    this.sources.push(source);
+  }
+
+  /** The exposition text of every family, the sources' and the default ones. */
+  async render(): Promise<string> {
+    const families = new Map<string, MetricFamily>();
+    for (const source of this.sources) {
+      for (const f of source()) {
+        checkFamily(f);
+        if (families.has(f.name) || (!this.bridged.has(f.name) && this.registry.getSingleMetric(f.name) !== undefined)) {
+          throw new Error(`metric ${f.name} is listed twice: merge its samples into one family`);
+        }
+        families.set(f.name, f);
+      }
+    }
+    for (const name of this.bridged) {
+      if (!families.has(name)) {
+        this.registry.removeSingleMetric(name);
+        this.bridged.delete(name);
+      }
+    }
+    for (const name of families.keys()) {
+      if (this.bridged.has(name)) continue;
+      this.registry.registerMetric(new FamilyMetric(name, () => this.scraped.get(name)) as unknown as Metric);
+      this.bridged.add(name);
+    }
+    // prom-client asks every metric for its values before the first await: this scrape's
+    // families are the ones each reads, even when two scrapes overlap.
+    this.scraped = families;
+    return this.registry.metrics();
+  }
+}
+
+/** Renders families as the exposition text (no default metrics); a family with no samples keeps its HELP and TYPE. */
+export function renderMetrics(families: readonly MetricFamily[]): Promise<string> {
+  const r = new MetricsRegistry({ processMetrics: false });
+  r.add(() => families);
+  return r.render();
 }
 
 /** Decision latency buckets in seconds: from a fast in-memory decision to a long catch-up. */

@@ -1,6 +1,8 @@
 /**
  * The metrics of a pipeline process, built at scrape time from each processor's counters and
- * latency histogram and the lag the monitor last saw. Names and labels: docs/operations.md.
+ * latency histogram and the lag the monitor last saw; the process's own (CPU, memory, start
+ * time, heap, GC, event-loop lag) are prom-client's default metrics (`metrics.ts`). Names and
+ * labels: docs/operations.md.
  */
 import type { DeadLetterError } from "../../schemas/types.ts";
 import type { Readiness } from "./health.ts";
@@ -39,11 +41,9 @@ export interface ProcessMetrics {
   /** Consumer lag of a processor's group; NaN when not known yet. */
   lag: (name: string) => number;
   readiness?: () => Readiness;
-  /** Seconds since the epoch when the process started. */
-  startTimeS?: number;
 }
 
-export function pipelineFamilies({ processors: list, lag, readiness, startTimeS }: ProcessMetrics): MetricFamily[] {
+export function pipelineFamilies({ processors: list, lag, readiness }: ProcessMetrics): MetricFamily[] {
   const families: MetricFamily[] = [
     counter("oz0_processor_events_in_total", "Input records a processor consumed (a batch handled again after a failed commit counts again).", list, (s) => s.in),
     counter("oz0_processor_events_out_total", "Output records a processor produced, dead letters not included.", list, (s) => s.out),
@@ -97,11 +97,5 @@ export function pipelineFamilies({ processors: list, lag, readiness, startTimeS 
     const r = readiness();
     families.push({ name: "oz0_ready", help: "1 when every processor started and its consumer group is stable with a member, else 0.", type: "gauge", samples: [{ value: r.ready ? 1 : 0 }] });
   }
-  if (startTimeS !== undefined) {
-    families.push({ name: "process_start_time_seconds", help: "Start time of the process since the epoch, in seconds.", type: "gauge", samples: [{ value: startTimeS }] });
-  }
-  families.push({ name: "process_resident_memory_bytes", help: "Resident memory size in bytes.", type: "gauge", samples: [{ value: process.memoryUsage.rss() }] });
-  const cpu = process.cpuUsage();
-  families.push({ name: "process_cpu_seconds_total", help: "Total user and system CPU time spent in seconds, every thread of the process.", type: "counter", samples: [{ value: (cpu.user + cpu.system) / 1e6 }] });
   return families;
 }

@@ -1,12 +1,12 @@
 /**
  * One HTTP server per pipeline process, on loopback by default: `GET /health/live`,
- * `GET /health/ready` (JSON, 200 or 503) and `GET /metrics` (Prometheus text).
+ * `GET /health/ready` (JSON, 200 or 503) and `GET /metrics` (Prometheus text, from prom-client: `metrics.ts`).
  */
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Health } from "./health.ts";
 import type { Logger } from "./log.ts";
-import { CONTENT_TYPE, renderMetrics, type MetricFamily } from "./metrics.ts";
+import type { MetricsRegistry } from "./metrics.ts";
 
 export const DEFAULT_OPS_PORT = 9464;
 export const DEFAULT_OPS_HOST = "127.0.0.1";
@@ -34,7 +34,8 @@ export interface OpsServer {
 export interface OpsServerOptions {
   address: OpsAddress;
   health: Health;
-  metrics: () => MetricFamily[];
+  /** What `/metrics` serves. */
+  metrics: MetricsRegistry;
   log: Logger;
 }
 
@@ -47,6 +48,10 @@ export async function startOpsServer({ address, health, metrics, log }: OpsServe
   const server: Server = createServer((req, res) => {
     const path = (req.url ?? "/").split("?")[0];
     if (req.method !== "GET" && req.method !== "HEAD") return send(res, 405, "text/plain", "only GET\n");
+    const failed = (err: unknown): void => {
+      log.error("operations endpoint failed", { path, error: err });
+      send(res, 500, "text/plain", `${err instanceof Error ? err.message : String(err)}\n`);
+    };
     try {
       if (path === "/health/live") {
         const l = health.live();
@@ -56,11 +61,13 @@ export async function startOpsServer({ address, health, metrics, log }: OpsServe
         const r = health.ready();
         return send(res, r.ready ? 200 : 503, "application/json", `${JSON.stringify(r)}\n`);
       }
-      if (path === "/metrics") return send(res, 200, CONTENT_TYPE, renderMetrics(metrics()));
+      if (path === "/metrics") {
+        metrics.render().then((text) => send(res, 200, metrics.contentType, text), failed);
+        return;
+      }
       return send(res, 404, "text/plain", "not found: GET /health/live, /health/ready or /metrics\n");
     } catch (err) {
-      log.error("operations endpoint failed", { path, error: err });
-      return send(res, 500, "text/plain", `${err instanceof Error ? err.message : String(err)}\n`);
+      return failed(err);
     }
   });
   await new Promise<void>((resolve, reject) => {

@@ -7,7 +7,7 @@
 import type { Admin } from "kafkajs";
 import { Health } from "./health.ts";
 import type { Logger } from "./log.ts";
-import type { MetricFamily } from "./metrics.ts";
+import { MetricsRegistry, type MetricFamily } from "./metrics.ts";
 import { Monitor } from "./monitor.ts";
 import { pipelineFamilies, type Measured } from "./ops-metrics.ts";
 import { startOpsServer, type OpsAddress, type OpsServer } from "./ops-server.ts";
@@ -41,14 +41,10 @@ export async function startOps({ address, log, admin, periodMs }: OpsOptions): P
   const health = new Health({ staleAfterMs: Math.max(30_000, 6 * (periodMs ?? 5_000)) });
   const monitor = new Monitor({ admin, health, log, periodMs });
   const measured: Measured[] = [];
-  const startTimeS = Math.round(Date.now() / 1000);
-  const sources: Array<() => MetricFamily[]> = [];
-  const server = await startOpsServer({
-    address,
-    health,
-    log,
-    metrics: () => [...pipelineFamilies({ processors: measured, lag: (n) => monitor.lag(n), readiness: () => health.ready(), startTimeS }), ...sources.flatMap((f) => f())],
-  });
+  // The pipeline's own registry, with prom-client's default process metrics beside its families.
+  const metrics = new MetricsRegistry();
+  metrics.add(() => pipelineFamilies({ processors: measured, lag: (n) => monitor.lag(n), readiness: () => health.ready() }));
+  const server = await startOpsServer({ address, health, log, metrics });
   return {
     health,
     monitor,
@@ -59,9 +55,7 @@ export async function startOps({ address, log, admin, periodMs }: OpsOptions): P
       monitor.watch({ name: p.name, group, input: p.consumes });
       health.started(p.name, () => p.failing());
     },
-    addMetrics: (source) => {
-      sources.push(source);
-    },
+    addMetrics: (source) => metrics.add(source),
     running: () => {
       health.running();
       monitor.start();

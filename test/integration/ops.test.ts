@@ -78,6 +78,28 @@ describe("health and metrics endpoints of processors on the real broker", () => 
     expect(got.has("oz0_ready")).toBe(true);
   });
 
+  it("serves prom-client's default process metrics, and a second pipeline's registry in the same process does not clash", async () => {
+    const other = await startOps({ address: { host: "127.0.0.1", port: 0 }, log, admin, periodMs: 500 });
+    try {
+      other.addMetrics(() => [{ name: "oz0_gateway_requests_total", help: "other", type: "counter", samples: [{ labels: { provider: "anthropic", outcome: "refused" }, value: 1 }] }]);
+      const [mine, theirs] = await Promise.all([get("/metrics").then((r) => r.text()), fetch(`${other.server.url}/metrics`).then((r) => r.text())]);
+      for (const text of [mine, theirs]) {
+        const got = samples(text);
+        expect(got.get("process_cpu_seconds_total")).toBeGreaterThan(0);
+        expect(got.get("process_resident_memory_bytes")).toBeGreaterThan(0);
+        expect(Math.abs((got.get("process_start_time_seconds") ?? 0) - (Date.now() / 1000 - process.uptime()))).toBeLessThan(2);
+        expect(got.has("nodejs_eventloop_lag_seconds")).toBe(true);
+        expect(got.has("nodejs_heap_size_used_bytes")).toBe(true);
+        expect(text).toMatch(/^# TYPE nodejs_gc_duration_seconds histogram$/m);
+      }
+      expect(samples(theirs).get('oz0_gateway_requests_total{provider="anthropic",outcome="refused"}')).toBe(1);
+      expect(samples(theirs).has('oz0_gateway_requests_total{provider="openai",outcome="answered"}')).toBe(false);
+      expect(samples(mine).has('oz0_gateway_requests_total{provider="anthropic",outcome="refused"}')).toBe(false);
+    } finally {
+      await other.stop();
+    }
+  });
+
   it("turns ready once the processor started and its group is stable, then counts events in and out, dead letters, decisions and latency", async () => {
     expect(ops.server.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
     expect((await get("/health/live")).status).toBe(200);

@@ -256,10 +256,10 @@ describe("retention that runs (FILE-6, OFF-10)", () => {
       const [entry] = await collect<AuditEvent>("oz0.audit", "AuditEvent", s, (e) => e.kind === "retention.swept" && e.tenant === tenant, 1, 60_000);
       expect(entry).toMatchObject({ actor: "retention", facts: { instance, files_removed: old.ref }, numbers: { files_removed: 1, grants_removed: 1 } });
       // The round ends once every tenant of the buckets is swept.
-      let text = renderMetrics(timer.metrics());
+      let text = await renderMetrics(timer.metrics());
       for (let i = 0; i < 300 && /oz0_retention_last_sweep_timestamp_seconds 0\n/.test(text); i++) {
         await sleep(100);
-        text = renderMetrics(timer.metrics());
+        text = await renderMetrics(timer.metrics());
       }
       expect(Number(/oz0_retention_removed_total\{kind="file"\} (\d+)/.exec(text)?.[1])).toBeGreaterThanOrEqual(1);
       expect(Number(/oz0_retention_last_sweep_timestamp_seconds (\d+)/.exec(text)?.[1])).toBeGreaterThan(0);

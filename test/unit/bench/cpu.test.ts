@@ -3,7 +3,7 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { exposedCpuSeconds, machineBusySeconds, metricsReading, redisCpuSeconds, spentBetween, type CpuSample } from "../../../bench/pipeline/cpu.ts";
 import { pipelineFamilies } from "../../../processors/runner/ops-metrics.ts";
-import { renderMetrics } from "../../../processors/runner/metrics.ts";
+import { MetricsRegistry } from "../../../processors/runner/metrics.ts";
 
 describe("the pipeline bench's CPU accounting", () => {
   it("SYS-3 SYS-4 counts every busy field of /proc/stat's first line but idle and iowait, in seconds of USER_HZ", () => {
@@ -57,7 +57,10 @@ describe("the pipeline bench's CPU accounting", () => {
   });
 
   it("SYS-3 SYS-4 a pipeline's metrics export its process's CPU seconds, which the load reads from them", async () => {
-    const text = renderMetrics(pipelineFamilies({ processors: [], lag: () => 0 }));
+    // The pipeline's registry, as ops.ts builds it: prom-client's default metrics beside its families.
+    const metrics = new MetricsRegistry();
+    metrics.add(() => pipelineFamilies({ processors: [], lag: () => 0 }));
+    const text = await metrics.render();
     const cpu = exposedCpuSeconds(text);
     const { user, system } = process.cpuUsage();
     expect(cpu).not.toBeNull();

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { FIT_SECTION, OFFLOAD_SECTION } from "../../../processors/fit-results/processor.ts";
-import { CONTENT_TYPE, Histogram, renderMetrics } from "../../../processors/runner/metrics.ts";
+import { CONTENT_TYPE, Histogram, MetricsRegistry, renderMetrics } from "../../../processors/runner/metrics.ts";
 import { pipelineFamilies, type Measured } from "../../../processors/runner/ops-metrics.ts";
 import { FITTED_SECTION, OFFLOADED_SECTION, outcomeKind } from "../../../processors/runner/outcomes.ts";
 import type { RunnerStats } from "../../../processors/runner/runner.ts";
@@ -10,8 +10,8 @@ function measured(name: string, over: Partial<RunnerStats> = {}, latency = new H
 }
 
 describe("Prometheus text exposition", () => {
-  it("renders HELP, TYPE and one line per sample, with label values escaped", () => {
-    const text = renderMetrics([
+  it("renders HELP, TYPE and one line per sample, with label values escaped", async () => {
+    const text = await renderMetrics([
       { name: "oz0_x_total", help: "Things\\counted\non two lines.", type: "counter", samples: [{ labels: { processor: 'a"b\\c\nd' }, value: 3 }] },
       { name: "oz0_lag", help: "Lag.", type: "gauge", samples: [{ value: NaN }, { labels: { p: "inf" }, value: Infinity }] },
     ]);
@@ -20,9 +20,10 @@ describe("Prometheus text exposition", () => {
         "# HELP oz0_x_total Things\\\\counted\\non two lines.",
         "# TYPE oz0_x_total counter",
         'oz0_x_total{processor="a\\"b\\\\c\\nd"} 3',
+        "",
         "# HELP oz0_lag Lag.",
         "# TYPE oz0_lag gauge",
-        "oz0_lag NaN",
+        "oz0_lag Nan",
         'oz0_lag{p="inf"} +Inf',
         "",
       ].join("\n"),
@@ -30,15 +31,49 @@ describe("Prometheus text exposition", () => {
     expect(CONTENT_TYPE).toMatch(/^text\/plain; version=0\.0\.4/);
   });
 
-  it("refuses an invalid metric or label name and a family listed twice", () => {
-    expect(() => renderMetrics([{ name: "oz0-bad", help: "", type: "gauge", samples: [] }])).toThrow(/not valid/);
-    expect(() => renderMetrics([{ name: "ok", help: "", type: "gauge", samples: [{ labels: { "1x": "v" }, value: 1 }] }])).toThrow(/label name/);
-    expect(() => renderMetrics([{ name: "ok", help: "", type: "gauge", samples: [] }, { name: "ok", help: "", type: "gauge", samples: [] }])).toThrow(/twice/);
+  it("refuses an invalid metric or label name and a family listed twice", async () => {
+    await expect(renderMetrics([{ name: "oz0-bad", help: "", type: "gauge", samples: [] }])).rejects.toThrow(/not valid/);
+    await expect(renderMetrics([{ name: "ok", help: "", type: "gauge", samples: [{ labels: { "1x": "v" }, value: 1 }] }])).rejects.toThrow(/label name/);
+    await expect(renderMetrics([{ name: "ok", help: "", type: "gauge", samples: [] }, { name: "ok", help: "", type: "gauge", samples: [] }])).rejects.toThrow(/twice/);
+  });
+
+  it("serves prom-client's default process and Node.js metrics beside the families, on a registry of its own", async () => {
+    const a = new MetricsRegistry();
+    const b = new MetricsRegistry();
+    let lag = 4;
+    a.add(() => [{ name: "oz0_lag", help: "Lag.", type: "gauge", samples: [{ labels: { processor: "p" }, value: lag }] }]);
+    b.add(() => [{ name: "oz0_lag", help: "Lag.", type: "gauge", samples: [{ labels: { processor: "q" }, value: 1 }] }]);
+    const text = await a.render();
+    for (const name of ["process_cpu_seconds_total", "process_resident_memory_bytes", "process_start_time_seconds", "nodejs_eventloop_lag_seconds", "nodejs_heap_size_used_bytes", "nodejs_gc_duration_seconds"]) {
+      expect(text).toMatch(new RegExp(`^# TYPE ${name} `, "m"));
+    }
+    expect(text).toContain('oz0_lag{processor="p"} 4');
+    expect(text).not.toContain('processor="q"');
+    expect(await b.render()).toContain('oz0_lag{processor="q"} 1');
+    // Read again at each scrape.
+    lag = 9;
+    expect(await a.render()).toContain('oz0_lag{processor="p"} 9');
+    expect(a.contentType).toBe(CONTENT_TYPE);
+  });
+
+  it("refuses a family that has the name of a default metric", async () => {
+    const r = new MetricsRegistry();
+    r.add(() => [{ name: "process_cpu_seconds_total", help: "again", type: "counter", samples: [{ value: 1 }] }]);
+    await expect(r.render()).rejects.toThrow(/listed twice/);
+  });
+
+  it("drops a family its source no longer gives", async () => {
+    const r = new MetricsRegistry({ processMetrics: false });
+    let on = true;
+    r.add(() => (on ? [{ name: "oz0_sometimes", help: "h", type: "gauge", samples: [{ value: 1 }] }] : []));
+    expect(await r.render()).toContain("oz0_sometimes 1");
+    on = false;
+    expect(await r.render()).not.toContain("oz0_sometimes");
   });
 });
 
 describe("histogram buckets", () => {
-  it("counts a value in the first bucket whose bound is at least it, cumulatively, with +Inf equal to the count", () => {
+  it("counts a value in the first bucket whose bound is at least it, cumulatively, with +Inf equal to the count", async () => {
     const h = new Histogram([0.1, 1, 10]);
     for (const v of [0.05, 0.1, 0.1000001, 1, 5, 10, 11, 1000]) h.observe(v);
     expect(h.cumulative()).toEqual([
@@ -49,7 +84,7 @@ describe("histogram buckets", () => {
     ]);
     expect(h.count).toBe(8);
     expect(h.sum).toBeCloseTo(0.05 + 0.1 + 0.1000001 + 1 + 5 + 10 + 11 + 1000, 6);
-    const lines = renderMetrics([{ name: "lat_seconds", help: "h", type: "histogram", samples: h.samples({ processor: "p" }) }]).split("\n");
+    const lines = (await renderMetrics([{ name: "lat_seconds", help: "h", type: "histogram", samples: h.samples({ processor: "p" }) }])).split("\n");
     expect(lines).toContain('lat_seconds_bucket{processor="p",le="0.1"} 2');
     expect(lines).toContain('lat_seconds_bucket{processor="p",le="+Inf"} 8');
     expect(lines).toContain('lat_seconds_count{processor="p"} 8');
@@ -93,10 +128,10 @@ describe("what an output counts as", () => {
 });
 
 describe("the pipeline's metrics", () => {
-  it("has counters per processor, dead letters by every error class, decisions by kind, lag and the latency histogram", () => {
+  it("has counters per processor, dead letters by every error class, decisions by kind, lag and the latency histogram", async () => {
     const h = new Histogram([0.1, 1]);
     h.observe(0.05);
-    const text = renderMetrics(
+    const text = await renderMetrics(
       pipelineFamilies({
         processors: [measured("loop-calls", { in: 7, out: 6, deadLetters: 1, batches: 2, retries: 3, outcomes: { report: 1, allow: 5 }, deadLetterErrors: { invalid: 1 } }, h), measured("fit-results")],
         lag: (n) => (n === "loop-calls" ? 4 : NaN),
@@ -112,7 +147,7 @@ describe("the pipeline's metrics", () => {
     expect(lines).toContain('oz0_processor_dead_letters_total{processor="fit-results",error="undecodable"} 0');
     expect(lines.filter((l) => l.startsWith("oz0_processor_decisions_total"))).toEqual(['oz0_processor_decisions_total{processor="loop-calls",kind="allow"} 5', 'oz0_processor_decisions_total{processor="loop-calls",kind="report"} 1']);
     expect(lines).toContain('oz0_processor_consumer_lag{processor="loop-calls"} 4');
-    expect(lines).toContain('oz0_processor_consumer_lag{processor="fit-results"} NaN');
+    expect(lines).toContain('oz0_processor_consumer_lag{processor="fit-results"} Nan');
     expect(lines).toContain('oz0_processor_decision_latency_seconds_bucket{processor="loop-calls",le="0.1"} 1');
     expect(lines).toContain('oz0_processor_decision_latency_seconds_count{processor="fit-results"} 0');
     expect(lines).toContain("oz0_ready 0");

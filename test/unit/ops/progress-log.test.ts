@@ -1,15 +1,18 @@
+import { spawnSync } from "node:child_process";
 import { describe, expect, it } from "vitest";
-import { formatLine } from "../../../processors/runner/log.ts";
+import { createLogger, formatLine } from "../../../processors/runner/log.ts";
 import { Histogram } from "../../../processors/runner/metrics.ts";
 import { progressReport, summaryReport, type Snapshot } from "../../../processors/runner/progress.ts";
 
 describe("structured log lines", () => {
-  it("start with ts, level and msg, which no field overwrites, and write errors and bigints readably", () => {
+  it("hold ts, level and msg, which no field overwrites, and write errors and bigints readably", () => {
     const err = Object.assign(new Error("connection refused"), { code: "ECONNREFUSED" });
     const line = formatLine("warn", "dependency failed", { component: "pipeline", level: "debug", msg: "other", error: err, offset: 12n }, new Date("2025-01-02T03:04:05.000Z"));
     expect(line.endsWith("\n")).toBe(true);
     const parsed = JSON.parse(line) as Record<string, unknown>;
-    expect(Object.keys(parsed).slice(0, 3)).toEqual(["ts", "level", "msg"]);
+    expect(Object.keys(parsed).slice(0, 2)).toEqual(["level", "ts"]);
+    // Each name once: a line read by a tool that keeps the first of two is read the same.
+    expect(line.match(/"(level|ts|msg)":/g)).toEqual(['"level":', '"ts":', '"msg":']);
     expect(parsed).toMatchObject({ ts: "2025-01-02T03:04:05.000Z", level: "warn", msg: "dependency failed", component: "pipeline", offset: "12" });
     expect(parsed.error).toEqual({ name: "Error", message: "connection refused", code: "ECONNREFUSED" });
   });
@@ -20,6 +23,61 @@ describe("structured log lines", () => {
     const parsed = JSON.parse(formatLine("error", "boom", { cyclic })) as Record<string, unknown>;
     expect(parsed).toMatchObject({ level: "error", msg: "boom" });
     expect(String(parsed.log_error)).toMatch(/fields not written/);
+  });
+});
+
+describe("loggers", () => {
+  const capture = (base: Record<string, unknown> = {}) => {
+    const lines: Array<Record<string, unknown>> = [];
+    const raw: string[] = [];
+    const log = createLogger(base, (l) => {
+      raw.push(l);
+      lines.push(JSON.parse(l) as Record<string, unknown>);
+    });
+    return { log, lines, raw };
+  };
+
+  it("write the logger's fields, a child's and the call's, the call's winning, each name once", () => {
+    const { log, lines, raw } = capture({ component: "pipeline", processor: "a" });
+    log.child({ processor: "loop-calls", group: "g" }).warn("slow", { processor: "other", partition: 3 });
+    log.info("plain");
+    expect(lines[0]).toMatchObject({ level: "warn", msg: "slow", component: "pipeline", processor: "other", group: "g", partition: 3 });
+    expect(new Date(String(lines[0]?.ts)).toISOString()).toBe(lines[0]?.ts);
+    expect(raw[0]?.match(/"processor":/g)).toHaveLength(1);
+    expect(lines[1]).toMatchObject({ level: "info", msg: "plain", component: "pipeline", processor: "a" });
+    expect(raw.every((l) => l.endsWith("}\n") && l.split("\n").length === 2)).toBe(true);
+  });
+
+  it("leave out what is below OZ0_LOG_LEVEL (info unless set)", () => {
+    const before = process.env.OZ0_LOG_LEVEL;
+    try {
+      process.env.OZ0_LOG_LEVEL = "warn";
+      const warned = capture();
+      warned.log.info("no");
+      warned.log.error("yes");
+      expect(warned.lines.map((l) => [l.level, l.msg])).toEqual([["error", "yes"]]);
+      delete process.env.OZ0_LOG_LEVEL;
+      const usual = capture();
+      usual.log.debug("no");
+      usual.log.info("yes");
+      expect(usual.lines.map((l) => l.msg)).toEqual(["yes"]);
+      process.env.OZ0_LOG_LEVEL = "debug";
+      const all = capture();
+      all.log.debug("yes");
+      expect(all.lines.map((l) => l.level)).toEqual(["debug"]);
+    } finally {
+      if (before === undefined) delete process.env.OZ0_LOG_LEVEL;
+      else process.env.OZ0_LOG_LEVEL = before;
+    }
+  });
+
+  it("write to stderr by default, a line logged just before exit included", () => {
+    const code = `import { createLogger } from "./processors/runner/log.ts"; createLogger({ component: "exit" }).error("last words", { n: 1 }); process.exit(3);`;
+    const run = spawnSync(process.execPath, ["--import", "tsx", "--input-type=module", "-e", code], { cwd: process.cwd(), encoding: "utf8", timeout: 30_000, env: { ...process.env, OZ0_LOG_LEVEL: "info" } });
+    expect(run.status).toBe(3);
+    expect(run.stdout).toBe("");
+    const line = JSON.parse(run.stderr.trim().split("\n").at(-1) ?? "") as Record<string, unknown>;
+    expect(line).toMatchObject({ level: "error", msg: "last words", component: "exit", n: 1 });
   });
 });
 

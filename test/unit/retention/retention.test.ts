@@ -109,14 +109,14 @@ describe("retention status and records (FILE-6, OFF-10)", () => {
     expect(big?.numbers.files_removed).toBe(AUDIT_REFS_MAX + 5);
   });
 
-  it("OFF-10 the metrics count removed and held objects by kind, sweeps by outcome, and the last round", () => {
+  it("OFF-10 the metrics count removed and held objects by kind, sweeps by outcome, and the last round", async () => {
     const m = new RetentionMetrics();
-    expect(renderMetrics(m.families())).toContain("oz0_retention_last_sweep_timestamp_seconds 0");
+    expect(await renderMetrics(m.families())).toContain("oz0_retention_last_sweep_timestamp_seconds 0");
     m.count(sweep());
     m.count(sweep({ outcome: "locked", removed: { files: 0, grants: 0, traces: 0 }, held: { files: 0, traces: 0 } }));
     m.count(sweep({ removed: { files: 0, grants: 1, traces: 0 }, held: { files: 0, traces: 4 } }));
     m.roundDone(NOW);
-    const text = renderMetrics(m.families());
+    const text = await renderMetrics(m.families());
     expect(text).toContain('oz0_retention_removed_total{kind="file"} 1');
     expect(text).toContain('oz0_retention_removed_total{kind="grant"} 3');
     expect(text).toContain('oz0_retention_removed_total{kind="trace"} 3');
