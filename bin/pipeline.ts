@@ -26,6 +26,7 @@ import { ensureTopics } from "../topology/create.ts";
 import { PIPELINE_TOPOLOGY, PUNCTUATORS, type Punctuation, type PunctuatorDeps } from "../topology/pipeline.ts";
 import { ensureSinkBuckets } from "../processors/sinks.ts";
 import { TOPICS } from "../topology/topics.ts";
+import { setGroupOffsets, type TopicOffsets } from "../topology/group-offsets.ts";
 import { describeKafkajsPatches, kafkajsPatches } from "../processors/runner/kafkajs-patches.ts";
 
 export { PIPELINE_CONSUMERS, sinkFetchFromEnv } from "../topology/pipeline.ts";
@@ -87,12 +88,11 @@ async function committedOffsets(admin: Admin, groupId: string, topic: string): P
  * is idempotent by input offset, and outputs carry the same IDs). Else nothing is set, and the
  * group reads from the beginning.
  */
-async function startGroup(admin: Admin, groupId: string, topic: string, at: "beginning" | "end", earlier: readonly string[]): Promise<void> {
-  if ((await committedOffsets(admin, groupId, topic)).size > 0) return;
+async function startingOffsets(admin: Admin, groupId: string, topic: string, at: "beginning" | "end", earlier: readonly string[]): Promise<TopicOffsets | null> {
+  if ((await committedOffsets(admin, groupId, topic)).size > 0) return null;
   if (at === "end") {
     const ends = await admin.fetchTopicOffsets(topic);
-    await admin.setOffsets({ groupId, topic, partitions: ends.map((p) => ({ partition: p.partition, offset: p.high })) });
-    return;
+    return { topic, partitions: ends.map((p) => ({ partition: p.partition, offset: p.high })) };
   }
   const lowest = new Map<number, bigint>();
   for (const old of earlier) {
@@ -101,11 +101,16 @@ async function startGroup(admin: Admin, groupId: string, topic: string, at: "beg
       if (had === undefined || offset < had) lowest.set(partition, offset);
     }
   }
-  if (lowest.size === 0) return;
+  if (lowest.size === 0) return null;
   const ends = await admin.fetchTopicOffsets(topic);
   // A partition none of them committed on starts at its beginning, as a new group would.
-  const partitions = ends.map((p) => ({ partition: p.partition, offset: (lowest.get(p.partition) ?? BigInt(p.low)).toString() }));
-  await admin.setOffsets({ groupId, topic, partitions });
+  return { topic, partitions: ends.map((p) => ({ partition: p.partition, offset: (lowest.get(p.partition) ?? BigInt(p.low)).toString() })) };
+}
+
+/** Sets where `groupId` starts on each of `topics` it has committed nothing on (`startingOffsets`), all in one step. */
+async function startGroup(kafka: Kafka, admin: Admin, groupId: string, topics: readonly string[], at: "beginning" | "end", earlierOf: (topic: string) => readonly string[]): Promise<void> {
+  const offsets = await Promise.all(topics.map((t) => startingOffsets(admin, groupId, t, at, earlierOf(t))));
+  await setGroupOffsets(kafka, admin, groupId, offsets.filter((o): o is TopicOffsets => o !== null));
 }
 
 /** Where each processor of the pipeline reads: its group, and the topic its inputs are consumed from. */
@@ -158,10 +163,8 @@ export async function startPipeline(endpoints: Endpoints, log: Logger, options: 
   // broker's initial rebalance delay and more (about 5 s here).
   const apps = await Promise.all(
     kinds.map(async ({ groupId, entries, topics, ...consume }) => {
-      for (const t of topics) {
-        const earlier = entries.filter((e) => e.processor.input === t).map((e) => `${prefix}${e.processor.name}`);
-        await startGroup(admin, groupId, t, options.startAt ?? "beginning", earlier);
-      }
+      const earlierOf = (t: string) => entries.filter((e) => e.processor.input === t).map((e) => `${prefix}${e.processor.name}`);
+      await startGroup(kafka, admin, groupId, topics, options.startAt ?? "beginning", earlierOf);
       for (const e of entries) ops.starting(e.processor.name, groupId);
       const members = await Promise.all(entries.map(async (e) => ({ processor: e.processor, env: await e.env({ endpoints, redis, config, files, prices }) })));
       const app = await startApplication(members, { transport: transports.transport({ groupId, topics, ...consume }), serde, log, retry });
@@ -208,10 +211,12 @@ export async function startPipeline(endpoints: Endpoints, log: Logger, options: 
     },
     stop: async () => {
       ops.health.stopping();
+      // The config table's reader stops beside the applications: each waits out a fetch in flight.
+      const configStopped = config.stop();
       await Promise.all(apps.map((a) => a.stop()));
       await transports.stop();
       for (const p of punctuations) await p.stop();
-      await config.stop();
+      await configStopped;
       await ops.stop();
       await admin.disconnect();
       redis.disconnect();

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { setGroupOffsets } from "../../topology/group-offsets.ts";
 import type { Producer } from "kafkajs";
 import { loopApprovalsProcessor } from "../../processors/loops/approvals-processor.ts";
 import { loopCallsProcessor, type LoopEnv } from "../../processors/loops/calls-processor.ts";
@@ -41,9 +42,10 @@ describe("loop detector on the real broker and Redis", () => {
   /** Runs a processor under a group whose offsets are set first (at the end, or where told). */
   async function start<In>(p: Processor<In, LoopEnv>, group: string, at?: Array<{ partition: number; offset: string }>): Promise<RunningProcessor> {
     if (at) {
-      const admin = kafka().admin();
+      const k = kafka();
+      const admin = k.admin();
       await admin.connect();
-      await admin.setOffsets({ groupId: group, topic: p.input, partitions: at }).finally(() => admin.disconnect());
+      await setGroupOffsets(k, admin, group, [{ topic: p.input, partitions: at }]).finally(() => admin.disconnect());
     }
     const transport = new KafkaTransport({ kafka: kafka(group), groupId: group, topics: [p.input], log });
     return startProcessor(p, env, { transport, serde: s, log });

@@ -8,6 +8,7 @@
  * the dead letters. Every log line and every record written to the output topics is searched
  * for each secret, as text, base64, base64url, hex and URL-encoded.
  */
+import { setGroupOffsets } from "../../topology/group-offsets.ts";
 import { randomBytes } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -162,7 +163,8 @@ describe("secrets in logs, events and errors, with the processors on the real br
   });
 
   it("no secret appears in any log line, output record or error message while the processors handle good input, bad input, a MinIO cut and a Redis cut", async () => {
-    const admin = kafka().admin();
+    const k = kafka();
+    const admin = k.admin();
     await admin.connect();
     const start = new Map<string, Array<{ partition: number; offset: string }>>();
     for (const t of OUTPUTS) start.set(t, (await admin.fetchTopicOffsets(t)).map((p) => ({ partition: p.partition, offset: p.high })));
@@ -237,7 +239,7 @@ describe("secrets in logs, events and errors, with the processors on the real br
     // Everything the processors wrote since the start, read raw (Avro strings are UTF-8 as they are).
     const records: Buffer[] = [];
     const group = uid("sec-read");
-    for (const [t, offsets] of start) await admin.setOffsets({ groupId: group, topic: t, partitions: offsets.map((o) => ({ partition: o.partition, offset: o.offset })) });
+    await setGroupOffsets(k, admin, group, [...start].map(([topic, offsets]) => ({ topic, partitions: offsets.map((o) => ({ partition: o.partition, offset: o.offset })) })));
     const consumer = kafka().consumer({ groupId: group, readUncommitted: false });
     await consumer.connect();
     let last = Date.now();

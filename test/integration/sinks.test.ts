@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { setGroupOffsets } from "../../topology/group-offsets.ts";
 import type { Producer } from "kafkajs";
 import type { Client } from "minio";
 import { formatTrace } from "../../client/trace-format.ts";
@@ -70,10 +71,11 @@ async function topicEnds(topics: readonly string[]): Promise<Map<string, Array<{
 /** Runs a processor under a new group whose offsets are `from`: a replay of everything published since. */
 async function startFrom<In, Env>(p: Processor<In, Env>, env: Env, s: Serde, from: Map<string, Array<{ partition: number; offset: string }>>): Promise<{ running: RunningProcessor; group: string }> {
   const group = uid(`replay-${p.name}`);
-  const admin = kafka().admin();
+  const k = kafka();
+  const admin = k.admin();
   await admin.connect();
   try {
-    await admin.setOffsets({ groupId: group, topic: p.input, partitions: from.get(p.input) ?? [] });
+    await setGroupOffsets(k, admin, group, [{ topic: p.input, partitions: from.get(p.input) ?? [] }]);
   } finally {
     await admin.disconnect();
   }

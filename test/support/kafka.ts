@@ -1,4 +1,5 @@
 /** Kafka helpers for integration tests: publish Avro events and collect decoded outputs. */
+import { setGroupOffsets } from "../../topology/group-offsets.ts";
 import { Kafka, logLevel, type Consumer, type Producer } from "kafkajs";
 import { inject } from "vitest";
 import type { SchemaName } from "../../schemas/catalog.ts";
@@ -75,11 +76,12 @@ export async function collect<T>(
 
 /** Commits a new group's offsets at the topic's current end, so it sees only what comes next. */
 export async function groupAtEnd(groupId: string, topic: string): Promise<void> {
-  const admin = kafka().admin();
+  const k = kafka();
+  const admin = k.admin();
   await admin.connect();
   try {
     const ends = await admin.fetchTopicOffsets(topic);
-    await admin.setOffsets({ groupId, topic, partitions: ends.map((p) => ({ partition: p.partition, offset: p.high })) });
+    await setGroupOffsets(k, admin, groupId, [{ topic, partitions: ends.map((p) => ({ partition: p.partition, offset: p.high })) }]);
   } finally {
     await admin.disconnect();
   }
