@@ -7,13 +7,18 @@
  *   npm run drill -- reshard [--slots N] [--subject S|all] [--events N] [--rate R] [--times K]   (Redis Cluster: OZ0_STACK_REDIS=cluster)
  *   npm run drill -- plant | script-flush | oom [--down-seconds D] [--subject loop-calls|limits-model-calls|all] [--events N] [--rate R] [--times K]
  *   npm run drill -- fuzz [--subject loop-calls|limits-model-calls|fit-results|all] [--messages N] [--rate R]
+ *   npm run drill -- broker-loss [--target leader|coordinator] [--down-seconds D] [--subject S|all] [--events N] [--rate R] [--times K]   (Kafka cluster: OZ0_STACK_KAFKA=cluster)
+ *   npm run drill -- rolling [--subject S|all] [--events N] [--rate R] [--times K]   (Kafka cluster: OZ0_STACK_KAFKA=cluster)
  *
  * S is loop-calls, limits-model-calls, fit-results or fit-offload. Each drill works in labs of
  * its own (topics `drill.<lab>.*`, Redis keys `drill_<lab>:*`, a bucket `drill-<lab>`, removed
  * at the end) and never touches the live pipeline's data; an outage drill does stop and start
  * the stack's service (stack/down.sh --only, stack/up.sh), and the Redis drills plant a key over
  * one run's state (plant), flush Redis' scripts (script-flush) or make Redis refuse writes for a
- * while (oom, maxmemory set to a byte, then set back). Prints a Markdown table (also
+ * while (oom, maxmemory set to a byte, then set back); the broker drills SIGKILL a broker of the
+ * stack's Kafka cluster (stack/down.sh --only kafka-cluster-<port> --kill, then stack/up.sh --only
+ * kafka-cluster) or restart its three one at a time, and refuse (exit 2) when the drill's Kafka is
+ * not that cluster of three brokers. Prints a Markdown table (also
  * written to bench/out/drills.md) and exits 1 when a drill fails its checks.
  */
 import { mkdir, writeFile } from "node:fs/promises";
@@ -24,7 +29,8 @@ import { endpointsFromEnv, kafkaConfig } from "../processors/runner/endpoints.ts
 import { createLogger } from "../processors/runner/log.ts";
 import { Serde } from "../schemas/serde.ts";
 import { minioClient } from "../store/objects.ts";
-import { disruptDrill, REDIS_DISRUPTIONS, REDIS_SUBJECTS, type Disruption, type StackService } from "../drills/disrupt.ts";
+import { BrokerDrillRefused, requireStackCluster } from "../drills/brokers.ts";
+import { BROKER_DISRUPTIONS, disruptDrill, REDIS_DISRUPTIONS, REDIS_SUBJECTS, type Disruption, type StackService } from "../drills/disrupt.ts";
 import { drillTable, passed, type DrillRow } from "../drills/report.ts";
 import { FUZZ_SUBJECTS, fuzzDrill, fuzzTables, type FuzzResult, type FuzzSubject } from "../drills/fuzz.ts";
 import { isSubjectName, SUBJECT_NAMES, type SubjectName } from "../drills/subjects.ts";
@@ -42,6 +48,8 @@ const { values, positionals } = parseArgs({
     "drain-seconds": { type: "string", default: "90" },
     // reshard: slots moved from one master to the next at each disruption.
     slots: { type: "string", default: "4096" },
+    // broker-loss: which broker is killed.
+    target: { type: "string", default: "leader" },
     // fuzz: hostile messages in all, split evenly across the subjects.
     messages: { type: "string", default: "100000" },
   },
@@ -55,6 +63,8 @@ const usage = [
   "       npm run drill -- script-flush [--subject loop-calls|limits-model-calls|all] [--events N] [--rate R] [--times K]",
   "       npm run drill -- oom [--down-seconds D] [--subject loop-calls|limits-model-calls|all] [--events N] [--rate R] [--times K]",
   "       npm run drill -- fuzz [--subject loop-calls|limits-model-calls|fit-results|all] [--messages N] [--rate R]",
+  "       npm run drill -- broker-loss [--target leader|coordinator] [--down-seconds D] [--subject S|all] [--events N] [--rate R] [--times K]   (on the Kafka cluster: OZ0_STACK_KAFKA=cluster)",
+  "       npm run drill -- rolling [--subject S|all] [--events N] [--rate R] [--times K]   (on the Kafka cluster: OZ0_STACK_KAFKA=cluster)",
   `       S is one of ${SUBJECT_NAMES.join(", ")}`,
 ].join("\n");
 const fail = (why: string): never => {
@@ -86,7 +96,11 @@ else if (drill === "outage") {
   const slots = Number(values.slots);
   if (!(Number.isInteger(slots) && slots > 0 && slots < 16384)) fail("--slots takes a whole number of slots between 1 and 16383");
   disruption = { kind: "reshard", slots };
-} else if (drill !== "fuzz") disruption = fail(`unknown drill ${drill ?? "(none)"}`);
+} else if (drill === "broker-loss") {
+  const target = values.target === "leader" || values.target === "coordinator" ? values.target : fail(`--target takes leader or coordinator, not ${values.target}`);
+  disruption = { kind: "broker-loss", target, downMs };
+} else if (drill === "rolling") disruption = { kind: "rolling" };
+else if (drill !== "fuzz") disruption = fail(`unknown drill ${drill ?? "(none)"}`);
 
 process.env.OZ0_LOG_LEVEL ??= "warn";
 const log = createLogger({ component: "drill" });
@@ -102,6 +116,14 @@ const say = (line: string): void => void process.stderr.write(`${line}\n`);
 const rows: DrillRow[] = [];
 try {
   await admin.connect();
+  if (disruption !== null && BROKER_DISRUPTIONS.has(disruption.kind)) {
+    try {
+      await requireStackCluster(admin);
+    } catch (err) {
+      if (err instanceof BrokerDrillRefused) fail(err.message);
+      throw err;
+    }
+  }
   await serde.registerAll();
   const fuzzed: FuzzResult[] = [];
   for (const [i, subject] of (disruption === null ? fuzzSubjects : []).entries()) {
@@ -126,7 +148,8 @@ try {
   redis.disconnect();
 }
 const table = drillTable(rows);
-process.stdout.write(`${table}\n`);
+const notes = rows.flatMap((r) => (r.notes ?? []).map((n) => `- ${r.drill}, ${r.subject}: ${n}`));
+process.stdout.write(`${table}\n${notes.length > 0 ? `\n${notes.join("\n")}\n` : ""}`);
 await mkdir(new URL("../bench/out/", import.meta.url), { recursive: true });
 await writeFile(new URL("../bench/out/drills.md", import.meta.url), `${table}\n`);
 process.exit(rows.every(passed) ? 0 : 1);

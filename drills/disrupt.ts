@@ -11,6 +11,10 @@
  *   spend) included,
  * - the Redis state must equal the reference's, key by key,
  * - for a service outage or a slot migration, the processor must have lived through it (no exit).
+ *
+ * On the Kafka cluster of three brokers (`OZ0_STACK_KAFKA=cluster`), a broker is SIGKILLed and
+ * started again (`broker-loss`: the one leading most of the lab's partitions, or the one
+ * coordinating the worker's transactions), or all three are restarted one at a time (`rolling`).
  */
 import { execFile } from "node:child_process";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -23,6 +27,7 @@ import type { DrillRow } from "./report.ts";
 import { reshard } from "./reshard.ts";
 import { masterNodes } from "../store/redis/slots.ts";
 import { drillSubject, type SubjectName } from "./subjects.ts";
+import { clusterBrokers, leaderOfMost, replicationProblems, requireStackCluster, startBrokers, stopBroker, transactionCoordinator, untilInSync, type ClusterBroker } from "./brokers.ts";
 
 export type StackService = "kafka" | "redis" | "minio" | "registry";
 
@@ -47,7 +52,18 @@ export type Disruption =
   /** SCRIPT FLUSH, as a failover that lost the script cache: the scripts are loaded again, nothing lost. */
   | { readonly kind: "script-flush" }
   /** Redis refuses writes with OOM (maxmemory set below its use, noeviction) for `downMs`: unhealthy, then ready again, nothing lost. */
-  | { readonly kind: "oom"; readonly downMs: number };
+  | { readonly kind: "oom"; readonly downMs: number }
+  /**
+   * Kafka cluster only: SIGKILL of the broker leading most of the lab's partitions (`leader`) or
+   * coordinating the worker's transactional ID (`coordinator`), kept down `downMs`, started again
+   * and waited for until it is back in the ISR of every partition it replicates.
+   */
+  | { readonly kind: "broker-loss"; readonly target: BrokerTarget; readonly downMs: number }
+  /** Kafka cluster only: each broker in turn SIGTERMed, started again, and back in the ISR of every partition before the next. */
+  | { readonly kind: "rolling" };
+
+export type BrokerTarget = "leader" | "coordinator";
+export const BROKER_DISRUPTIONS: ReadonlySet<string> = new Set(["broker-loss", "rolling"]);
 
 export interface DisruptOptions {
   readonly subject: SubjectName;
@@ -65,7 +81,16 @@ export interface DisruptOptions {
 /** What a drill's worker is told: a stable instance name (so a restart fences what the killed one left open) and a short session. */
 export function workerEnv(s: Services, lab: string, slot = 0): Record<string, string> {
   // A short retry bound, so a dependency that fails for a drill's few seconds shows as not ready.
-  return { ...endpointsEnv(s.endpoints), OZ0_INSTANCE_ID: `drill-${lab}-${slot}`, OZ0_KAFKA_SESSION_TIMEOUT_MS: "6000", OZ0_PARTITIONS_CONCURRENTLY: "4", OZ0_RETRY_UNHEALTHY_AFTER_MS: "2000" };
+  return { ...endpointsEnv(s.endpoints), OZ0_INSTANCE_ID: workerInstance(lab, slot), OZ0_KAFKA_SESSION_TIMEOUT_MS: "6000", OZ0_PARTITIONS_CONCURRENTLY: "4", OZ0_RETRY_UNHEALTHY_AFTER_MS: "2000" };
+}
+
+function workerInstance(lab: string, slot = 0): string {
+  return `drill-${lab}-${slot}`;
+}
+
+/** The transactional ID of a lab's first worker (the transport's `<group>.<instance>.<index>`). */
+export function workerTransactionalId(lab: Lab, slot = 0): string {
+  return `${lab.groupId}.${workerInstance(lab.lab, slot)}.0`;
 }
 
 const exec = promisify(execFile);
@@ -88,6 +113,8 @@ export function describe(d: Disruption, times: number): string {
   if (d.kind === "plant") return `WRONGTYPE key planted x${times}`;
   if (d.kind === "script-flush") return `SCRIPT FLUSH x${times}`;
   if (d.kind === "oom") return `Redis OOM ${(d.downMs / 1000).toFixed(0)} s x${times}`;
+  if (d.kind === "broker-loss") return `broker (${d.target}) killed ${(d.downMs / 1000).toFixed(0)} s x${times}`;
+  if (d.kind === "rolling") return `rolling restart of 3 brokers x${times}`;
   return `${d.service} ${d.kill ? "killed" : "stopped"} ${(d.downMs / 1000).toFixed(0)} s x${times}`;
 }
 
@@ -96,6 +123,8 @@ function command(o: DisruptOptions): string {
   const base = `npm run drill -- ${d.kind} --subject ${o.subject} --events ${o.events} --rate ${o.rate} --times ${o.times}`;
   if (d.kind === "reshard") return `${base} --slots ${d.slots}`;
   if (d.kind === "oom") return `${base} --down-seconds ${d.downMs / 1000}`;
+  if (d.kind === "broker-loss") return `OZ0_STACK_KAFKA=cluster ${base} --target ${d.target} --down-seconds ${d.downMs / 1000}`;
+  if (d.kind === "rolling") return `OZ0_STACK_KAFKA=cluster ${base}`;
   return d.kind !== "outage" ? base : `${base} --service ${d.service}${d.kill ? " --kill" : ""} --down-seconds ${d.downMs / 1000}`;
 }
 
@@ -109,6 +138,8 @@ interface RunResult {
   readonly shared: readonly string[];
   /** oom: whether a worker reported itself not ready while Redis refused. */
   readonly unhealthySeen: boolean;
+  /** broker-loss, rolling: what each restart took, one line each. */
+  readonly recovery: readonly string[];
 }
 
 /** What a plant disruption needs of the inputs: the state key and the message key of the input about to be sent. */
@@ -153,6 +184,9 @@ async function run(s: Services, lab: Lab, messages: ReadonlyArray<{ key: string;
   const planted: string[] = [];
   const shared: string[] = [];
   let restore: (() => Promise<void>) | null = null;
+  const recovery: string[] = [];
+  /** broker-loss, rolling: the last broker disruption, done once its broker(s) are back in sync. */
+  let brokerTurn: Promise<void> = Promise.resolve();
   const watch = (w: Worker): void =>
     void w.exited.then(() => {
       if (!planned) unplannedExits++;
@@ -229,6 +263,65 @@ async function run(s: Services, lab: Lab, messages: ReadonlyArray<{ key: string;
             say("  Redis takes writes again");
           })(),
         );
+      } else if (d.kind === "broker-loss") {
+        // One broker down at a time: the previous one is back in sync first.
+        await brokerTurn;
+        const brokers = await clusterBrokers(s.admin);
+        let victim: ClusterBroker | undefined;
+        let why: string;
+        if (d.target === "leader") {
+          const most = await leaderOfMost(s.admin, lab.specs.map((t) => t.name));
+          victim = brokers.find((b) => b.nodeId === most.nodeId);
+          why = `leads ${most.partitions} of the lab's ${most.of} partitions`;
+        } else {
+          const txId = workerTransactionalId(lab);
+          victim = await transactionCoordinator(brokers, txId);
+          why = `coordinates the transactions of ${txId}`;
+        }
+        if (victim === undefined) throw new Error("the broker to kill is not among the brokers the cluster reports");
+        const b = victim;
+        const outBefore = worker.stats.out;
+        const killedAt = Date.now();
+        await stopBroker(b, true);
+        say(`  broker ${b.nodeId} (${b.host}:${b.port}, ${why}) killed after ${sent} sent, for ${d.downMs / 1000} s`);
+        const current = worker;
+        brokerTurn = (async () => {
+          // When the worker writes again: every output after the kill is one more than it had.
+          const resumed = (async () => {
+            while (current.stats.out <= outBefore && Date.now() - killedAt < 300_000) await sleep(100);
+            return (Date.now() - killedAt) / 1000;
+          })();
+          await sleep(d.downMs);
+          const t = Date.now();
+          await startBrokers();
+          const up = (Date.now() - t) / 1000;
+          await untilInSync(s.admin, b.nodeId);
+          const line = `broker ${b.nodeId} (${d.target}) killed: the worker wrote again ${(await resumed).toFixed(1)} s after the kill; restarted after ${d.downMs / 1000} s, its start took ${up.toFixed(0)} s, back in sync ${((Date.now() - t) / 1000).toFixed(0)} s after the start`;
+          recovery.push(line);
+          say(`  ${line}`);
+        })();
+        brokerTurn.catch(() => undefined);
+        disruptions.push(brokerTurn);
+        restarts++;
+      } else if (d.kind === "rolling") {
+        const previous = brokerTurn;
+        say(`  rolling restart of the three brokers after ${sent} sent`);
+        brokerTurn = (async () => {
+          await previous;
+          for (const b of await clusterBrokers(s.admin)) {
+            const t = Date.now();
+            await stopBroker(b, false);
+            const stopped = (Date.now() - t) / 1000;
+            await startBrokers();
+            await untilInSync(s.admin, b.nodeId);
+            const line = `broker ${b.nodeId} (${b.host}:${b.port}) restarted: stopped in ${stopped.toFixed(0)} s, back in the ISR of every partition ${((Date.now() - t) / 1000).toFixed(0)} s after the SIGTERM`;
+            recovery.push(line);
+            say(`  ${line}`);
+          }
+        })();
+        brokerTurn.catch(() => undefined);
+        disruptions.push(brokerTurn);
+        restarts++;
       } else {
         say(`  ${d.kill ? "killing" : "stopping"} ${d.service} after ${sent} sent, for ${d.downMs / 1000} s`);
         await stopService(d.service, d.kill);
@@ -244,11 +337,16 @@ async function run(s: Services, lab: Lab, messages: ReadonlyArray<{ key: string;
       }
     });
     await Promise.all(disruptions);
-    return { restarts, unplannedExits, planted, shared, unhealthySeen: workers.some((w) => w.unhealthySeen) };
+    return { restarts, unplannedExits, planted, shared, unhealthySeen: workers.some((w) => w.unhealthySeen), recovery };
   } finally {
     // A drill that failed midway never leaves Redis refusing writes.
     const r = restore as (() => Promise<void>) | null;
     await r?.().catch(() => undefined);
+    // A drill that failed midway never leaves a broker down.
+    if (recovery.length < restarts) {
+      await brokerTurn.catch(() => undefined);
+      await startBrokers().catch((err: unknown) => say(`  starting the brokers again failed: ${err instanceof Error ? err.message : String(err)}`));
+    }
     await producer.disconnect().catch(() => undefined);
   }
 }
@@ -256,6 +354,12 @@ async function run(s: Services, lab: Lab, messages: ReadonlyArray<{ key: string;
 /** Whether a Redis key of the lab belongs to one of the planted runs or trees (its ID inside the key's hash tag or name). */
 function ofPlanted(key: string, planted: readonly string[]): boolean {
   return planted.some((p) => new RegExp(`${p.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}(?![\\w-])`).test(key));
+}
+
+/** Records in a lab's input topic (written without transactions: one offset a record). */
+async function inputsWritten(s: Services, lab: Lab): Promise<number> {
+  const offsets = await s.admin.fetchTopicOffsets(lab.input);
+  return offsets.reduce((n, p) => n + Number(p.high) - Number(p.low), 0);
 }
 
 async function stopAll(workers: Worker[]): Promise<number> {
@@ -275,6 +379,7 @@ export async function disruptDrill(s: Services, o: DisruptOptions): Promise<Dril
   if (o.disruption.kind === "reshard" && !isRedisCluster(s.endpoints)) {
     throw new Error("the reshard drill moves slots of a Redis Cluster, but OZ0_REDIS_URL names one node: start the stack's cluster (bash stack/up.sh --redis-cluster) and run it with OZ0_STACK_REDIS=cluster");
   }
+  if (BROKER_DISRUPTIONS.has(o.disruption.kind)) await requireStackCluster(s.admin);
   const subject = await drillSubject(o.subject);
   if (REDIS_DISRUPTIONS.has(o.disruption.kind) && subject.stateKey === undefined) {
     throw new Error(`${describe(o.disruption, o.times)} disrupts Redis state, which ${o.subject} keeps none of: drill ${REDIS_SUBJECTS.join(" or ")}`);
@@ -285,6 +390,8 @@ export async function disruptDrill(s: Services, o: DisruptOptions): Promise<Dril
   const started = Date.now();
   const reference = await openLab(s, subject);
   const drill = await openLab(s, subject);
+  // On the cluster the labs' topics are replicated as the pipeline's are (three replicas, min.insync.replicas 2).
+  const unreplicated = BROKER_DISRUPTIONS.has(o.disruption.kind) ? [...(await replicationProblems(s.admin, reference.specs.map((t) => t.name))), ...(await replicationProblems(s.admin, drill.specs.map((t) => t.name)))] : [];
   // The drill's outputs also as a runtime client takes them: before their commit (aborted ones too).
   const readers = [new OutputReader(s.kafka, s.serde, reference), new OutputReader(s.kafka, s.serde, drill), new OutputReader(s.kafka, s.serde, drill, { uncommitted: true })] as const;
   const workers: Worker[] = [];
@@ -327,6 +434,8 @@ export async function disruptDrill(s: Services, o: DisruptOptions): Promise<Dril
       }
     }
     const deadElsewhere = want.filter((id) => !plantedIds.has(id) && deadOf(id)).length;
+    // The inputs as written: an input the feeding producer lost or wrote twice would show here.
+    const written = await inputsWritten(s, drill);
     const refState = await dumpState(s.redis, reference);
     const drillState = await dumpState(s.redis, drill);
     // The planted run's or tree's own keys differ; so do the totals its inputs share with others
@@ -337,6 +446,7 @@ export async function disruptDrill(s: Services, o: DisruptOptions): Promise<Dril
     for (const key of stateDiff.slice(0, 2)) say(`  ${key}: reference ${(refState.get(key) ?? "(none)").slice(0, 300)} / drill ${(drillState.get(key) ?? "(none)").slice(0, 300)}`);
     const checks: Record<string, boolean> = {
       "reference complete": refMissing === 0,
+      "every input written once": written === messages.length,
       "no two outputs of one ID differ": conflicting(readers[1].outputs) === 0,
       "answers read before their commit are the committed ones": unmatchedEarly(readers[2].outputs, readers[1].outputs) === 0,
       "answers equal the reference": differing === 0,
@@ -351,6 +461,10 @@ export async function disruptDrill(s: Services, o: DisruptOptions): Promise<Dril
       checks["no other input dead-lettered"] = deadElsewhere === 0;
     }
     if (o.disruption.kind === "oom") checks["not ready while Redis refused, ready again after"] = result.unhealthySeen && healthyAtEnd;
+    if (BROKER_DISRUPTIONS.has(o.disruption.kind)) {
+      checks[`${o.times} broker disruptions, each broker back in sync`] = result.restarts === o.times && result.recovery.length >= o.times;
+      checks["the labs' topics have three replicas and min.insync.replicas 2"] = unreplicated.length === 0;
+    }
     return {
       drill: describe(o.disruption, o.times),
       subject: o.subject,
@@ -363,6 +477,7 @@ export async function disruptDrill(s: Services, o: DisruptOptions): Promise<Dril
       checks,
       details: [
         ...(refMissing > 0 ? [`the reference left ${refMissing} inputs unanswered`] : []),
+        ...(written !== messages.length ? [`the drill's input topic holds ${written} records for ${messages.length} inputs sent`] : []),
         ...(differing > 0 ? [`${differing} inputs answered differently from the reference`] : []),
         ...(unmatchedEarly(readers[2].outputs, readers[1].outputs) > 0 ? [`${unmatchedEarly(readers[2].outputs, readers[1].outputs)} outputs read before their commit were not committed as read`] : []),
         ...(stateDiff.length > 0 ? [`${stateDiff.length} Redis keys differ, such as ${stateDiff.slice(0, 3).join(", ")}`] : []),
@@ -372,7 +487,9 @@ export async function disruptDrill(s: Services, o: DisruptOptions): Promise<Dril
         ...(o.disruption.kind === "plant" && plantedDead === 0 ? ["no input of the planted key was dead-lettered: the plant came after its last input"] : []),
         ...(o.disruption.kind === "oom" && !result.unhealthySeen ? ["no worker reported itself not ready while Redis refused writes"] : []),
         ...(o.disruption.kind === "oom" && !healthyAtEnd ? ["the worker still reported itself not ready at the end"] : []),
+        ...(unreplicated.length > 0 ? [`lab topics not replicated as the cluster's: ${unreplicated.slice(0, 3).join("; ")}`] : []),
       ],
+      ...(result.recovery.length > 0 ? { notes: result.recovery } : {}),
       seconds: (Date.now() - started) / 1000,
       command: command(o),
     };

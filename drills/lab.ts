@@ -65,8 +65,19 @@ export interface Message {
   readonly value: Buffer | null;
 }
 
+/**
+ * The producer of a lab's inputs: idempotent (one request in flight, the broker dropping a
+ * resent batch it already has), so a send retried across a broker's loss or a leader's move
+ * writes each input once; its retries last about two minutes, and `feed` tries again after.
+ */
 export function producerOf(kafka: Kafka): Producer {
-  return kafka.producer({ allowAutoTopicCreation: false, createPartitioner: kafkajs.Partitioners.DefaultPartitioner });
+  return kafka.producer({
+    allowAutoTopicCreation: false,
+    createPartitioner: kafkajs.Partitioners.DefaultPartitioner,
+    idempotent: true,
+    maxInFlightRequests: 1,
+    retry: { retries: 50, initialRetryTime: 100, maxRetryTime: 3_000 },
+  });
 }
 
 /**
@@ -201,6 +212,12 @@ export class OutputReader {
   readonly outputs: Output[] = [];
   readonly answered = new Set<string>();
   undecodable = 0;
+  /**
+   * Records already read, by topic, partition and offset: a reader whose consumer restarts (its
+   * broker lost) reads again from its last committed offsets, and a record read twice at one
+   * offset is the same record, not a second output.
+   */
+  private readonly read = new Set<string>();
 
   private readonly serde: Serde;
   private readonly lab: Lab;
@@ -221,6 +238,9 @@ export class OutputReader {
         const a = spec.get(batch.topic);
         if (!a) return;
         for (const m of batch.messages) {
+          const at = `${batch.topic}/${batch.partition}/${m.offset}`;
+          if (this.read.has(at)) continue;
+          this.read.add(at);
           try {
             const value = await this.serde.decode<Record<string, unknown>>(a.schema, m.value);
             let inputId: string;

@@ -19,6 +19,8 @@ export interface DrillRow {
   readonly details: readonly string[];
   readonly seconds: number;
   readonly command: string;
+  /** What the drill measured besides its checks (the broker drills: how long each recovery took). */
+  readonly notes?: readonly string[];
 }
 
 /** Duplicates are a figure, not a failure: consumers drop them by ID (a check makes sure they are true copies). */

@@ -11,6 +11,9 @@
 #   bash stack/down.sh --only kafka-cluster
 #                                 # stop the Kafka cluster profile's three nodes, all at once (a node
 #                                 # left alone without a quorum cannot finish its controlled shutdown)
+#   bash stack/down.sh --only kafka-cluster-19193 [--kill]
+#                                 # stop one node of it (the broker drills); up.sh --only kafka-cluster
+#                                 # starts it again
 set -euo pipefail
 
 # shellcheck source=stack/lib.sh
@@ -27,14 +30,16 @@ while (($# > 0)); do
       shift
       case "${1:-}" in
         kafka | registry | redis | minio | redis-cluster | kafka-cluster) only+=("$1") ;;
+        # one node of the Kafka cluster (the broker drills stop and kill one at a time)
+        kafka-cluster-[0-9]*) only+=("$1") ;;
         *)
-          printf 'stack/down.sh: --only takes kafka, registry, redis, minio, redis-cluster or kafka-cluster, not %s\n' "${1:-nothing}" >&2
+          printf 'stack/down.sh: --only takes kafka, registry, redis, minio, redis-cluster, kafka-cluster or kafka-cluster-<port>, not %s\n' "${1:-nothing}" >&2
           exit 2
           ;;
       esac
       ;;
     -h | --help)
-      sed -n '2,13p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+      sed -n '2,16p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
       exit 0
       ;;
     *)
