@@ -13,6 +13,8 @@ import { deadLetterRows, rateOf, type DoctorReport, type ProcessorRow, type Serv
 import { endpointsFromEnv, kafkaConfig } from "../processors/runner/endpoints.ts";
 import { createLogger } from "../processors/runner/log.ts";
 import { kafkajsPatches } from "../processors/runner/kafkajs-patches.ts";
+import { clusterHealth, readCluster } from "../processors/runner/kafka-cluster.ts";
+import { TOPICS } from "../topology/topics.ts";
 import { committedTotal, endTotal } from "../processors/runner/monitor.ts";
 import { messageOf } from "../processors/runner/errors.ts";
 import { Serde } from "../schemas/serde.ts";
@@ -90,6 +92,9 @@ export async function doctor(opts: DoctorOptions): Promise<DoctorReport> {
       processors = layout.map((p) => ({ name: p.name, group: p.group, topic: p.consumes, lag: null, rate: null }));
     }
 
+    // The brokers, and the pipeline's partitions under-replicated or without a leader.
+    const kafkaCluster = up.get("kafka") ? await readCluster(admin, TOPICS.map((t) => t.name), new Map(), endpoints.kafkaBrokers).then(clusterHealth, () => null) : null;
+
     const letters: DeadLetter[] = [];
     const serde = new Serde({ registryUrl: endpoints.registryUrl });
     if (up.get("kafka") && up.get("schema registry")) {
@@ -108,7 +113,7 @@ export async function doctor(opts: DoctorOptions): Promise<DoctorReport> {
         await config?.stop();
       }
     }
-    return { at, since, services, processors, dead_letters: deadLetterRows(letters), looping, kafkajs: kafkajsPatches() };
+    return { at, since, services, processors, dead_letters: deadLetterRows(letters), looping, kafkajs: kafkajsPatches(), kafka_cluster: kafkaCluster };
   } finally {
     await admin.disconnect().catch(() => undefined);
     redis.disconnect();

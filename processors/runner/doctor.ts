@@ -7,6 +7,7 @@
  */
 import type { DeadLetter, DeadLetterError } from "../../schemas/types.ts";
 import { formatLoopReport, type LoopingTool } from "../loops/report.ts";
+import type { ClusterHealth } from "./kafka-cluster.ts";
 import { describeKafkajsPatches, type KafkajsPatchState } from "./kafkajs-patches.ts";
 
 export interface ServiceCheck {
@@ -46,6 +47,8 @@ export interface DoctorReport {
   readonly looping: { readonly days: number; readonly min_tenants: number; readonly tools: readonly LoopingTool[] } | null;
   /** Whether the project's changes to kafkajs are in the install this ran from (`kafkajs-patches.ts`). */
   readonly kafkajs?: readonly KafkajsPatchState[];
+  /** The Kafka cluster's brokers and the pipeline's partitions (`kafka-cluster.ts`); null when Kafka did not answer. */
+  readonly kafka_cluster?: ClusterHealth | null;
 }
 
 /** Dead letters counted by processor and error class, the most first; each with its newest reason. */
@@ -63,9 +66,9 @@ export function deadLetterRows(letters: ReadonlyArray<Pick<DeadLetter, "processo
   return [...rows.values()].sort((a, b) => b.count - a.count || a.processor.localeCompare(b.processor) || a.error.localeCompare(b.error));
 }
 
-/** Healthy when every service answers; what the exit status says. */
+/** Healthy when every service answers, every broker too, and no partition of the pipeline is under-replicated or without a leader; what the exit status says. */
 export function healthy(r: DoctorReport): boolean {
-  return r.services.every((s) => s.ok);
+  return r.services.every((s) => s.ok) && (r.kafka_cluster?.problems.length ?? 0) === 0;
 }
 
 /** Records a second between two readings of a group's committed total, or null when either is unknown. */
@@ -81,6 +84,12 @@ export function formatDoctor(r: DoctorReport): string {
   const down = r.services.filter((s) => !s.ok);
   out.push(down.length === 0 ? `services: all answer (${r.services.map((s) => `${s.name} ${s.ms} ms`).join(", ")})` : `services: ${down.length} of ${r.services.length} do not answer`);
   for (const s of down) out.push(`  ${s.name}: does not answer: ${s.error ?? "no answer"}`);
+  if (r.kafka_cluster) {
+    const c = r.kafka_cluster;
+    const up = c.brokers.filter((b) => b.up).length;
+    out.push(c.problems.length === 0 ? `kafka: ${up} of ${c.brokers.length} brokers answer; every partition of the pipeline led and fully in sync` : `kafka: ${up} of ${c.brokers.length} brokers answer; ${c.leaderless.length} partitions without a leader, ${c.under_replicated.length} under-replicated (${c.below_min_isr.length} below min.insync.replicas)`);
+    for (const p of c.problems) out.push(`  ${p}`);
+  }
   if (r.kafkajs) out.push(describeKafkajsPatches(r.kafkajs));
   out.push("", "processors (lag: records not committed; rate: records a second committed):");
   const width = Math.max(...r.processors.map((p) => p.name.length), 9);

@@ -8,7 +8,13 @@
  * failing on a dependency past the retry bound (`retry.ts`), and nothing fatal happened. Live
  * means the process answers; only a fatal error ends it (a failing dependency does not: the
  * processor keeps retrying, and is ready again once the batch goes through).
+ *
+ * The Kafka cluster as the monitor last saw it (`kafka-cluster.ts`) is shown beside: brokers that
+ * do not answer, partitions under-replicated, below their min.insync.replicas or without a
+ * leader. Only the last two make the process not ready (its writes or reads on them cannot go
+ * through); a broker down with the partitions still in sync enough is said, not failed on.
  */
+import type { ClusterHealth } from "./kafka-cluster.ts";
 import type { Failing } from "./retry.ts";
 
 
@@ -34,6 +40,8 @@ export interface Readiness {
   /** Why it is not ready, one line each; empty when ready. */
   readonly reasons: string[];
   readonly processors: Record<string, { started: boolean; group: string; state: string; members: number; failing?: { dependency: string; forS: number; attempts: number; error: string; check: string } }>;
+  /** The Kafka cluster as last seen (absent until the monitor first read it): brokers, and the pipeline's partitions in trouble. */
+  readonly kafka?: ClusterHealth & { readonly seen_s_ago: number };
 }
 
 export interface HealthOptions {
@@ -49,6 +57,7 @@ export class Health {
   private readonly staleAfterMs: number;
   private readonly now: () => number;
   private readonly startedAt: number;
+  private cluster: { health: ClusterHealth; at: number } | undefined;
 
   constructor(opts: HealthOptions = {}) {
     this.staleAfterMs = opts.staleAfterMs ?? 30_000;
@@ -89,6 +98,11 @@ export class Health {
     if (p) this.processors.set(name, { ...p, seen: { ...seen, at: this.now() } });
   }
 
+  /** What the monitor read of the Kafka cluster. */
+  clusterSeen(health: ClusterHealth): void {
+    this.cluster = { health, at: this.now() };
+  }
+
   get current(): Phase {
     return this.phase;
   }
@@ -123,6 +137,13 @@ export class Health {
       else if (now - p.seen.at > this.staleAfterMs) reasons.push(`${name}: group ${p.group} last seen ${Math.round((now - p.seen.at) / 1000)} s ago`);
       else if (p.seen.state !== "Stable" || p.seen.members === 0) reasons.push(`${name}: group ${p.group} is ${p.seen.state} with ${p.seen.members} members`);
     }
-    return { ready: reasons.length === 0, phase: this.phase, reasons, processors };
+    let kafka: Readiness["kafka"];
+    if (this.cluster) {
+      const agoMs = now - this.cluster.at;
+      kafka = { ...this.cluster.health, seen_s_ago: Math.round(agoMs / 1000) };
+      // A reading gone stale says nothing of now (the processors' groups say whether the broker answers).
+      if (agoMs <= this.staleAfterMs) for (const b of this.cluster.health.blocking) reasons.push(`Kafka: ${b}`);
+    }
+    return { ready: reasons.length === 0, phase: this.phase, reasons, processors, ...(kafka ? { kafka } : {}) };
   }
 }

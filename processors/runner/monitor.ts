@@ -1,10 +1,13 @@
 /**
  * Asks the broker, every few seconds, how far behind each processor's group is (consumer lag,
  * from committed offsets and the input's ends) and whether the group is stable with members.
+ * With `topics`, it also reads the Kafka cluster each round (`kafka-cluster.ts`: brokers that do
+ * not answer, those topics' partitions under-replicated or without a leader) for the health.
  * The answers feed the metrics and the health; a failed ask is logged and tried next time.
  */
 import type { Admin } from "kafkajs";
 import type { Health } from "./health.ts";
+import { clusterHealth, readCluster } from "./kafka-cluster.ts";
 import type { Logger } from "./log.ts";
 
 export interface Watched {
@@ -36,6 +39,8 @@ export interface MonitorOptions {
   log: Logger;
   /** How often to ask. @default 5000 */
   periodMs?: number;
+  /** The pipeline's topics, whose partitions the health reports on (with the brokers); none read when absent. */
+  topics?: readonly string[];
 }
 
 export class Monitor {
@@ -45,6 +50,8 @@ export class Monitor {
   private timer: NodeJS.Timeout | undefined;
   private inFlight: Promise<void> | undefined;
   private failures = 0;
+  /** Each broker's address as last listed, so one the metadata drops is still named. */
+  private readonly known = new Map<number, string>();
 
   constructor(opts: MonitorOptions) {
     this.opts = opts;
@@ -75,6 +82,23 @@ export class Monitor {
 
   private async round(): Promise<void> {
     if (this.watched.length === 0) return;
+    await Promise.all([this.groupsRound(), this.clusterRound()]);
+  }
+
+  /** The cluster's brokers and the pipeline's partitions, for the health. */
+  private async clusterRound(): Promise<void> {
+    const { admin, health, topics } = this.opts;
+    if (!health || !topics) return;
+    try {
+      const snapshot = await readCluster(admin, topics, this.known);
+      for (const b of snapshot.brokers) this.known.set(b.nodeId, b.address);
+      health.clusterSeen(clusterHealth(snapshot));
+    } catch {
+      // The group round says, once, that the broker does not answer.
+    }
+  }
+
+  private async groupsRound(): Promise<void> {
     const { admin, health, log } = this.opts;
     try {
       const [groups] = await Promise.all([

@@ -12,6 +12,7 @@ import { Monitor } from "./monitor.ts";
 import { pipelineFamilies, type Measured } from "./ops-metrics.ts";
 import { startOpsServer, type OpsAddress, type OpsServer } from "./ops-server.ts";
 import type { RunningProcessor } from "./runner.ts";
+import { TOPICS } from "../../topology/topics.ts";
 
 export interface Ops {
   readonly health: Health;
@@ -39,7 +40,8 @@ export interface OpsOptions {
 
 export async function startOps({ address, log, admin, periodMs }: OpsOptions): Promise<Ops> {
   const health = new Health({ staleAfterMs: Math.max(30_000, 6 * (periodMs ?? 5_000)) });
-  const monitor = new Monitor({ admin, health, log, periodMs });
+  // The pipeline's topics: the health says which of their partitions are under-replicated or without a leader.
+  const monitor = new Monitor({ admin, health, log, periodMs, topics: TOPICS.map((t) => t.name) });
   const measured: Measured[] = [];
   // The pipeline's own registry, with prom-client's default process metrics beside its families.
   const metrics = new MetricsRegistry();
