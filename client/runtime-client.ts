@@ -22,7 +22,7 @@
  * or an oz.read_result call (client/dead-letters.ts). Nobody waits for its own timeout.
  */
 import { randomUUID } from "node:crypto";
-import kafkajs, { type Consumer, type Kafka, type Producer } from "kafkajs";
+import kafkajs, { type Batch, type Consumer, type Kafka, type Producer } from "kafkajs";
 import { EXACTLY_ONCE_PRODUCER, kafkaConfig, type Endpoints } from "../processors/runner/endpoints.ts";
 import { createLogger, type Logger } from "../processors/runner/log.ts";
 import type { SchemaName } from "../schemas/catalog.ts";
@@ -263,38 +263,45 @@ export class RuntimeClient {
     await this.replies.subscribe({ topics, fromBeginning: false });
     let joined: () => void = () => {};
     const ready = new Promise<void>((resolve) => (joined = resolve));
-    let first = true;
+    // The group commits no offsets: a commit after every batch is a round trip to the broker
+    // before the next batch of the same fetch is read (an answer's second half waits for it) and
+    // before the next fetch. The client keeps where it has read to (`ends`, from the ends read
+    // above on), and seeks there at every join of the group: its first, and any later one (a
+    // session lost) that would otherwise start again from the topics' ends and miss answers.
     this.replies.on(this.replies.events.GROUP_JOIN, ({ payload }) => {
-      if (first) {
-        first = false;
-        for (const [topic, partitions] of Object.entries(payload.memberAssignment)) {
-          for (const partition of partitions) {
-            const offset = ends.get(topic)?.get(partition);
-            if (offset !== undefined) this.replies.seek({ topic, partition, offset });
-          }
+      for (const [topic, partitions] of Object.entries(payload.memberAssignment)) {
+        for (const partition of partitions) {
+          const offset = ends.get(topic)?.get(partition);
+          if (offset !== undefined) this.replies.seek({ topic, partition, offset });
         }
       }
       joined();
     });
     await this.replies.run({
+      autoCommit: false,
       eachBatch: async ({ batch }) => {
-        if (batch.topic === DEAD_LETTER_TOPIC) {
-          for (const m of batch.messages) await this.takeDeadLetter(m.value);
-          return;
-        }
-        const kind = kindOf.get(batch.topic);
-        if (!kind) return;
-        for (const m of batch.messages) {
-          const answer = await this.serde.decode<{ id: string; input_id?: string }>(ANSWERS[kind].schema, m.value).catch((err: unknown) => {
-            this.log.debug("an answer did not decode; skipped", { topic: batch.topic, partition: batch.partition, offset: m.offset, error: err });
-            return undefined;
-          });
-          if (!answer) continue;
-          this.take(kind, answer);
-        }
+        await this.takeBatch(batch, kindOf);
+        ends.get(batch.topic)?.set(batch.partition, (BigInt(batch.lastOffset()) + 1n).toString());
       },
     });
     await ready;
+  }
+
+  private async takeBatch(batch: Batch, kindOf: ReadonlyMap<string, AnswerKind>): Promise<void> {
+    if (batch.topic === DEAD_LETTER_TOPIC) {
+      for (const m of batch.messages) await this.takeDeadLetter(m.value);
+      return;
+    }
+    const kind = kindOf.get(batch.topic);
+    if (!kind) return;
+    for (const m of batch.messages) {
+      const answer = await this.serde.decode<{ id: string; input_id?: string }>(ANSWERS[kind].schema, m.value).catch((err: unknown) => {
+        this.log.debug("an answer did not decode; skipped", { topic: batch.topic, partition: batch.partition, offset: m.offset, error: err });
+        return undefined;
+      });
+      if (!answer) continue;
+      this.take(kind, answer);
+    }
   }
 
   /**
