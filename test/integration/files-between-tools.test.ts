@@ -40,7 +40,7 @@ describe("files between tools on real Kafka, Redis and MinIO", () => {
   });
 
   afterAll(async () => {
-    for (const r of running) await r.stop();
+    await Promise.all(running.map((r) => r.stop()));
     await producer?.disconnect();
     redis?.disconnect();
     await files.eraseTenant(tenant).catch(() => undefined);

@@ -34,7 +34,7 @@ describe("budget fill-in and fit processors on the real broker and registry", ()
   });
 
   afterAll(async () => {
-    for (const r of running) await r.stop();
+    await Promise.all(running.map((r) => r.stop()));
     await table?.stop();
     await producer?.disconnect();
   });

@@ -88,7 +88,7 @@ describe("loop escalation and the kill switch on the real broker and Redis", () 
     } finally {
       await timer.stop();
       await answers.disconnect();
-      for (const r of running) await r.stop();
+      await Promise.all(running.map((r) => r.stop()));
     }
   });
 

@@ -201,7 +201,7 @@ describe("loop detector on the real broker and Redis", () => {
       const later = (await decisionsOf(run, 7)).at(-1);
       expect(later).toMatchObject({ verdict: "refuse", message: refused?.message });
     } finally {
-      for (const r of running) await r.stop();
+      await Promise.all(running.map((r) => r.stop()));
     }
   });
 
@@ -223,7 +223,7 @@ describe("loop detector on the real broker and Redis", () => {
       expect((await redis.zrange(keys.loopDeadlines(), 0, -1)).filter((m) => m.includes(run))).toEqual([]);
     } finally {
       await timer.stop();
-      for (const r of running) await r.stop();
+      await Promise.all(running.map((r) => r.stop()));
     }
   });
 

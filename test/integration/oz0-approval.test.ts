@@ -63,7 +63,7 @@ describe("oz0 approval: a loop that waits for a person is listed, approved or de
   });
 
   afterAll(async () => {
-    for (const r of running) await r.stop();
+    await Promise.all(running.map((r) => r.stop()));
     await producer?.disconnect();
     redis?.disconnect();
   });

@@ -55,7 +55,7 @@ describe("oz0 approval: a budget request waits for a person, is listed, and is a
   }, 120_000);
 
   afterAll(async () => {
-    for (const r of running) await r.stop();
+    await Promise.all(running.map((r) => r.stop()));
     await producer?.disconnect();
     redis?.disconnect();
   });

@@ -71,7 +71,7 @@ describe("oz.read_result on the real broker, registry, MinIO and Redis", () => {
   });
 
   afterAll(async () => {
-    for (const r of running) await r.stop();
+    await Promise.all(running.map((r) => r.stop()));
     await producer?.disconnect();
     if (files) {
       const client = files.client;

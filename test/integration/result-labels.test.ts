@@ -52,7 +52,7 @@ describe("result labels through fit-results and read_result on the real broker, 
   });
 
   afterAll(async () => {
-    for (const r of running) await r.stop();
+    await Promise.all(running.map((r) => r.stop()));
     await producer?.disconnect();
     if (files) {
       await files.eraseTenant(tenant).catch(() => undefined);

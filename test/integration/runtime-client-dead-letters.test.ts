@@ -53,7 +53,7 @@ describe("SYS-1 a dead-lettered ask answered at once through the runtime client"
 
   afterAll(async () => {
     await client?.close();
-    for (const r of running) await r.stop();
+    await Promise.all(running.map((r) => r.stop()));
     if (redis) {
       if (planted.length > 0) await redis.del(...planted);
       redis.disconnect();

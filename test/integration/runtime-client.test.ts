@@ -33,7 +33,7 @@ describe("the runtime client against the real broker and the limits processors",
 
   afterAll(async () => {
     await client?.close();
-    for (const r of running) await r.stop();
+    await Promise.all(running.map((r) => r.stop()));
     redis?.disconnect();
   });
 

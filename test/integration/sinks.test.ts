@@ -146,12 +146,17 @@ describe("the trace and audit sinks on the real broker and MinIO", () => {
     await traces.ensureBucket();
     await audit.ensureBucket();
     before = await topicEnds([...new Set([...traceTopics, ...auditTopics])]);
-    for (const p of [traceSinkEntries, traceSinkCallDecisions, traceSinkAdmissions, traceSinkJobs]) running.push(await startOnKafka<unknown, TraceStore>(p, traces, s));
-    for (const p of [auditSinkAudit, auditSinkCallDecisions, auditSinkLoopApprovals, auditSinkAdmissions, auditSinkConfig]) running.push(await startOnKafka<unknown, AuditLog>(p, audit, s));
+    // Each on a group of its own, all at once: a start waits for its group's join.
+    running.push(
+      ...(await Promise.all([
+        ...[traceSinkEntries, traceSinkCallDecisions, traceSinkAdmissions, traceSinkJobs].map((p) => startOnKafka<unknown, TraceStore>(p, traces, s)),
+        ...[auditSinkAudit, auditSinkCallDecisions, auditSinkLoopApprovals, auditSinkAdmissions, auditSinkConfig].map((p) => startOnKafka<unknown, AuditLog>(p, audit, s)),
+      ])),
+    );
   });
 
   afterAll(async () => {
-    for (const r of running) await r.stop();
+    await Promise.all(running.map((r) => r.stop()));
     await producer?.disconnect();
   });
 

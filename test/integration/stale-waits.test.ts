@@ -89,7 +89,7 @@ describe("LOOP-5 TOOL-3 LIM-11 stale and unanswerable waits, on the real stack",
 
   afterAll(async () => {
     await timer?.stop();
-    for (const r of running) await r.stop();
+    await Promise.all(running.map((r) => r.stop()));
     await producer?.disconnect();
     redis?.disconnect();
   });

@@ -93,7 +93,7 @@ describe("TOOL-1 and TOOL-3 on the real stack, answered with oz0 approval as a p
   });
 
   afterAll(async () => {
-    for (const r of running) await r.stop();
+    await Promise.all(running.map((r) => r.stop()));
     await producer?.disconnect();
     redis?.disconnect();
   });
