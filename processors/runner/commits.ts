@@ -68,6 +68,11 @@ export class Commits {
     this.o = o;
   }
 
+  /** True while no commit runs and no batch handed in waits for one. */
+  get quiet(): boolean {
+    return this.running === null && this.waiting.length === 0;
+  }
+
   /** A batch is being handled: a commit waits for it (up to the interval). */
   begin(): void {
     this.handling++;

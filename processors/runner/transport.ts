@@ -5,7 +5,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
-import type { Consumer, EachBatchPayload, Kafka, Producer } from "kafkajs";
+import type { Consumer, EachBatchPayload, Kafka, Producer, Transaction } from "kafkajs";
 import { EXACTLY_ONCE_PRODUCER } from "./endpoints.ts";
 import type { Logger } from "./log.ts";
 import { Commits, offsetsOf, type Handed } from "./commits.ts";
@@ -255,6 +255,30 @@ export class TransactionalSlot {
 }
 
 
+/** A batch's place: its partition and last offset. */
+interface BatchAt {
+  readonly topic: string;
+  readonly partition: number;
+  readonly last: string;
+}
+
+const sameBatch = (a: BatchAt, b: BatchAt): boolean => a.topic === b.topic && a.partition === b.partition && a.last === b.last;
+const batchKey = (b: BatchAt): string => `${b.topic}\u0000${b.partition}\u0000${b.last}`;
+
+/** A transaction begun while a lone batch is being decided, its offsets already in it. */
+interface Prepared extends BatchAt {
+  /** The transaction once the offsets are in it; rejects when they could not be sent (the transaction aborted). */
+  readonly txn: Promise<Transaction>;
+  readonly begun: number;
+}
+
+/**
+ * A transaction begun early is used only this soon after it began, well within
+ * TRANSACTION_TIMEOUT_MS, after which the broker aborts it: a batch decided slowly (results
+ * offloaded to a slow store) commits in a transaction of its own, begun when it is decided.
+ */
+const PREPARED_FOR_MS = 5_000;
+
 /**
  * kafkajs transport: one consumer of the group reads every topic it is given, and hands each
  * fetched partition batch to the handler, every batch of a fetch at once. The outputs and
@@ -273,6 +297,11 @@ export class KafkaTransport implements Transport {
   private readonly opts: KafkaTransportOptions;
   private readonly exactlyOnce: boolean;
   private readonly commits: Commits;
+  /** Batches in the handler now, by `batchKey`. */
+  private readonly inHandler = new Set<string>();
+  private prepared: Prepared | null = null;
+  /** Transactions begun while their batch was decided: begun, then committed with it, or aborted. */
+  readonly early = { begun: 0, used: 0, aborted: 0 };
 
   constructor(opts: KafkaTransportOptions) {
     this.opts = opts;
@@ -390,38 +419,112 @@ export class KafkaTransport implements Transport {
     ctx: { heartbeat(): Promise<void>; isRunning(): boolean },
   ): Promise<boolean> {
     const { batch } = payload;
+    const last = batch.messages[batch.messages.length - 1]?.offset ?? batch.lastOffset();
+    const at: BatchAt = { topic: batch.topic, partition: batch.partition, last };
+    const key = batchKey(at);
     this.commits.begin();
+    this.inHandler.add(key);
+    // Once the batches of this fetch are all handed out (kafkajs hands them out in one go), a
+    // lone batch's transaction begins while it is decided.
+    if (this.exactlyOnce) setImmediate(() => this.prepare(at));
     let out: OutMessage[];
     try {
       out = await handler(records, { ...ctx, afterCommit: (fn) => void committed.push(fn) });
     } catch (err) {
+      this.inHandler.delete(key);
+      await this.dropPrepared(at);
       this.commits.abandon();
       throw err;
+    } finally {
+      this.inHandler.delete(key);
     }
-    const last = batch.messages[batch.messages.length - 1]?.offset ?? batch.lastOffset();
     // The partition moved to another instance while the batch was in hand (a rebalance): its
     // new owner handles the batch again from the committed offset, so committing here would
     // only write its outputs twice.
-    const done = await this.commits.hand({ topic: batch.topic, partition: batch.partition, last, out, isStale: () => payload.isStale() });
+    const done = await this.commits.hand({ ...at, out, isStale: () => payload.isStale() });
     if (done) payload.resolveOffset(last);
+    else await this.dropPrepared(at);
     return done;
+  }
+
+  /**
+   * While the only batch in hand is decided, and nothing else waits to commit, its transaction
+   * begins and its offset goes into it (AddOffsetsToTxn, TxnOffsetCommit), so only the outputs
+   * and the end of the transaction are left once it is decided: two of a commit's five round
+   * trips in series move out of the time between an answer and the next fetch. The offset
+   * counts only if the transaction commits, with the outputs, as when it is sent after them.
+   * With several batches in hand (a busy pipeline) nothing is sent early: their offsets go
+   * with their outputs in one transaction, as before.
+   */
+  private prepare(at: BatchAt): void {
+    if (this.stopping || this.prepared !== null || this.inHandler.size !== 1 || !this.inHandler.has(batchKey(at)) || !this.commits.quiet) return;
+    const txn = (async () => {
+      const producer = await this.slot.producer();
+      const t = await producer.transaction();
+      try {
+        await t.sendOffsets({ consumerGroupId: this.opts.groupId, topics: offsetsOf([{ ...at, out: [], isStale: () => false }]) });
+      } catch (err) {
+        await t.abort().catch(() => undefined);
+        throw err;
+      }
+      return t;
+    })();
+    txn.catch(() => undefined);
+    this.prepared = { ...at, txn, begun: Date.now() };
+    this.early.begun++;
+  }
+
+  /** Aborts the transaction begun early for this batch, if any (the batch failed, or moved to another instance). */
+  private async dropPrepared(at: BatchAt): Promise<void> {
+    const p = this.prepared;
+    if (p === null || !sameBatch(p, at)) return;
+    this.prepared = null;
+    await this.abortPrepared(p);
+  }
+
+  private async abortPrepared(p: Prepared): Promise<void> {
+    this.early.aborted++;
+    const txn = await p.txn.catch(() => null);
+    if (txn === null) {
+      await this.slot.renew();
+      return;
+    }
+    try {
+      await txn.abort();
+    } catch (err) {
+      this.opts.log.warn("transaction abort failed", { error: String(err) });
+      await this.slot.renew();
+    }
   }
 
   /** The batches' outputs and the offsets after each one's last, in one transaction (or sent, then committed). */
   private async commitTogether(batches: readonly Handed[]): Promise<void> {
     const out = batches.flatMap((b) => b.out);
-    const offsets = offsetsOf(batches);
+    const early = this.prepared;
+    this.prepared = null;
     try {
       const producer = await this.slot.producer();
       if (!this.exactlyOnce) {
+        const offsets = offsetsOf(batches);
         for (const chunk of chunks(out, MAX_SEND_BYTES)) await producer.sendBatch({ topicMessages: topicMessages(chunk) });
         await this.consumer.commitOffsets(offsets.flatMap((t) => t.partitions.map((p) => ({ topic: t.topic, partition: p.partition, offset: p.offset }))));
         return;
       }
-      const txn = await producer.transaction();
+      // The transaction begun early when its batch is among these (its offset already in it),
+      // else a new one, any other begun early aborted first.
+      let rest: readonly Handed[] = batches;
+      let txn: Transaction;
+      if (early !== null && Date.now() - early.begun < PREPARED_FOR_MS && batches.some((b) => sameBatch(b, early))) {
+        txn = await early.txn;
+        this.early.used++;
+        rest = batches.filter((b) => !sameBatch(b, early));
+      } else {
+        if (early !== null) await this.abortPrepared(early);
+        txn = await (await this.slot.producer()).transaction();
+      }
       try {
         for (const chunk of chunks(out, MAX_SEND_BYTES)) await txn.sendBatch({ topicMessages: topicMessages(chunk) });
-        await txn.sendOffsets({ consumerGroupId: this.opts.groupId, topics: offsets });
+        if (rest.length > 0) await txn.sendOffsets({ consumerGroupId: this.opts.groupId, topics: offsetsOf(rest) });
         await txn.commit();
       } catch (err) {
         await txn.abort().catch((e: unknown) => this.opts.log.warn("transaction abort failed", { error: String(e) }));
@@ -438,6 +541,9 @@ export class KafkaTransport implements Transport {
   async stop(): Promise<void> {
     this.stopping = true;
     await this.consumer.disconnect();
+    const early = this.prepared;
+    this.prepared = null;
+    if (early !== null) await this.abortPrepared(early);
     await this.slot.disconnect();
   }
 }
