@@ -6,9 +6,10 @@
 import { userInfo } from "node:os";
 import { parseArgs, type ParseArgsConfig } from "node:util";
 import { personProcessor } from "../processors/loops/waiting.ts";
+import { Oz0Error } from "../lib/errors.ts";
 
 /** What a subcommand says and how it ends. */
-export class Exit extends Error {
+export class Exit extends Oz0Error {
   readonly code: 0 | 1 | 2;
   /** Where the message goes: the command's output (a report, --json), or what went wrong. */
   readonly to: "stdout" | "stderr";

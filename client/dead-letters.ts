@@ -7,6 +7,7 @@
  * on its topic for an operator to republish. Pure: no I/O here.
  */
 import type { DeadLetter, Decision, ResultDelivered } from "../schemas/types.ts";
+import { Oz0Error } from "../lib/errors.ts";
 import type { SchemaName } from "../schemas/catalog.ts";
 import { TOPICS } from "../topology/topics.ts";
 import { READ_RESULT } from "./read-result.ts";
@@ -152,7 +153,7 @@ export function deadLetterDelivered(dl: DeadLetter, e: OriginalEvent): ResultDel
 }
 
 /** The error a client's await of the call as decided rejects with when the call was dead-lettered: there is no decided call. */
-export class DeadLettered extends Error {
+export class DeadLettered extends Oz0Error {
   readonly deadLetter: Pick<DeadLetter, "id" | "processor" | "topic" | "reason">;
   readonly inputId: string;
 

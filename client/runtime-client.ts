@@ -24,6 +24,7 @@
 import { randomUUID } from "node:crypto";
 import kafkajs, { type Batch, type Consumer, type Kafka, type Producer } from "kafkajs";
 import { EXACTLY_ONCE_PRODUCER, kafkaConfig, type Endpoints } from "../processors/runner/endpoints.ts";
+import { Oz0Error } from "../lib/errors.ts";
 import { createLogger, type Logger } from "../processors/runner/log.ts";
 import type { SchemaName } from "../schemas/catalog.ts";
 import { Serde } from "../schemas/serde.ts";
@@ -55,15 +56,15 @@ interface AnswerOf {
 export const DEFAULT_ANSWERS: readonly AnswerKind[] = ["admission", "callDecision", "delivered"];
 
 /** No answer came in time, or the client closed first. Retriable: the pipeline may be behind. */
-export class NoAnswer extends Error {
-  readonly retriable = true;
+export class NoAnswer extends Oz0Error {
+  declare readonly retriable: true;
   readonly awaited: AnswerKind;
   readonly topic: string;
   readonly inputId: string;
   readonly timeoutMs: number;
 
   constructor(awaited: AnswerKind, inputId: string, timeoutMs: number, message = noAnswerMessage(awaited, inputId, timeoutMs)) {
-    super(message);
+    super(message, { retriable: true });
     this.name = "NoAnswer";
     this.awaited = awaited;
     this.topic = ANSWERS[awaited].topic;

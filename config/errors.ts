@@ -2,6 +2,7 @@
  * What went wrong in a configuration file, and where. Every parser collects all of a file's
  * errors before it answers, so one run of `oz0 config` shows everything to fix.
  */
+import { Oz0Error } from "../lib/errors.ts";
 
 /** Where and why, as plain data: the shape both errors and warnings share. */
 export interface ConfigIssue {
@@ -22,7 +23,7 @@ export function formatConfigIssue(issue: Omit<ConfigIssue, "line"> & { readonly 
 }
 
 /** A configuration that cannot be used as written. Never retriable: the file has to change. */
-export class ConfigError extends Error implements ConfigIssue {
+export class ConfigError extends Oz0Error implements ConfigIssue {
   override readonly name = "ConfigError";
   readonly path: string;
   readonly field: string;

@@ -8,10 +8,11 @@
  * value. `none`, `off` and friends mean different things per field, so callers handle them.
  */
 import { closest } from "./suggest.ts";
+import { Oz0Error } from "../lib/errors.ts";
 
 export type UnitResult = { readonly ok: true; readonly value: number } | { readonly ok: false; readonly reason: string };
 
-export class UnitError extends Error {
+export class UnitError extends Oz0Error {
   override readonly name = "UnitError";
   readonly reason: string;
   constructor(reason: string) {

@@ -12,6 +12,7 @@ import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import kafkajs, { type Admin } from "kafkajs";
 import { localStackEnv } from "../bin/stack.ts";
+import { Oz0Error } from "../lib/errors.ts";
 
 const { ConfigResourceTypes } = kafkajs;
 const exec = promisify(execFile);
@@ -56,7 +57,7 @@ export async function requireStackCluster(admin: Admin): Promise<ClusterBroker[]
 }
 
 /** The drill cannot run here (not three brokers, or not the stack's): `npm run drill` exits 2 on it. */
-export class BrokerDrillRefused extends Error {
+export class BrokerDrillRefused extends Oz0Error {
   override readonly name = "BrokerDrillRefused";
 }
 

@@ -12,6 +12,7 @@ import avro from "avsc";
 import { redactUrl } from "../processors/runner/redact.ts";
 import { allSchemas, schema, schemaViolations, type SchemaName } from "./catalog.ts";
 import type { DeadLetterError } from "./types.ts";
+import { Oz0Error } from "../lib/errors.ts";
 
 const MAGIC = 0;
 const HEADER = 5;
@@ -22,21 +23,20 @@ const MISSING_IDS_KEPT = 4_096;
 const SCRATCH_MAX_BYTES = 1024 * 1024;
 
 /** An input that can never be decoded, however often it is retried. */
-export class DecodeError extends Error {
-  readonly retriable = false;
+export class DecodeError extends Oz0Error {
   readonly kind: DeadLetterError;
   constructor(kind: DeadLetterError, message: string, options?: { cause?: unknown }) {
-    super(message, options);
+    super(message, { ...options, retriable: false });
     this.name = "DecodeError";
     this.kind = kind;
   }
 }
 
 /** The registry could not be reached or failed; trying again later can help. */
-export class RegistryUnavailable extends Error {
-  readonly retriable = true;
+export class RegistryUnavailable extends Oz0Error {
+  declare readonly retriable: true;
   constructor(message: string, options?: { cause?: unknown }) {
-    super(message, options);
+    super(message, { ...options, retriable: true, dependency: "registry" });
     this.name = "RegistryUnavailable";
   }
 }

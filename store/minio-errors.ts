@@ -14,7 +14,7 @@
  *
  * An error with no code at all is not MinIO's answer but the caller's own and is left as it is.
  */
-import { StoreRefused, TransientError } from "../processors/runner/errors.ts";
+import { StoreRefused, TransientError } from "../lib/errors.ts";
 import type { FailureKind } from "./redis/errors.ts";
 
 const TRANSIENT_CODES = new Set([

@@ -16,6 +16,7 @@
  * No key, wrapped or not, appears in an error, a log line or an inspected value.
  */
 import { createCipheriv, createDecipheriv, createHash, createHmac, hkdfSync, randomBytes } from "node:crypto";
+import { Oz0Error } from "../lib/errors.ts";
 
 const KEY_BYTES = 32;
 const IV_BYTES = 12;
@@ -31,10 +32,9 @@ export const SEAL_OVERHEAD = HEADER_BYTES;
 const DEVELOPMENT_KEY = createHash("sha256").update("oz0 LOCAL DEVELOPMENT payload key: public, never for real tenants").digest();
 
 /** A sealed object does not open: damaged, sealed for another tenant or name, or with another master key. */
-export class SealError extends Error {
-  readonly retriable = false;
+export class SealError extends Oz0Error {
   constructor(message: string) {
-    super(message);
+    super(message, { retriable: false });
     this.name = "SealError";
   }
 }

@@ -26,6 +26,7 @@
 import type { Client } from "minio";
 import type { TraceStore } from "../processors/trace-sink/store.ts";
 import { jobPrefix, parsePart, tenantPrefix as tenantPrefixOf, TRACE_ROOT } from "../processors/trace-sink/trace-parts.ts";
+import { Oz0Error } from "../lib/errors.ts";
 import { FileNotFound } from "./file-errors.ts";
 import { fileNames, type FileStore } from "./files.ts";
 import { codeOf, minioFailure } from "./minio-errors.ts";
@@ -227,7 +228,7 @@ export interface HoldReport {
 }
 
 /** Thrown when a tree names nothing the tenant stored. */
-export class UnknownTree extends Error {
+export class UnknownTree extends Oz0Error {
   constructor(tenant: string, tree: string) {
     super(`tenant ${tenant} has no tree ${tree}: no file, trace part or state of it is kept (never run, erased, or past retention)`);
   }

@@ -12,6 +12,7 @@
  * cleared, so it never misses a held tree; an entry whose record is gone is ignored (and tidied).
  */
 import type { RedisClient } from "./redis/client.ts";
+import { Oz0Error } from "../lib/errors.ts";
 import { redisFailure } from "./redis/errors.ts";
 import { Keys } from "./redis/keys.ts";
 import { runScript } from "./redis/scripts.ts";
@@ -31,7 +32,7 @@ export interface TreeHold {
 export const TREE_ERASING_TTL_MS = 3_600_000;
 
 /** Thrown by a hold set while the tree is being erased: the erasure began first and goes on. */
-export class TreeBeingErased extends Error {
+export class TreeBeingErased extends Oz0Error {
   constructor(tenant: string, tree: string, marker: string) {
     const [by = "", at = ""] = marker.split("\n");
     const since = Number.isFinite(Number(at)) && at !== "" ? new Date(Number(at)).toISOString() : "a moment ago";

@@ -5,6 +5,7 @@
  * unit test fails when the docs differ from what the topology gives.
  */
 import type { NodeShape, PunctuatorShape, Topology } from "./declare.ts";
+import { Oz0Error } from "../lib/errors.ts";
 
 export interface GeneratedBlock {
   /** The docs file, from the repository's root. */
@@ -81,7 +82,7 @@ export function topologyDocs(t: Topology<NodeShape, PunctuatorShape>): Generated
   ];
 }
 
-export class MissingMarkers extends Error {}
+export class MissingMarkers extends Oz0Error {}
 
 /** `text` with the block's body between its markers; throws when the markers are missing. */
 export function withBlock(text: string, block: Pick<GeneratedBlock, "file" | "name" | "body">): string {

@@ -8,6 +8,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Decision, JobEvent, ModelCall, ResultDelivered, ToolCall, ToolResult } from "../../schemas/types.ts";
 import { STEP_KINDS, type Plan, type Step, type StepKind, type Tree } from "./mix.ts";
+import { Oz0Error } from "../../lib/errors.ts";
 
 /** What a runtime publishes and awaits: the runtime client's methods the load uses. */
 export interface LoadTarget {
@@ -109,7 +110,7 @@ export function offloadOf(d: ResultDelivered): { ref: string; size: number } | u
   return undefined;
 }
 
-class NoTime extends Error {}
+class NoTime extends Oz0Error {}
 
 /** Plays one tree; returns false when it was cut short (out of time, or an answer did not come). */
 export async function playTree(tree: Tree, target: LoadTarget, rec: Recorder, opts: PlayOptions): Promise<boolean> {

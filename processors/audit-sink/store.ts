@@ -19,6 +19,7 @@ import { minioFailure } from "../../store/minio-errors.ts";
 import { TransientError } from "../runner/errors.ts";
 import { utcDay } from "../loops/store.ts";
 import { DAY_ROOT, dayMarkers, decodeLines, encodeLines, listAfter, LOG_ROOT, objectName, parseDayMarker, parseObjectName, partitionPrefix, uncoveredRuns, type ObjectRange } from "./log-objects.ts";
+import { Oz0Error } from "../../lib/errors.ts";
 
 export type LockMode = "COMPLIANCE" | "GOVERNANCE";
 
@@ -53,20 +54,19 @@ export interface AuditRead {
   readonly unreadable: string[];
 }
 
-export class AuditLogNotLocked extends Error {
-  readonly retriable = false;
+export class AuditLogNotLocked extends Oz0Error {
   constructor(bucket: string) {
-    super(`bucket ${bucket} has no object lock: the audit log needs a bucket created with object locking; name a new one with OZ0_AUDIT_BUCKET and it is created so`);
+    super(`bucket ${bucket} has no object lock: the audit log needs a bucket created with object locking; name a new one with OZ0_AUDIT_BUCKET and it is created so`, { retriable: false });
     this.name = "AuditLogNotLocked";
   }
 }
 
 /** Objects at a batch's offsets hold other entries: the topic's offsets started again. Retrying cannot help. */
-export class AuditLogConflict extends Error {
-  readonly retriable = false;
+export class AuditLogConflict extends Oz0Error {
   constructor(bucket: string, name: string, missing: number) {
     super(
       `${bucket}/${name} is already written but lacks ${missing} of the entries this batch gives its offsets: the topic's offsets started again (topic created anew, or Kafka's data reset); the log cannot be changed, so point the sink at a new bucket with OZ0_AUDIT_BUCKET`,
+      { retriable: false },
     );
     this.name = "AuditLogConflict";
   }

@@ -9,9 +9,10 @@ import { ConfigError } from "../../config/errors.ts";
 import { parsePrices, type PricesFile } from "../../config/prices.ts";
 import type { Env } from "../runner/settings.ts";
 import { DEFAULT_PRICES, type PriceTable } from "./prices.ts";
+import { Oz0Error } from "../../lib/errors.ts";
 
 /** Thrown when the prices file cannot be used: its message lists every error, one a line. */
-export class PricesFileError extends Error {
+export class PricesFileError extends Oz0Error {
   override readonly name = "PricesFileError";
   readonly errors: readonly ConfigError[];
 

@@ -7,6 +7,7 @@
 import { parentPort, workerData } from "node:worker_threads";
 import kafkajs from "kafkajs";
 import { kafkaConfig, type Endpoints } from "./endpoints.ts";
+import { Oz0Error } from "./errors.ts";
 import type { Level, Logger } from "./log.ts";
 import { packRecords, unpackOutputs } from "./thread-batches.ts";
 import { kafkaTransport, type OutMessage, type Transport } from "./transport.ts";
@@ -37,11 +38,10 @@ const transports = new Map<number, Transport>();
 const waiting = new Map<number, { resolve(out: OutMessage[]): void; reject(err: Error): void }>();
 let nextBatch = 0;
 
-/** An error the main thread threw, as an Error again, with its retriable flag (`errors.ts`). */
+/** An error the main thread threw, as an Oz0Error again, with its name and retriable flag (`errors.ts`). */
 function rebuilt(e: ThreadError): Error {
-  const err = new Error(e.message);
+  const err = new Oz0Error(e.message, { retriable: e.retriable });
   err.name = e.name;
-  if (e.retriable) Object.defineProperty(err, "retriable", { value: true });
   return err;
 }
 

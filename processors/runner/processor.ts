@@ -4,6 +4,7 @@
  * core nor its tests know which.
  */
 import { schema } from "../../schemas/catalog.ts";
+import { Oz0Error } from "../../lib/errors.ts";
 import { topic, type TopicName, TOPICS } from "../../topology/topics.ts";
 
 export interface InputRecord<T> {
@@ -58,7 +59,7 @@ export interface Processor<In, Env = void> {
   process(records: ReadonlyArray<InputRecord<In>>, env: Env): Promise<Outcome[]> | Outcome[];
 }
 
-export class TopologyError extends Error {
+export class TopologyError extends Oz0Error {
   constructor(message: string) {
     super(message);
     this.name = "TopologyError";

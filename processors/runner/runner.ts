@@ -9,7 +9,7 @@ import type { DeadLetter } from "../../schemas/types.ts";
 import { topic, type TopicName } from "../../topology/topics.ts";
 import type { SchemaName } from "../../schemas/catalog.ts";
 import { runBatch, type BatchResult, type Rejected } from "./batch.ts";
-import { isRetriable, messageOf } from "./errors.ts";
+import { Oz0Error, isRetriable, messageOf } from "./errors.ts";
 import { backoffMs, DEFAULT_RETRY, RetryWatch, type Episode, type Failing, type RetrySettings } from "./retry.ts";
 import { deriveId } from "./ids.ts";
 import type { Logger } from "./log.ts";
@@ -67,10 +67,9 @@ export interface RunnerDeps {
 /** Pauses before another attempt at a batch; throws to give up (the processor is stopping). */
 type Backoff = (ctx: BatchContext, err: unknown, attempt: number, episode: Episode, log: Logger) => Promise<void>;
 
-class Stopping extends Error {
-  readonly retriable = true;
+class Stopping extends Oz0Error {
   constructor() {
-    super("processor is stopping; the batch stays uncommitted and is handled again after restart");
+    super("processor is stopping; the batch stays uncommitted and is handled again after restart", { retriable: true });
   }
 }
 

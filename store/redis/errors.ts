@@ -14,7 +14,7 @@
  *   (`redis.error_reply`, or a Lua error: `ERR user_script:...`), an `ERR` about the arguments
  *   of a command, `NOPERM` (an ACL denies the key), `CROSSSLOT`.
  */
-import { type Dependency, StoreRefused, TransientError, messageOf } from "../../processors/runner/errors.ts";
+import { type Dependency, StoreRefused, TransientError, messageOf } from "../../lib/errors.ts";
 
 export type FailureKind = "transient" | "permanent";
 

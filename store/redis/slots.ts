@@ -8,7 +8,7 @@
  * more, never a wrong answer.
  */
 import { Cluster, type Redis } from "ioredis";
-import { TransientError } from "../../processors/runner/errors.ts";
+import { TransientError } from "../../lib/errors.ts";
 import type { RedisClient } from "./client.ts";
 
 /** One command of a pipeline: a Redis command or a script defined on the connection (`scripts.ts`), by name, and the key it routes by. */
