@@ -257,7 +257,7 @@ describe("the trace and audit sinks on the real broker and MinIO", () => {
       expect(replays).toHaveLength(starting.length);
       for (const r of replays) await eventually(`the replay ${r.group} handled this file's records`, () => handledPast(r.group, r.topic, written.get(r.topic) ?? new Map()), Boolean, 120_000);
     } finally {
-      for (const r of replays) await r.running.stop();
+      await Promise.all(replays.map((r) => r.running.stop()));
     }
     const trace = await traces.read(job, "acme");
     expect([trace.entries.length, trace.decisions.length, trace.jobs?.length]).toEqual([3, 3, 2]);
