@@ -93,15 +93,20 @@ export async function doctor(opts: DoctorOptions): Promise<DoctorReport> {
     }
 
     // The brokers, and the pipeline's partitions under-replicated or without a leader.
-    const kafkaCluster = up.get("kafka") ? await readCluster(admin, TOPICS.map((t) => t.name), new Map(), endpoints.kafkaBrokers).then(clusterHealth, () => null) : null;
+    let kafkaClusterError: string | undefined;
+    const kafkaCluster = up.get("kafka")
+      ? await readCluster(admin, TOPICS.map((t) => t.name), new Map(), endpoints.kafkaBrokers).then(clusterHealth, (err: unknown) => ((kafkaClusterError = messageOf(err)), null))
+      : null;
 
     const letters: DeadLetter[] = [];
     const serde = new Serde({ registryUrl: endpoints.registryUrl });
+    let deadLettersError: string | undefined;
     if (up.get("kafka") && up.get("schema registry")) {
+      // A broker of a cluster lost (its partitions moving) can fail the read: said, not thrown.
       await readRange(kafka, { topics: [{ topic: "oz0.dead-letter", from: since }], groupPrefix: "oz0.doctor", maxMs: 30_000 }, async (_t, _p, message) => {
         const letter = await serde.decode<DeadLetter>("DeadLetter", message.value).catch(() => undefined);
         if (letter && letter.ts >= since) letters.push(letter);
-      });
+      }).catch((err: unknown) => (deadLettersError = messageOf(err)));
     }
 
     let looping: DoctorReport["looping"] = null;
@@ -113,7 +118,7 @@ export async function doctor(opts: DoctorOptions): Promise<DoctorReport> {
         await config?.stop();
       }
     }
-    return { at, since, services, processors, dead_letters: deadLetterRows(letters), looping, kafkajs: kafkajsPatches(), kafka_cluster: kafkaCluster };
+    return { at, since, services, processors, dead_letters: deadLetterRows(letters), looping, kafkajs: kafkajsPatches(), kafka_cluster: kafkaCluster, ...(kafkaClusterError !== undefined ? { kafka_cluster_error: kafkaClusterError } : {}), ...(deadLettersError !== undefined ? { dead_letters_error: deadLettersError } : {}) };
   } finally {
     await admin.disconnect().catch(() => undefined);
     redis.disconnect();

@@ -49,6 +49,10 @@ export interface DoctorReport {
   readonly kafkajs?: readonly KafkajsPatchState[];
   /** The Kafka cluster's brokers and the pipeline's partitions (`kafka-cluster.ts`); null when Kafka did not answer. */
   readonly kafka_cluster?: ClusterHealth | null;
+  /** Why the brokers and partitions could not be read (a broker going away mid-read), when they could not. */
+  readonly kafka_cluster_error?: string;
+  /** Why the dead letters could not be read, when they could not (a broker lost mid-read). */
+  readonly dead_letters_error?: string;
 }
 
 /** Dead letters counted by processor and error class, the most first; each with its newest reason. */
@@ -68,7 +72,7 @@ export function deadLetterRows(letters: ReadonlyArray<Pick<DeadLetter, "processo
 
 /** Healthy when every service answers, every broker too, and no partition of the pipeline is under-replicated or without a leader; what the exit status says. */
 export function healthy(r: DoctorReport): boolean {
-  return r.services.every((s) => s.ok) && (r.kafka_cluster?.problems.length ?? 0) === 0;
+  return r.services.every((s) => s.ok) && (r.kafka_cluster?.problems.length ?? 0) === 0 && r.kafka_cluster_error === undefined;
 }
 
 /** Records a second between two readings of a group's committed total, or null when either is unknown. */
@@ -84,6 +88,7 @@ export function formatDoctor(r: DoctorReport): string {
   const down = r.services.filter((s) => !s.ok);
   out.push(down.length === 0 ? `services: all answer (${r.services.map((s) => `${s.name} ${s.ms} ms`).join(", ")})` : `services: ${down.length} of ${r.services.length} do not answer`);
   for (const s of down) out.push(`  ${s.name}: does not answer: ${s.error ?? "no answer"}`);
+  if (r.kafka_cluster_error !== undefined) out.push(`kafka: the brokers and partitions could not be read (${r.kafka_cluster_error}): a broker may be going away; ask again`);
   if (r.kafka_cluster) {
     const c = r.kafka_cluster;
     const up = c.brokers.filter((b) => b.up).length;
@@ -96,7 +101,7 @@ export function formatDoctor(r: DoctorReport): string {
   for (const p of r.processors) out.push(`  ${p.name.padEnd(width)}  lag ${fmt(p.lag).padStart(7)}  ${fmt(p.rate, 1).padStart(7)}/s  ${p.group} on ${p.topic}`);
   const hours = (r.at - r.since) / 3_600_000;
   const total = r.dead_letters.reduce((n, d) => n + d.count, 0);
-  out.push("", `dead letters since ${new Date(r.since).toISOString()} (${hours.toFixed(hours < 1 ? 2 : 0)} h): ${total === 0 ? "none" : total}`);
+  out.push("", `dead letters since ${new Date(r.since).toISOString()} (${hours.toFixed(hours < 1 ? 2 : 0)} h): ${r.dead_letters_error !== undefined ? `not read (${r.dead_letters_error})` : total === 0 ? "none" : total}`);
   for (const d of r.dead_letters) out.push(`  ${d.processor}  ${d.error}  ${d.count}  newest ${new Date(d.last_at).toISOString()}: ${d.reason}`);
   out.push("");
   out.push(r.looping ? formatLoopReport(r.looping.tools, { days: r.looping.days, minTenants: r.looping.min_tenants }) : "looping tools: not read (Redis does not answer)");

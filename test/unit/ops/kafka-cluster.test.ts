@@ -110,5 +110,9 @@ describe("the Kafka cluster as the health and oz0 doctor report it (a metadata s
     expect(text).toContain("kafka: 2 of 3 brokers answer; 0 partitions without a leader, 1 under-replicated (0 below min.insync.replicas)");
     expect(text).toContain("  Kafka broker 1 (127.0.0.1:19192): not in the cluster's metadata, a replica of 1 of the pipeline's partitions");
     expect(text).toContain("  1 partitions under-replicated: oz0.decisions/0");
+    const unread = { ...base, kafka_cluster: null, kafka_cluster_error: "Connection error: connect ECONNREFUSED 127.0.0.1:19194", dead_letters_error: "Connection error: connect ECONNREFUSED 127.0.0.1:19194" };
+    expect(healthy(unread)).toBe(false);
+    expect(formatDoctor(unread)).toContain("kafka: the brokers and partitions could not be read (Connection error: connect ECONNREFUSED 127.0.0.1:19194): a broker may be going away; ask again");
+    expect(formatDoctor(unread)).toContain("(1 h): not read (Connection error: connect ECONNREFUSED 127.0.0.1:19194)");
   });
 });
