@@ -61,9 +61,26 @@ export class BrokerDrillRefused extends Oz0Error {
   override readonly name = "BrokerDrillRefused";
 }
 
+/**
+ * The topics' metadata. A broker learns of a new topic from the controller a moment after its
+ * creation and answers UNKNOWN_TOPIC_OR_PARTITION meanwhile, which is retriable: retried for
+ * at most `withinMs`, as a Kafka client does.
+ */
+export async function metadataOf(admin: Admin, topics: readonly string[], withinMs = 15_000): ReturnType<Admin["fetchTopicMetadata"]> {
+  const until = Date.now() + withinMs;
+  for (;;) {
+    try {
+      return await admin.fetchTopicMetadata({ topics: [...topics] });
+    } catch (err) {
+      if (!(err instanceof Error && "retriable" in err && err.retriable === true) || Date.now() > until) throw err;
+    }
+    await sleep(200);
+  }
+}
+
 /** The broker leading the most partitions of `topics` (the lowest node ID on a tie), with the count. */
 export async function leaderOfMost(admin: Admin, topics: readonly string[]): Promise<{ nodeId: number; partitions: number; of: number }> {
-  const meta = await admin.fetchTopicMetadata({ topics: [...topics] });
+  const meta = await metadataOf(admin, topics);
   const led = new Map<number, number>();
   let of = 0;
   for (const t of meta.topics) {
@@ -217,7 +234,7 @@ export async function untilInSync(admin: Admin, nodeId: number, topics: readonly
  */
 export async function replicationProblems(admin: Admin, topics: readonly string[]): Promise<string[]> {
   const problems: string[] = [];
-  const meta = await admin.fetchTopicMetadata({ topics: [...topics] });
+  const meta = await metadataOf(admin, topics);
   for (const t of meta.topics) {
     const short = t.partitions.filter((p) => new Set(p.replicas).size < 3).length;
     if (short > 0) problems.push(`${t.name}: ${short} of ${t.partitions.length} partitions with fewer than three replicas`);
