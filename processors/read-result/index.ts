@@ -7,7 +7,7 @@ import { FileNotFound } from "../../store/file-errors.ts";
 import type { FileReader, FileStore } from "../../store/files.ts";
 import { Keys } from "../../store/redis/keys.ts";
 import { redisFailure } from "../../store/redis/errors.ts";
-import { runScript } from "../../store/redis/scripts.ts";
+import { defineScript, integers } from "../../store/redis/script.ts";
 import type { ConfigView } from "../runner/config-table.ts";
 import type { ReadResultEnv } from "./processor.ts";
 import { redisStandingStore } from "../limits/standing.ts";
@@ -20,13 +20,27 @@ export { builtinManifest, isBuiltinTool, isReadResult, OZ_MANIFEST, READ_RESULT,
 /** A job's joined labels are kept this long after its last read (the files they came from are kept 90 days). */
 export const JOB_LABELS_TTL_SECONDS = 90 * 24 * 60 * 60;
 
+type JobRef = { readonly tenant: string; readonly tree: string; readonly job: string };
+
+/** Joins labels into a job's set and keeps it JOB_LABELS_TTL_SECONDS: how many it added, how many it holds. */
+export const joinJobLabelsScript = defineScript({
+  name: "joinJobLabels",
+  keys: (k, i: { readonly job: JobRef; readonly labels: readonly string[] }) => [k.jobLabels(i.job.tenant, i.job.tree, i.job.job)],
+  args: (i) => [JOB_LABELS_TTL_SECONDS, ...i.labels],
+  reply: (raw, fail) => {
+    const [added, total, ...more] = integers(raw, fail);
+    if (added === undefined || total === undefined || more.length > 0) fail("{ added, total }");
+    return { added: added as number, total: total as number };
+  },
+  what: (i) => `joining labels into job ${i.job.job} of tree ${i.job.tree}`,
+});
+
 /** OFF-9: joins labels into the job's set in Redis; returns how many the job holds. A Redis failure is classified by what the server said (`store/redis/errors.ts`). */
-export async function joinJobLabels(redis: RedisClient, keys: Keys, job: { readonly tenant: string; readonly tree: string; readonly job: string }, labels: readonly string[]): Promise<number> {
+export async function joinJobLabels(redis: RedisClient, keys: Keys, job: JobRef, labels: readonly string[]): Promise<number> {
+  if (labels.length > 0) return (await joinJobLabelsScript.run(redis, keys, { job, labels })).total;
   const key = keys.jobLabels(job.tenant, job.tree, job.job);
   try {
-    if (labels.length === 0) return await redis.scard(key);
-    const [, total] = (await runScript(redis, "joinJobLabels", [key], [JOB_LABELS_TTL_SECONDS, ...labels])) as [number, number];
-    return total;
+    return await redis.scard(key);
   } catch (err) {
     throw redisFailure(err, `joining labels into job ${job.job} of tree ${job.tree}`, key);
   }

@@ -9,8 +9,35 @@
 import { randomUUID } from "node:crypto";
 import type { RedisClient } from "../../store/redis/client.ts";
 import type { Keys } from "../../store/redis/keys.ts";
-import { runScript } from "../../store/redis/scripts.ts";
+import { defineScript, flag } from "../../store/redis/script.ts";
 import type { SweepRecord } from "./status.ts";
+
+/** Lengthens a tenant's lock by `ms` when it still holds `value`: true when it did. */
+export const retentionExtend = defineScript({
+  name: "retentionExtend",
+  keys: (k, i: { readonly tenant: string; readonly value: string; readonly ms: number }) => [k.retentionLock(i.tenant)],
+  args: (i) => [i.value, i.ms],
+  reply: flag,
+  what: (i) => `lengthening the retention lock of tenant ${i.tenant}`,
+});
+
+/** Releases a tenant's lock when it still holds `value`: true when it did. */
+export const retentionUnlock = defineScript({
+  name: "retentionUnlock",
+  keys: (k, i: { readonly tenant: string; readonly value: string }) => [k.retentionLock(i.tenant)],
+  args: (i) => [i.value],
+  reply: flag,
+  what: (i) => `releasing the retention lock of tenant ${i.tenant}`,
+});
+
+/** Keeps a tenant's last sweep unless a later one is kept: true when kept. */
+export const retentionRecord = defineScript({
+  name: "retentionRecord",
+  keys: (k, _r: SweepRecord) => [k.retentionLast()],
+  args: (r) => [r.tenant, JSON.stringify(r)],
+  reply: flag,
+  what: (r) => `recording the retention sweep of tenant ${r.tenant}`,
+});
 
 export interface TenantLock {
   /** The value this sweep set. */
@@ -43,13 +70,13 @@ export function redisRetentionState(redis: RedisClient, keys: Keys): RetentionSt
       return {
         lock: {
           value,
-          extend: async (more) => Number(await runScript(redis, "retentionExtend", [key], [value, more])) === 1,
-          release: async () => void (await runScript(redis, "retentionUnlock", [key], [value])),
+          extend: (more) => retentionExtend.run(redis, keys, { tenant, value, ms: more }),
+          release: async () => void (await retentionUnlock.run(redis, keys, { tenant, value })),
         },
       };
     },
     async record(r) {
-      return Number(await runScript(redis, "retentionRecord", [keys.retentionLast()], [r.tenant, JSON.stringify(r)])) === 1;
+      return retentionRecord.run(redis, keys, r);
     },
     async last(tenant) {
       if (tenant !== undefined) {
