@@ -66,11 +66,16 @@ export class BrokerDrillRefused extends Oz0Error {
  * creation and answers UNKNOWN_TOPIC_OR_PARTITION meanwhile, which is retriable: retried for
  * at most `withinMs`, as a Kafka client does.
  */
-export async function metadataOf(admin: Admin, topics: readonly string[], withinMs = 15_000): ReturnType<Admin["fetchTopicMetadata"]> {
+export function metadataOf(admin: Admin, topics: readonly string[], withinMs = 15_000): ReturnType<Admin["fetchTopicMetadata"]> {
+  return whileNewTopic(() => admin.fetchTopicMetadata({ topics: [...topics] }), withinMs);
+}
+
+/** `ask`, tried again for at most `withinMs` while it fails with a retriable Kafka error (a new topic not yet known to the broker asked). */
+export async function whileNewTopic<T>(ask: () => Promise<T>, withinMs = 15_000): Promise<T> {
   const until = Date.now() + withinMs;
   for (;;) {
     try {
-      return await admin.fetchTopicMetadata({ topics: [...topics] });
+      return await ask();
     } catch (err) {
       if (!(err instanceof Error && "retriable" in err && err.retriable === true) || Date.now() > until) throw err;
     }
@@ -239,7 +244,7 @@ export async function replicationProblems(admin: Admin, topics: readonly string[
     const short = t.partitions.filter((p) => new Set(p.replicas).size < 3).length;
     if (short > 0) problems.push(`${t.name}: ${short} of ${t.partitions.length} partitions with fewer than three replicas`);
   }
-  const described = await admin.describeConfigs({ includeSynonyms: false, resources: topics.map((name) => ({ type: ConfigResourceTypes.TOPIC, name, configNames: ["min.insync.replicas"] })) });
+  const described = await whileNewTopic(() => admin.describeConfigs({ includeSynonyms: false, resources: topics.map((name) => ({ type: ConfigResourceTypes.TOPIC, name, configNames: ["min.insync.replicas"] })) }));
   for (const r of described.resources) {
     const v = r.configEntries.find((e) => e.configName === "min.insync.replicas")?.configValue;
     if (v !== "2") problems.push(`${r.resourceName}: min.insync.replicas ${v ?? "unset"}`);

@@ -20,6 +20,7 @@ import { PayloadKeys } from "../store/payload-keys.ts";
 import { ensureTopics } from "../topology/create.ts";
 import { labNames, type DrillSubject, type LabNames } from "./subjects.ts";
 import { deleteKeys, scanKeys } from "../store/redis/slots.ts";
+import { whileNewTopic } from "./brokers.ts";
 
 export interface Services {
   readonly kafka: Kafka;
@@ -230,7 +231,8 @@ export class OutputReader {
 
   async start(): Promise<void> {
     await this.consumer.connect();
-    await this.consumer.subscribe({ topics: this.lab.answers.map((a) => a.topic), fromBeginning: true });
+    // On a cluster, a broker may not know the lab's new topics for a moment (retriable).
+    await whileNewTopic(() => this.consumer.subscribe({ topics: this.lab.answers.map((a) => a.topic), fromBeginning: true }));
     const spec = new Map(this.lab.answers.map((a) => [a.topic, a]));
     const inputSchema = this.lab.subject.kind.schema;
     await this.consumer.run({
