@@ -12,7 +12,7 @@ import type { OffloadThreshold } from "../../config/resolve.ts";
 import type { FileReader } from "../../store/files.ts";
 import { Keys } from "../../store/redis/keys.ts";
 import { redisFailure } from "../../store/redis/errors.ts";
-import { runScript } from "../../store/redis/scripts.ts";
+import { defineScript, flag, text } from "../../store/redis/script.ts";
 import { earlierTurns } from "./lineage.ts";
 
 /** Trees and conversations are kept past the 90 days their files may live. */
@@ -71,6 +71,39 @@ async function redisStep<T>(what: string, key: string, step: () => Promise<T>): 
   }
 }
 
+type TreeRef = { readonly tenant: string; readonly tree: string };
+
+/** A tree's start or its root job's end, once per input offset: true when recorded, false on a replay. */
+export const filesTreeScript = defineScript({
+  name: "filesTree",
+  keys: (k, i: TreeRef & { readonly op: "start" | "end"; readonly event: string; readonly job: string; readonly conversation: string | null; readonly at: InputPosition }) => [k.filesTree(i.tenant, i.tree)],
+  args: (i) => [i.op, i.event, i.job, i.conversation ?? "", i.at.source, i.at.offset, LINEAGE_TTL_S],
+  reply: flag,
+  what: (i) => (i.op === "start" ? "to record a tree's start" : "to record a tree's end"),
+});
+
+/** A tree as a turn of its conversation after `previous`; a turn recorded before stands. */
+export const conversationTurnScript = defineScript({
+  name: "conversationTurn",
+  keys: (k, i: { readonly tenant: string; readonly conversation: string; readonly tree: string; readonly previous: string | null }) => [k.conversation(i.tenant, i.conversation)],
+  args: (i) => [i.tree, i.previous ?? "", LINEAGE_TTL_S],
+  reply: (raw, fail) => {
+    if (!Array.isArray(raw) || raw.length !== 2 || (raw[0] !== 0 && raw[0] !== 1)) fail("{ applied, previous }");
+    const [applied, previous] = raw as [number, unknown];
+    return { applied: applied === 1, previous: typeof previous === "string" ? previous : null };
+  },
+  what: () => "to record a conversation's turn",
+});
+
+/** The job's offload threshold: the one kept before, else the one given (kept from now on). */
+export const offloadThresholdScript = defineScript({
+  name: "offloadThreshold",
+  keys: (k, i: TreeRef & { readonly job: string; readonly resolved: OffloadThreshold }) => [k.jobOffload(i.tenant, i.tree, i.job)],
+  args: (i) => [thresholdText(i.resolved), THRESHOLD_TTL_S],
+  reply: (raw, fail) => parseThreshold(text(raw, fail)),
+  what: () => "to keep a job's offload threshold",
+});
+
 export class RedisFilesState implements FilesState {
   readonly #redis: RedisClient;
   readonly #keys: Keys;
@@ -87,15 +120,15 @@ export class RedisFilesState implements FilesState {
   }
 
   async start(tenant: string, treeId: string, s: { event: string; job: string; conversation: string | null }, at: InputPosition): Promise<void> {
-    await redisStep("record a tree's start", this.#keys.filesTree(tenant, treeId), () => runScript(this.#redis, "filesTree", [this.#keys.filesTree(tenant, treeId)], ["start", s.event, s.job, s.conversation ?? "", at.source, at.offset, LINEAGE_TTL_S]));
+    await filesTreeScript.run(this.#redis, this.#keys, { tenant, tree: treeId, op: "start", event: s.event, job: s.job, conversation: s.conversation, at });
   }
 
   async end(tenant: string, treeId: string, job: string, at: InputPosition): Promise<void> {
-    await redisStep("record a tree's end", this.#keys.filesTree(tenant, treeId), () => runScript(this.#redis, "filesTree", [this.#keys.filesTree(tenant, treeId)], ["end", "", job, "", at.source, at.offset, LINEAGE_TTL_S]));
+    await filesTreeScript.run(this.#redis, this.#keys, { tenant, tree: treeId, op: "end", event: "", job, conversation: null, at });
   }
 
   async turn(tenant: string, conversation: string, tree: string, previous: string | null): Promise<void> {
-    await redisStep("record a conversation's turn", this.#keys.conversation(tenant, conversation), () => runScript(this.#redis, "conversationTurn", [this.#keys.conversation(tenant, conversation)], [tree, previous ?? "", LINEAGE_TTL_S]));
+    await conversationTurnScript.run(this.#redis, this.#keys, { tenant, conversation, tree, previous });
   }
 
   async reader(tenant: string, tree: string): Promise<FileReader> {
@@ -106,8 +139,7 @@ export class RedisFilesState implements FilesState {
   }
 
   async threshold(tenant: string, treeId: string, jobId: string, resolved: OffloadThreshold): Promise<OffloadThreshold> {
-    const kept = await redisStep("keep a job's offload threshold", this.#keys.jobOffload(tenant, treeId, jobId), () => runScript(this.#redis, "offloadThreshold", [this.#keys.jobOffload(tenant, treeId, jobId)], [thresholdText(resolved), THRESHOLD_TTL_S]));
-    return parseThreshold(String(kept));
+    return offloadThresholdScript.run(this.#redis, this.#keys, { tenant, tree: treeId, job: jobId, resolved });
   }
 }
 
