@@ -34,7 +34,7 @@ import { REF_PREFIX, tenantPath } from "./objects.ts";
 import type { RedisClient } from "./redis/client.ts";
 import { redisFailure } from "./redis/errors.ts";
 import type { Keys } from "./redis/keys.ts";
-import { runScript } from "./redis/scripts.ts";
+import { defineScript, integer } from "./redis/script.ts";
 import type { TreeHold, TreeHolds } from "./tree-holds.ts";
 
 export interface TreeDataDeps {
@@ -397,20 +397,24 @@ export async function eraseTree(d: TreeDataDeps, tenant: string, tree: string, b
   }
 }
 
+/** Removes a tree's keys (one slot) unless it is held: how many it removed, or -1 when held (nothing removed). */
+export const treeErase = defineScript({
+  name: "treeErase",
+  // `tag`: the tree's hash tag as a key prefix; the script touches only names that start with it.
+  keys: (k, i: { readonly tenant: string; readonly tree: string; readonly tag: string; readonly names: readonly string[] }) => [k.treeHold(i.tenant, i.tree)],
+  args: (i) => [i.tag, ...i.names],
+  reply: integer,
+  what: () => "to erase a tree's state",
+});
+
 async function eraseMarked(d: TreeDataDeps, tenant: string, tree: string, inv: TreeInventory): Promise<EraseReport> {
   const files = (await d.files.client.bucketExists(d.files.bucket)) ? await d.files.eraseTree(tenant, tree) : { erased: [], held: [] };
   await removeParts(d.traces, inv.traceParts, `tree ${tree}`);
-  const holdKey = d.keys.treeHold(tenant, tree);
-  const tag = holdKey.slice(0, -"hold".length);
+  const tag = d.keys.treeHold(tenant, tree).slice(0, -"hold".length);
   const removed: string[] = [];
   for (let i = 0; i < inv.redisKeys.length || i === 0; i += 500) {
     const chunk = inv.redisKeys.slice(i, i + 500);
-    let n: number;
-    try {
-      n = Number(await runScript(d.redis, "treeErase", [holdKey], [tag, ...chunk]));
-    } catch (err) {
-      throw redisFailure(err, "to erase a tree's state", holdKey);
-    }
+    const n = await treeErase.run(d.redis, d.keys, { tenant, tree, tag, names: chunk });
     if (n === -1) {
       const late = await d.holds.get(tenant, tree);
       if (late !== null) return { outcome: "held", hold: late, inventory: inv };

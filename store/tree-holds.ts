@@ -15,7 +15,7 @@ import type { RedisClient } from "./redis/client.ts";
 import { Oz0Error } from "../lib/errors.ts";
 import { redisFailure } from "./redis/errors.ts";
 import { Keys } from "./redis/keys.ts";
-import { runScript } from "./redis/scripts.ts";
+import { defineScript } from "./redis/script.ts";
 
 export interface TreeHold {
   readonly tenant: string;
@@ -66,6 +66,62 @@ function pairs(flat: unknown): Record<string, string> {
   return out;
 }
 
+type TreeRef = { readonly tenant: string; readonly tree: string };
+const treeHoldKeys = (k: Keys, i: TreeRef): string[] => [k.treeHold(i.tenant, i.tree), k.treeErasing(i.tenant, i.tree)];
+
+/** Records a tree's hold, the first one standing: the hold that stands, or the erasure's marker when the tree is being erased. */
+export const treeHoldSet = defineScript({
+  name: "treeHold",
+  keys: (k, i: TreeRef & { readonly reason: string; readonly by: string; readonly at: number }) => treeHoldKeys(k, i),
+  args: (i) => ["set", i.reason, i.by, i.at, "", ""],
+  reply: (raw, fail): { readonly erasing: string } | { readonly made: boolean; readonly reason: string; readonly by: string; readonly at: number } => {
+    if (!Array.isArray(raw) || typeof raw[0] !== "number" || typeof raw[1] !== "string") fail("{made, reason, by, at} or {-1, marker}");
+    const [made, reason, by, at] = raw as [number, string, unknown, unknown];
+    if (made === -1) return { erasing: reason };
+    if (made !== 0 && made !== 1) fail("{made, reason, by, at} or {-1, marker}");
+    return { made: made === 1, reason, by: typeof by === "string" ? by : "", at: Number(at) };
+  },
+  what: () => "to record a tree's legal hold",
+});
+
+/** Records what the MinIO holds of a tree covered: false when no hold is recorded (cleared meanwhile). */
+export const treeHoldCovered = defineScript({
+  name: "treeHold",
+  keys: (k, i: TreeRef & { readonly covered: HoldCovered; readonly by: string; readonly at: number }) => treeHoldKeys(k, i),
+  args: (i) => ["covered", i.covered.files, i.by, i.at, i.covered.traceParts, i.covered.jobs],
+  reply: (raw, fail) => {
+    if (raw !== "" && !Array.isArray(raw)) fail('the hold or ""');
+    return raw !== "";
+  },
+  what: () => "to record what a tree's legal hold covers",
+});
+
+/** Marks a tree as being erased unless it is held: false when held (nothing marked). */
+export const treeEraseBegin = defineScript({
+  name: "treeEraseBegin",
+  keys: (k, i: TreeRef & { readonly by: string; readonly at: number }) => treeHoldKeys(k, i),
+  args: (i) => [`${i.by}\n${i.at}`, TREE_ERASING_TTL_MS],
+  reply: (raw, fail) => {
+    if (raw !== 1 && raw !== -1) fail("1 or -1");
+    return raw === 1;
+  },
+  what: () => "to mark a tree as being erased",
+  key: (k, i) => k.treeErasing(i.tenant, i.tree),
+});
+
+/** Removes a tree's hold record: its fields and values, or null when the tree was not held. */
+export const treeRelease = defineScript({
+  name: "treeRelease",
+  keys: (k, i: TreeRef) => [k.treeHold(i.tenant, i.tree)],
+  args: () => [],
+  reply: (raw, fail) => {
+    if (raw === "") return null;
+    if (!Array.isArray(raw) || raw.length % 2 !== 0) fail('the hold\'s fields and values, or ""');
+    return pairs(raw);
+  },
+  what: () => "to clear a tree's legal hold",
+});
+
 export class TreeHolds {
   readonly #redis: RedisClient;
   readonly #keys: Keys;
@@ -94,16 +150,14 @@ export class TreeHolds {
   async set(tenant: string, tree: string, hold: { readonly reason: string; readonly by: string; readonly at: number }): Promise<{ readonly made: boolean; readonly hold: TreeHold }> {
     checkIds(tenant, tree);
     const key = this.#keys.treeHold(tenant, tree);
-    let reply: [number, string, string?, string?];
     try {
       await this.#redis.zadd(this.#keys.treeHolds(), 0, `${tenant}${SEP}${tree}`);
-      reply = (await runScript(this.#redis, "treeHold", [key, this.#keys.treeErasing(tenant, tree)], ["set", hold.reason, hold.by, hold.at, "", ""])) as typeof reply;
     } catch (err) {
       throw redisFailure(err, "to record a tree's legal hold", key);
     }
-    const [made, reason, by, at] = reply;
-    if (Number(made) === -1) throw new TreeBeingErased(tenant, tree, reason);
-    return { made: Number(made) === 1, hold: { tenant, tree, reason, by: by ?? "", at: Number(at), covered: null } };
+    const r = await treeHoldSet.run(this.#redis, this.#keys, { tenant, tree, ...hold });
+    if ("erasing" in r) throw new TreeBeingErased(tenant, tree, r.erasing);
+    return { made: r.made, hold: { tenant, tree, reason: r.reason, by: r.by, at: r.at, covered: null } };
   }
 
   /**
@@ -112,12 +166,7 @@ export class TreeHolds {
    */
   async beginErase(tenant: string, tree: string, by: string, at: number): Promise<boolean> {
     checkIds(tenant, tree);
-    const key = this.#keys.treeErasing(tenant, tree);
-    try {
-      return Number(await runScript(this.#redis, "treeEraseBegin", [this.#keys.treeHold(tenant, tree), key], [`${by}\n${at}`, TREE_ERASING_TTL_MS])) === 1;
-    } catch (err) {
-      throw redisFailure(err, "to mark a tree as being erased", key);
-    }
+    return treeEraseBegin.run(this.#redis, this.#keys, { tenant, tree, by, at });
   }
 
   /** The erasure ended (done or failed): a hold may be set again. */
@@ -134,22 +183,17 @@ export class TreeHolds {
   /** Records what the MinIO holds covered; false when the hold was cleared meanwhile. */
   async covered(tenant: string, tree: string, by: string, at: number, c: HoldCovered): Promise<boolean> {
     checkIds(tenant, tree);
-    const key = this.#keys.treeHold(tenant, tree);
-    try {
-      return (await runScript(this.#redis, "treeHold", [key, this.#keys.treeErasing(tenant, tree)], ["covered", c.files, by, at, c.traceParts, c.jobs])) !== "";
-    } catch (err) {
-      throw redisFailure(err, "to record what a tree's legal hold covers", key);
-    }
+    return treeHoldCovered.run(this.#redis, this.#keys, { tenant, tree, covered: c, by, at });
   }
 
   /** Lifts the hold: the record goes (and is returned), then the index entry. Null when the tree was not held. */
   async clear(tenant: string, tree: string): Promise<TreeHold | null> {
     checkIds(tenant, tree);
     const key = this.#keys.treeHold(tenant, tree);
+    const fields = await treeRelease.run(this.#redis, this.#keys, { tenant, tree });
     try {
-      const flat = await runScript(this.#redis, "treeRelease", [key], []);
       await this.#redis.zrem(this.#keys.treeHolds(), `${tenant}${SEP}${tree}`);
-      return flat === "" ? null : holdFromHash(tenant, tree, pairs(flat));
+      return fields === null ? null : holdFromHash(tenant, tree, fields);
     } catch (err) {
       throw redisFailure(err, "to clear a tree's legal hold", key);
     }
