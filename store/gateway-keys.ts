@@ -18,7 +18,7 @@ import { checkBinding, KEY_PREFIX, keyHash, keyId, newKey, type KeyBinding, type
 import type { RedisClient } from "./redis/client.ts";
 import { redisFailure } from "./redis/errors.ts";
 import type { Keys } from "./redis/keys.ts";
-import { runScript } from "./redis/scripts.ts";
+import { defineScript } from "./redis/script.ts";
 
 /** A key's record is kept this long past its expiry, so it answers "expired" rather than "unknown". */
 export const KEPT_PAST_EXPIRY_MS = 7 * 24 * 3600 * 1000;
@@ -62,6 +62,34 @@ function sameHash(a: string, b: string): boolean {
 /** How many times a key is made again when its ID is another key's (a 48-bit prefix: all but never). */
 const ID_TRIES = 5;
 
+/** Keeps a new key's record and its three indexes: "kept", "before" (the same hash kept already) or "taken" (the ID is another key's). */
+export const apiKeyCreate = defineScript({
+  name: "apiKeyCreate",
+  keys: (k, i: { readonly id: string; readonly hash: string; readonly binding: KeyBinding; readonly now: number }) => [k.apiKey(i.id), k.apiKeys(), k.apiKeysOfTenant(i.binding.tenant), k.apiKeysOfJob(i.binding.tenant, i.binding.job_id)],
+  args: (i) => [i.hash, JSON.stringify(i.binding), i.id, i.binding.expires_at + KEPT_PAST_EXPIRY_MS, i.now],
+  reply: (raw, fail) => {
+    if (raw === 1) return "kept" as const;
+    if (raw === 0) return "before" as const;
+    if (raw === -1) return "taken" as const;
+    return fail("1, 0 or -1");
+  },
+  what: (i) => `making an API key for job ${i.binding.job_id} of tenant ${i.binding.tenant}`,
+});
+
+/** Revokes a key once: whether this call revoked it, its binding and the revocation that holds; null when no such key is kept. */
+export const apiKeyRevoke = defineScript({
+  name: "apiKeyRevoke",
+  keys: (k, i: { readonly id: string; readonly revocation: Revocation }) => [k.apiKey(i.id)],
+  args: (i) => [JSON.stringify(i.revocation)],
+  reply: (raw, fail) => {
+    if (raw === "") return null;
+    if (!Array.isArray(raw) || (raw[0] !== 0 && raw[0] !== 1) || typeof raw[1] !== "string" || typeof raw[2] !== "string") fail('{revoked now, binding, revocation} or ""');
+    const [now, binding, revocation] = raw as [number, string, string];
+    return { now: now === 1, binding: JSON.parse(binding) as KeyBinding, revocation: JSON.parse(revocation) as Revocation };
+  },
+  what: (i) => `revoking API key ${i.id}`,
+});
+
 export function redisKeyStore(redis: RedisClient, keys: Keys): KeyStore {
   async function guarded<T>(what: string, key: string, f: () => Promise<T>): Promise<T> {
     try {
@@ -75,11 +103,9 @@ export function redisKeyStore(redis: RedisClient, keys: Keys): KeyStore {
     if (!hash || !binding) return null;
     return { hash, binding: withRevocation(JSON.parse(binding) as KeyBinding, revoked ? (JSON.parse(revoked) as Revocation) : null) };
   };
-  const revokeOne = async (id: string, by: string, now: number): Promise<{ now: boolean; binding: KeyBinding } | null> => {
-    const r = await runScript(redis, "apiKeyRevoke", [keys.apiKey(id)], [JSON.stringify({ at: now, by } satisfies Revocation)]);
-    if (!Array.isArray(r)) return null;
-    const [revokedNow, binding, revocation] = r as [number, string, string];
-    return { now: revokedNow === 1, binding: withRevocation(JSON.parse(binding) as KeyBinding, JSON.parse(revocation) as Revocation) };
+  const revokeOne = async (id: string, by: string, now: number, within: { readonly what: string; readonly key: string }): Promise<{ now: boolean; binding: KeyBinding } | null> => {
+    const r = await apiKeyRevoke.run(redis, keys, { id, revocation: { at: now, by } }, within);
+    return r && { now: r.now, binding: withRevocation(r.binding, r.revocation) };
   };
   return {
     create: (b, now) =>
@@ -91,13 +117,8 @@ export function redisKeyStore(redis: RedisClient, keys: Keys): KeyStore {
           const hash = keyHash(key);
           const id = keyId(hash);
           const binding = bindingOf(id, b, now);
-          const kept = await runScript(
-            redis,
-            "apiKeyCreate",
-            [keys.apiKey(id), keys.apiKeys(), keys.apiKeysOfTenant(b.tenant), keys.apiKeysOfJob(b.tenant, b.job_id)],
-            [hash, JSON.stringify(binding), id, b.expires_at + KEPT_PAST_EXPIRY_MS, now],
-          );
-          if (kept === 1) return { key, binding };
+          const kept = await apiKeyCreate.run(redis, keys, { id, hash, binding, now }, { what: `making an API key for job ${b.job_id} of tenant ${b.tenant}`, key: keys.apiKeys() });
+          if (kept === "kept") return { key, binding };
         }
         throw new Error(`no free key ID in ${ID_TRIES} tries: the key IDs of Redis are not as made here`);
       }),
@@ -122,14 +143,16 @@ export function redisKeyStore(redis: RedisClient, keys: Keys): KeyStore {
     },
     revoke: (id, by, now) => {
       if (!isKeyId(id)) return Promise.resolve(null);
-      return guarded(`revoking API key ${id}`, keys.apiKey(id), async () => (await revokeOne(id, by, now))?.binding ?? null);
+      const within = { what: `revoking API key ${id}`, key: keys.apiKey(id) };
+      return guarded(within.what, within.key, async () => (await revokeOne(id, by, now, within))?.binding ?? null);
     },
     revokeJob: (tenant, jobId, by, now) =>
       guarded(`revoking the API keys of job ${jobId} of tenant ${tenant}`, keys.apiKeysOfJob(tenant, jobId), async () => {
+        const within = { what: `revoking the API keys of job ${jobId} of tenant ${tenant}`, key: keys.apiKeysOfJob(tenant, jobId) };
         // One script per key: each is idempotent, so a revocation cut short is finished by the next.
         const ids = await redis.zrangebyscore(keys.apiKeysOfJob(tenant, jobId), now, "+inf");
         let revoked = 0;
-        for (const id of ids) if ((await revokeOne(id, by, now))?.now) revoked++;
+        for (const id of ids) if ((await revokeOne(id, by, now, within))?.now) revoked++;
         return revoked;
       }),
   };

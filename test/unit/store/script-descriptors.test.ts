@@ -7,6 +7,10 @@ import { scriptFiles } from "../../../store/redis/scripts.ts";
 import { hashTag } from "../../../store/redis/slots.ts";
 import { joinJobLabelsScript } from "../../../processors/read-result/index.ts";
 import { retentionExtend, retentionRecord, retentionUnlock } from "../../../processors/retention/state.ts";
+import { conversationTurnScript, filesTreeScript, offloadThresholdScript } from "../../../processors/files/state.ts";
+import { treeEraseBegin, treeHoldCovered, treeHoldSet, treeRelease } from "../../../store/tree-holds.ts";
+import { treeErase } from "../../../store/tree-data.ts";
+import { apiKeyCreate, apiKeyRevoke } from "../../../store/gateway-keys.ts";
 
 const k = new Keys("test");
 
@@ -16,6 +20,16 @@ const described: Array<[Script<never, unknown>, unknown]> = [
   [retentionUnlock, { tenant: "acme", value: "i\nt" }],
   [retentionRecord, { tenant: "acme", at: 1, instance: "i" }],
   [joinJobLabelsScript, { job: { tenant: "acme", tree: "t1", job: "j1" }, labels: ["pii"] }],
+  [filesTreeScript, { tenant: "acme", tree: "t1", op: "start", event: "e1", job: "j1", conversation: null, at: { source: "oz0.jobs:0", offset: "7" } }],
+  [conversationTurnScript, { tenant: "acme", conversation: "c1", tree: "t1", previous: null }],
+  [offloadThresholdScript, { tenant: "acme", tree: "t1", job: "j1", resolved: 2000 }],
+  [treeHoldSet, { tenant: "acme", tree: "t1", reason: "audit", by: "ops", at: 1 }],
+  [treeHoldCovered, { tenant: "acme", tree: "t1", covered: { files: 1, traceParts: 2, jobs: 3 }, by: "ops", at: 1 }],
+  [treeEraseBegin, { tenant: "acme", tree: "t1", by: "ops", at: 1 }],
+  [treeRelease, { tenant: "acme", tree: "t1" }],
+  [treeErase, { tenant: "acme", tree: "t1", tag: "test:{tree:acme/t1}:", names: ["test:{tree:acme/t1}:x"] }],
+  [apiKeyCreate, { id: "k1", hash: "h", now: 1, binding: { id: "k1", tenant: "acme", agent: "a", tree_id: "t1", job_id: "j1", run_id: "r1", created_by: "ops", created_at: 1, expires_at: 2, revoked_at: null, revoked_by: null } }],
+  [apiKeyRevoke, { id: "k1", revocation: { at: 1, by: "ops" } }],
 ];
 
 const run = <In, Out>(s: Script<In, Out>, input: unknown) => ({ keys: s.keys(k, input as In), args: s.args(input as In) });
@@ -71,6 +85,23 @@ describe("typed script descriptors", () => {
     expect(retentionRecord.decode(1)).toBe(true);
     expect(joinJobLabelsScript.decode([1, 3])).toEqual({ added: 1, total: 3 });
     expect(() => joinJobLabelsScript.decode([1])).toThrow(/Lua script joinJobLabels answered \[1\], not \{ added, total \}/);
+    expect(filesTreeScript.decode(0)).toBe(false);
+    expect(conversationTurnScript.decode([1, "t0"])).toEqual({ applied: true, previous: "t0" });
+    expect(conversationTurnScript.decode([0, null])).toEqual({ applied: false, previous: null });
+    expect(offloadThresholdScript.decode("off")).toBe("off");
+    expect(offloadThresholdScript.decode("2000")).toBe(2000);
+    expect(treeHoldSet.decode([1, "audit", "ops", "5"])).toEqual({ made: true, reason: "audit", by: "ops", at: 5 });
+    expect(treeHoldSet.decode([-1, "ops\n5"])).toEqual({ erasing: "ops\n5" });
+    expect(() => treeHoldSet.decode([2, "x"])).toThrow(/Lua script treeHold answered \[2,"x"\]/);
+    expect(treeHoldCovered.decode("")).toBe(false);
+    expect(treeHoldCovered.decode([1, "a"])).toBe(true);
+    expect(treeEraseBegin.decode(-1)).toBe(false);
+    expect(treeRelease.decode("")).toBeNull();
+    expect(treeRelease.decode(["reason", "audit"])).toEqual({ reason: "audit" });
+    expect(treeErase.decode(-1)).toBe(-1);
+    expect(apiKeyCreate.decode(-1)).toBe("taken");
+    expect(apiKeyRevoke.decode("")).toBeNull();
+    expect(apiKeyRevoke.decode([1, '{"id":"k1"}', '{"at":1,"by":"ops"}'])).toEqual({ now: true, binding: { id: "k1" }, revocation: { at: 1, by: "ops" } });
   });
 
   it("run classifies a Redis failure once, naming the step and the key", async () => {
