@@ -267,8 +267,12 @@ const batchKey = (b: BatchAt): string => `${b.topic}\u0000${b.partition}\u0000${
 
 /** A transaction begun while a lone batch is being decided, its offsets already in it. */
 interface Prepared extends BatchAt {
-  /** The transaction once the offsets are in it; rejects when they could not be sent (the transaction aborted). */
-  readonly txn: Promise<Transaction>;
+  /**
+   * The transaction once the offsets are in it; null when they could not be sent and the
+   * transaction was ended again (the batch commits in a transaction of its own); rejects when
+   * it could not be ended either (the producer is renewed).
+   */
+  readonly txn: Promise<Transaction | null>;
   readonly begun: number;
 }
 
@@ -461,13 +465,27 @@ export class KafkaTransport implements Transport {
     const txn = (async () => {
       const producer = await this.slot.producer();
       const t = await producer.transaction();
+      const topics = offsetsOf([{ ...at, out: [], isStale: () => false }]);
       try {
-        await t.sendOffsets({ consumerGroupId: this.opts.groupId, topics: offsetsOf([{ ...at, out: [], isStale: () => false }]) });
+        // Begun right after the last transaction ended, the coordinator may still be writing its
+        // markers and answer CONCURRENT_TRANSACTIONS for a moment: tried again, as kafkajs
+        // tries a send again.
+        for (let attempt = 0; ; attempt++) {
+          try {
+            await t.sendOffsets({ consumerGroupId: this.opts.groupId, topics });
+            return t;
+          } catch (err) {
+            if ((err as { type?: string }).type !== "CONCURRENT_TRANSACTIONS" || attempt >= 6) throw err;
+            await new Promise((resolve) => setTimeout(resolve, 5 * 2 ** attempt));
+          }
+        }
       } catch (err) {
-        await t.abort().catch(() => undefined);
-        throw err;
+        // Nothing is in the transaction yet, so aborting it sends nothing; the batch then
+        // commits in a transaction begun when it is decided.
+        this.opts.log.debug("a transaction begun early could not take its offset; the batch commits in one of its own", { error: String(err) });
+        await t.abort();
+        return null;
       }
-      return t;
     })();
     txn.catch(() => undefined);
     this.prepared = { ...at, txn, begun: Date.now() };
@@ -484,8 +502,9 @@ export class KafkaTransport implements Transport {
 
   private async abortPrepared(p: Prepared): Promise<void> {
     this.early.aborted++;
-    const txn = await p.txn.catch(() => null);
-    if (txn === null) {
+    const txn = await p.txn.catch(() => undefined);
+    if (txn === null) return;
+    if (txn === undefined) {
       await this.slot.renew();
       return;
     }
@@ -514,8 +533,9 @@ export class KafkaTransport implements Transport {
       // else a new one, any other begun early aborted first.
       let rest: readonly Handed[] = batches;
       let txn: Transaction;
-      if (early !== null && Date.now() - early.begun < PREPARED_FOR_MS && batches.some((b) => sameBatch(b, early))) {
-        txn = await early.txn;
+      const begunEarly = early !== null && Date.now() - early.begun < PREPARED_FOR_MS && batches.some((b) => sameBatch(b, early)) ? await early.txn : null;
+      if (early !== null && begunEarly !== null) {
+        txn = begunEarly;
         this.early.used++;
         rest = batches.filter((b) => !sameBatch(b, early));
       } else {
