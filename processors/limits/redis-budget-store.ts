@@ -7,8 +7,8 @@
  */
 import type { RedisClient } from "../../store/redis/client.ts";
 import type { Keys } from "../../store/redis/keys.ts";
-import { runScript } from "../../store/redis/scripts.ts";
 import { redisFailure } from "../../store/redis/errors.ts";
+import { defineScript, integers, type ReplyDecoder } from "../../store/redis/script.ts";
 import { FORECAST_BUCKETS, FORECAST_WINDOW, type ForecastStats } from "./forecast.ts";
 import { QUOTA_CODES, type QuotaAnswer } from "./quota.ts";
 import type { LimitsStore, QuotaHolder } from "./store.ts";
@@ -29,22 +29,83 @@ export interface RedisBudgetOptions {
 
 type BudgetPart = Pick<LimitsStore, "tenantAsk" | "tenantRelease" | "tenantSettle" | "tenantSpends" | "quotaAsk" | "quotaCheck" | "quotaRelease" | "quotaSettle" | "treeOutcome" | "recordFinished" | "forecastStats" | "forecastOnce">;
 
-function ints(reply: unknown, what: string): number[] {
-  if (!Array.isArray(reply) || reply.some((v) => typeof v !== "number")) throw new Error(`${what} answered ${JSON.stringify(reply)}, not a list of integers`);
-  return reply as number[];
-}
-
-function tenantAnswer(r: number[]): TenantAnswer {
+function tenantAnswer(r: number[], fail: (expected: string) => never): TenantAnswer {
   const code = TENANT_CODES[r[0] ?? -1];
-  if (code === undefined) throw new Error(`limitsTenant answered code ${r[0]}, which is not one of ${TENANT_CODES.length}: the script and tenant-budget.ts disagree`);
+  if (code === undefined) fail(`a code of the ${TENANT_CODES.length} of tenant-budget.ts`);
   return { code, spent: r[1] ?? 0, reserved: r[2] ?? 0, spentBefore: r[3] ?? 0 };
 }
 
-function quotaAnswer(r: number[]): QuotaAnswer {
-  const code = QUOTA_CODES[r[0] ?? -1];
-  if (code === undefined) throw new Error(`limitsQuota answered code ${r[0]}, which is not one of ${QUOTA_CODES.length}: the script and quota.ts disagree`);
-  return { code, personSpent: r[1] ?? 0, personReserved: r[2] ?? 0, teamSpent: r[3] ?? 0, teamReserved: r[4] ?? 0 };
+/** How long a tenant's or a quota's answers are held and kept. */
+interface Timers {
+  readonly hold: number;
+  readonly keep: number;
+  readonly ttl: number;
 }
+
+type TenantMonth = { readonly tenant: string; readonly month: string };
+
+/** One step of a tenant's month (ask, release, usage, rewarm, ...): its code and spends. */
+export const limitsTenant = defineScript({
+  name: "limitsTenant",
+  keys: (k, i: TenantMonth & { readonly step: readonly [op: string, requestId: string, amount: number, budget: number, now: number]; readonly timers: Timers }) => [k.tenantMonth(i.tenant, i.month), k.tenantMonthTimers(i.tenant, i.month)],
+  args: (i) => [...i.step, i.timers.hold, i.timers.keep, i.timers.ttl],
+  reply: (raw, fail) => tenantAnswer(integers(raw, fail), fail),
+  what: (i) => `keeping the monthly spend of tenant ${i.tenant}`,
+});
+
+/** Several spends of a tenant's month in one step: an answer for each. */
+export const limitsTenantSpends = defineScript({
+  name: "limitsTenantSpends",
+  keys: (k, i: TenantMonth & { readonly spends: ReadonlyArray<{ readonly kind: string; readonly requestId: string; readonly cost: number; readonly now: number }>; readonly timers: Timers }) => [k.tenantMonth(i.tenant, i.month), k.tenantMonthTimers(i.tenant, i.month)],
+  args: (i) => [i.timers.hold, i.timers.keep, i.timers.ttl, i.spends.length, ...i.spends.flatMap((s) => [s.kind, s.requestId, s.cost, s.now])],
+  reply: (raw, fail) => {
+    const r = integers(raw, fail);
+    if (r.length % 4 !== 0) fail("4 numbers for each spend");
+    return Array.from({ length: r.length / 4 }, (_, i) => tenantAnswer(r.slice(4 * i, 4 * i + 4), fail));
+  },
+  what: (i) => `keeping the monthly spend of tenant ${i.tenant}`,
+});
+
+const quotaAnswer: ReplyDecoder<QuotaAnswer> = (raw, fail) => {
+  const r = integers(raw, fail);
+  const code = QUOTA_CODES[r[0] ?? -1];
+  if (code === undefined) return fail(`a code of the ${QUOTA_CODES.length} of quota.ts`);
+  return { code, personSpent: r[1] ?? 0, personReserved: r[2] ?? 0, teamSpent: r[3] ?? 0, teamReserved: r[4] ?? 0 };
+};
+
+/** One step of a person's quota and their team's in a month. */
+export const limitsQuota = defineScript({
+  name: "limitsQuota",
+  keys: (k, i: { readonly who: QuotaHolder; readonly month: string; readonly step: readonly [op: string, requestId: string, amount: number, personQuota: number, teamQuota: number]; readonly now: number; readonly timers: Timers }) => {
+    const person = [k.quotaMonth(i.who.tenant, "person", i.who.principal, i.month), k.quotaMonthTimers(i.who.tenant, "person", i.who.principal, i.month)];
+    const team = i.who.team ? [k.quotaMonth(i.who.tenant, "team", i.who.team, i.month), k.quotaMonthTimers(i.who.tenant, "team", i.who.team, i.month)] : person;
+    return [...person, ...team];
+  },
+  args: (i) => [...i.step, i.who.team ? 1 : 0, i.now, i.timers.hold, i.timers.keep, i.timers.ttl],
+  reply: quotaAnswer,
+  what: (i) => `keeping the monthly spend of ${i.who.principal}${i.who.team ? ` and team ${i.who.team}` : ""} (tenant ${i.who.tenant})`,
+});
+
+/** Records a finished tree's spend bucket in its agent's forecast, once: true when recorded. */
+export const limitsForecastRecord = defineScript({
+  name: "limitsForecastRecord",
+  keys: (k, i: { readonly tenant: string; readonly agent: string; readonly tree: string; readonly bucket: number; readonly window: number; readonly ttl: number }) => [k.forecast(i.tenant, i.agent)],
+  args: (i) => [i.tree, i.bucket, i.window, i.ttl],
+  reply: (raw, fail) => integers(raw, fail)[0] === 1,
+  what: (i) => `recording tree ${i.tree} for the forecast of ${i.agent}`,
+});
+
+/** Gives a tree its forecast once per request. */
+export const limitsForecastOnce = defineScript({
+  name: "limitsForecastOnce",
+  keys: (k, i: { readonly tenant: string; readonly tree: string; readonly requestId: string; readonly claim: { readonly chance: number } | null }) => [k.limits(i.tenant, i.tree)],
+  args: (i) => [i.requestId, i.claim ? 1 : 0, i.claim ? Math.round(i.claim.chance * 1_000_000) : 0],
+  reply: (raw, fail) => {
+    const r = integers(raw, fail);
+    return { given: r[0] === 1, taken: r[1] === 1, chance: (r[2] ?? 0) / 1_000_000, spent: r[3] ?? -1 };
+  },
+  what: (i) => `giving tree ${i.tree} its forecast`,
+});
 
 export function redisBudgetStore(redis: RedisClient, keys: Keys, options: RedisBudgetOptions = {}): BudgetPart {
   const hold = options.tenantHoldMs ?? 3600_000;
@@ -61,30 +122,22 @@ export function redisBudgetStore(redis: RedisClient, keys: Keys, options: RedisB
     }
   }
 
-  const tenant = (t: string, month: string, args: Array<string | number>) =>
-    guarded(`keeping the monthly spend of tenant ${t}`, keys.tenantMonth(t, month), async () => ints(await runScript(redis, "limitsTenant", [keys.tenantMonth(t, month), keys.tenantMonthTimers(t, month)], [...args, hold, keep, tenantTtl]), "limitsTenant"));
+  const timers: Timers = { hold, keep, ttl: tenantTtl };
+  const tenant = (t: string, month: string, step: readonly [string, string, number, number, number]) => limitsTenant.run(redis, keys, { tenant: t, month, step, timers });
 
   const quota = (who: QuotaHolder, month: string, op: string, requestId: string, amount: number, quotas: readonly [number, number], now: number) =>
-    guarded(`keeping the monthly spend of ${who.principal}${who.team ? ` and team ${who.team}` : ""} (tenant ${who.tenant})`, keys.quotaMonth(who.tenant, "person", who.principal, month), async () => {
-      const person = [keys.quotaMonth(who.tenant, "person", who.principal, month), keys.quotaMonthTimers(who.tenant, "person", who.principal, month)];
-      const team = who.team ? [keys.quotaMonth(who.tenant, "team", who.team, month), keys.quotaMonthTimers(who.tenant, "team", who.team, month)] : person;
-      const args = [op, requestId, amount, ...quotas, who.team ? 1 : 0, now, hold, keep, tenantTtl];
-      return quotaAnswer(ints(await runScript(redis, "limitsQuota", [...person, ...team], args), "limitsQuota"));
-    });
+    limitsQuota.run(redis, keys, { who, month, step: [op, requestId, amount, ...quotas], now, timers });
 
   return {
-    tenantAsk: async (t, month, a) => tenantAnswer(await tenant(t, month, ["ask", a.requestId, a.worst, a.budget, a.now])),
+    tenantAsk: (t, month, a) => tenant(t, month, ["ask", a.requestId, a.worst, a.budget, a.now]),
     tenantRelease: async (t, month, requestId) => void (await tenant(t, month, ["release", requestId, 0, 0, 0])),
-    tenantSettle: async (t, month, s) => tenantAnswer(await tenant(t, month, [s.kind, s.requestId, s.cost, 0, s.now])),
-    tenantSpends: (t, month, spends) =>
-      guarded(`keeping the monthly spend of tenant ${t}`, keys.tenantMonth(t, month), async () => {
-        if (spends.length === 0) return [];
-        const args: Array<string | number> = [hold, keep, tenantTtl, spends.length];
-        for (const s of spends) args.push(s.kind, s.requestId, s.cost, s.now);
-        const r = ints(await runScript(redis, "limitsTenantSpends", [keys.tenantMonth(t, month), keys.tenantMonthTimers(t, month)], args), "limitsTenantSpends");
-        if (r.length !== 4 * spends.length) throw new Error(`limitsTenantSpends answered ${r.length} numbers for ${spends.length} spends, not 4 each`);
-        return spends.map((_, i) => tenantAnswer(r.slice(4 * i, 4 * i + 4)));
-      }),
+    tenantSettle: (t, month, s) => tenant(t, month, [s.kind, s.requestId, s.cost, 0, s.now]),
+    tenantSpends: async (t, month, spends) => {
+      if (spends.length === 0) return [];
+      const answers = await limitsTenantSpends.run(redis, keys, { tenant: t, month, spends, timers });
+      if (answers.length !== spends.length) throw new Error(`limitsTenantSpends answered ${4 * answers.length} numbers for ${spends.length} spends, not 4 each`);
+      return answers;
+    },
 
     quotaAsk: (who, month, a) => quota(who, month, "ask", a.requestId, a.worst, [a.personQuota, a.teamQuota], a.now),
     quotaCheck: (who, month, c) => quota(who, month, "check", c.requestId, 0, [c.personQuota, c.teamQuota], c.now),
@@ -98,10 +151,7 @@ export function redisBudgetStore(redis: RedisClient, keys: Keys, options: RedisB
       }),
 
     recordFinished: (t, agent, treeId, bucket) =>
-      guarded(`recording tree ${treeId} for the forecast of ${agent}`, keys.forecast(t, agent), async () => {
-        const r = ints(await runScript(redis, "limitsForecastRecord", [keys.forecast(t, agent)], [treeId, bucket, window, forecastTtl]), "limitsForecastRecord");
-        return r[0] === 1;
-      }),
+      limitsForecastRecord.run(redis, keys, { tenant: t, agent, tree: treeId, bucket, window, ttl: forecastTtl }),
 
     forecastStats: (t, agent) =>
       guarded(`reading the forecast of ${agent}`, keys.forecast(t, agent), async (): Promise<ForecastStats> => {
@@ -111,10 +161,6 @@ export function redisBudgetStore(redis: RedisClient, keys: Keys, options: RedisB
       }),
 
     forecastOnce: (tenant, treeId, requestId, claim) =>
-      guarded(`giving tree ${treeId} its forecast`, keys.limits(tenant, treeId), async () => {
-        const args = [requestId, claim ? 1 : 0, claim ? Math.round(claim.chance * 1_000_000) : 0];
-        const r = ints(await runScript(redis, "limitsForecastOnce", [keys.limits(tenant, treeId)], args), "limitsForecastOnce");
-        return { given: r[0] === 1, taken: r[1] === 1, chance: (r[2] ?? 0) / 1_000_000, spent: r[3] ?? -1 };
-      }),
+      limitsForecastOnce.run(redis, keys, { tenant, tree: treeId, requestId, claim }),
   };
 }

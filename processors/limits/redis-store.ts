@@ -8,8 +8,8 @@
 import type { RedisClient } from "../../store/redis/client.ts";
 import type { Reserve, OnBudget } from "../../config/agent.ts";
 import type { Keys } from "../../store/redis/keys.ts";
-import { runScript } from "../../store/redis/scripts.ts";
 import { redisFailure } from "../../store/redis/errors.ts";
+import { defineScript, ignored, type Script } from "../../store/redis/script.ts";
 import { TransientError } from "../runner/errors.ts";
 import type { CallAnswer, ChildAnswer, SettleAnswer, WaitAnswer } from "./admission.ts";
 import { callCode, childCode } from "./codes.ts";
@@ -72,8 +72,8 @@ function settingsFrom(values: ReadonlyArray<string | null>): TreeSettings | null
   };
 }
 
-function numbers(reply: unknown, script: string, treeId: string): number[] {
-  if (!Array.isArray(reply) || reply.some((v) => typeof v !== "number")) throw new Error(`script ${script} answered ${JSON.stringify(reply)} for tree ${treeId}, not a list of integers`);
+function numbers(reply: unknown, fail: (expected: string) => never, script: string, treeId: string): number[] {
+  if (!Array.isArray(reply) || reply.some((v) => typeof v !== "number")) fail(`a list of integers (tree ${treeId})`);
   const list = reply as number[];
   // The tree's state expired between the read and the script: the batch is tried again and re-initialises it.
   if (list[0] === -1 && list.length === 1) throw new TransientError(`tree ${treeId} lost its limits state before ${script} ran; trying again sets it anew`, { dependency: "redis" });
@@ -84,19 +84,62 @@ const at = (list: number[], i: number): number => list[i] ?? 0;
 
 const indexMember = (r: Pick<BudgetRequest, "tenant" | "tree_id" | "approval">): string => `${r.tenant}\n${r.tree_id}\n${r.approval}`;
 
+/** A script on one tree's limits hash, given its arguments in order; answers integers. */
+interface TreeStep {
+  readonly tenant: string;
+  readonly tree: string;
+  readonly args: ReadonlyArray<string | number>;
+}
+
+type TreeScript = Script<TreeStep, number[]>;
+
+function treeScript(name: string): TreeScript {
+  return defineScript({
+    name,
+    keys: (k, i: TreeStep) => [k.limits(i.tenant, i.tree)],
+    args: (i) => [...i.args],
+    reply: (raw, fail, i) => numbers(raw, fail, name, i.tree),
+    what: (i) => `running ${name} for tree ${i.tree}`,
+  });
+}
+
+/** A model call's admission: code, spent, reserved, model calls, tokens, the run's steps and tokens. */
+export const limitsAdmitCall = treeScript("limitsAdmitCall");
+/** A usage or a rewarm: spent, reserved, model calls, tokens, spent before. */
+export const limitsSettle = treeScript("limitsSettle");
+/** A batch's asks, usages and rewarms of one tree in order: 7 numbers each. */
+export const limitsTreeSteps = treeScript("limitsTreeSteps");
+/** A child job's phase: code, children, running, delegations, delegation depth, spent. */
+export const limitsChild = treeScript("limitsChild");
+/** A job's end or a wait's start or end: waited, over. */
+export const limitsJobEvent = treeScript("limitsJobEvent");
+
+/** A tree's settings and root job, kept when first given (or when `authoritative`). */
+export const limitsInit = defineScript({
+  name: "limitsInit",
+  keys: (k, i: { readonly tenant: string; readonly tree: string; readonly settings: TreeSettings; readonly authoritative: boolean; readonly ttl: number; readonly root: { readonly jobId?: string; readonly agent?: string; readonly runId?: string; readonly at?: number; readonly timeout?: number; readonly session?: boolean } | null | undefined }) => [k.limits(i.tenant, i.tree)],
+  args: ({ root, ...i }) => [i.authoritative ? 1 : 0, i.ttl, root?.jobId ?? "", root?.agent ?? "", root?.runId ?? "", root?.at ?? -1, root?.timeout ?? -1, root?.session ? 1 : 0, ...settingPairs(i.settings)],
+  reply: ignored,
+  what: (i) => `setting the limits of tree ${i.tree}`,
+});
+
+/** Answers a budget request once: the answer that holds (JSON), or null when the tree keeps no such request. */
+export const limitsBudgetAnswer = defineScript({
+  name: "limitsBudgetAnswer",
+  keys: (k, i: { readonly request: Pick<BudgetRequest, "tenant" | "tree_id" | "approval">; readonly answer: BudgetAnswer; readonly ttl: number }) => [k.limits(i.request.tenant, i.request.tree_id)],
+  args: (i) => [i.request.approval, JSON.stringify(i.answer), i.answer.budget, i.ttl],
+  reply: (raw, fail) => {
+    if (typeof raw !== "string") return fail('the answer (JSON) or ""');
+    return raw === "" ? null : (JSON.parse(raw) as BudgetAnswer);
+  },
+  what: (i) => `answering budget request ${i.request.approval}`,
+});
+
 export function redisLimitsStore(redis: RedisClient, keys: Keys, options: RedisLimitsOptions = {}): LimitsStore {
   const ttl = options.ttlSeconds ?? 7 * 24 * 3600;
   const endedTtl = options.endedTtlSeconds ?? 24 * 3600;
 
-  async function call(script: string, tenant: string, treeId: string, args: Array<string | number>): Promise<number[]> {
-    let reply: unknown;
-    try {
-      reply = await runScript(redis, script, [keys.limits(tenant, treeId)], args);
-    } catch (err) {
-      throw redisFailure(err, `running ${script} for tree ${treeId}`, keys.limits(tenant, treeId));
-    }
-    return numbers(reply, script, treeId);
-  }
+  const call = (script: TreeScript, tenant: string, treeId: string, args: Array<string | number>): Promise<number[]> => script.run(redis, keys, { tenant, tree: treeId, args });
 
   async function guarded<T>(what: string, key: string, f: () => Promise<T>): Promise<T> {
     try {
@@ -117,25 +160,23 @@ export function redisLimitsStore(redis: RedisClient, keys: Keys, options: RedisL
       }),
 
     async init(tenant, treeId, settings, authoritative, root) {
-      await guarded(`setting the limits of tree ${treeId}`, keys.limits(tenant, treeId), () =>
-        runScript(redis, "limitsInit", [keys.limits(tenant, treeId)], [authoritative ? 1 : 0, ttl, root?.jobId ?? "", root?.agent ?? "", root?.runId ?? "", root?.at ?? -1, root?.timeout ?? -1, root?.session ? 1 : 0, ...settingPairs(settings)]),
-      );
+      await limitsInit.run(redis, keys, { tenant, tree: treeId, settings, authoritative, ttl, root });
       const now = await guarded(`reading tree ${treeId}`, keys.limits(tenant, treeId), () => redis.hmget(keys.limits(tenant, treeId), ...SETTING_FIELDS));
       return settingsFrom(now) ?? settings;
     },
 
     async admitCall(tenant, treeId, ask): Promise<CallAnswer> {
-      const r = await call("limitsAdmitCall", tenant, treeId, [ask.requestId, ask.runId, ask.inputTokens, ask.worst, ask.maxSteps, ask.maxTokens, ask.deadline, ask.now, ttl]);
+      const r = await call(limitsAdmitCall, tenant, treeId, [ask.requestId, ask.runId, ask.inputTokens, ask.worst, ask.maxSteps, ask.maxTokens, ask.deadline, ask.now, ttl]);
       return { code: callCode(at(r, 0)), spent: at(r, 1), reserved: at(r, 2), modelCalls: at(r, 3), tokens: at(r, 4), runSteps: at(r, 5), runTokens: at(r, 6) };
     },
 
     async settleCall(tenant, treeId, u): Promise<SettleAnswer> {
-      const r = await call("limitsSettle", tenant, treeId, ["usage", u.requestId, u.runId, u.inputTokens, u.outputTokens, u.cost, ttl]);
+      const r = await call(limitsSettle, tenant, treeId, ["usage", u.requestId, u.runId, u.inputTokens, u.outputTokens, u.cost, ttl]);
       return { spent: at(r, 0), reserved: at(r, 1), modelCalls: at(r, 2), tokens: at(r, 3), spentBefore: at(r, 4) };
     },
 
     async rewarm(tenant, treeId, requestId, cost): Promise<SettleAnswer> {
-      const r = await call("limitsSettle", tenant, treeId, ["rewarm", requestId, "", 0, 0, cost, ttl]);
+      const r = await call(limitsSettle, tenant, treeId, ["rewarm", requestId, "", 0, 0, cost, ttl]);
       return { spent: at(r, 0), reserved: at(r, 1), modelCalls: at(r, 2), tokens: at(r, 3), spentBefore: at(r, 4) };
     },
 
@@ -147,7 +188,7 @@ export function redisLimitsStore(redis: RedisClient, keys: Keys, options: RedisL
         else if (s.kind === "usage") args.push("usage", s.usage.requestId, s.usage.runId, s.usage.inputTokens, s.usage.outputTokens, s.usage.cost, "", "", "");
         else args.push("rewarm", s.requestId, "", 0, 0, s.cost, "", "", "");
       }
-      const r = await call("limitsTreeSteps", tenant, treeId, args);
+      const r = await call(limitsTreeSteps, tenant, treeId, args);
       if (r.length !== 7 * steps.length) throw new Error(`script limitsTreeSteps answered ${r.length} numbers for ${steps.length} steps of tree ${treeId}, not 7 each`);
       return steps.map((s, i): TreeStepAnswer => {
         const o = 7 * i;
@@ -157,16 +198,16 @@ export function redisLimitsStore(redis: RedisClient, keys: Keys, options: RedisL
     },
 
     async child(tenant, treeId, phase, a): Promise<ChildAnswer> {
-      const r = await call("limitsChild", tenant, treeId, [phase, a.jobId, a.parentJobId, a.parentRunId, a.runId, a.agent, a.depth, a.delegating ? 1 : 0, a.parentMaxDepth, a.parentMaxChildren, ttl, a.at, a.parentDeadline, a.quotaSpent ? 1 : 0, a.timeout, a.session ? 1 : 0]);
+      const r = await call(limitsChild, tenant, treeId, [phase, a.jobId, a.parentJobId, a.parentRunId, a.runId, a.agent, a.depth, a.delegating ? 1 : 0, a.parentMaxDepth, a.parentMaxChildren, ttl, a.at, a.parentDeadline, a.quotaSpent ? 1 : 0, a.timeout, a.session ? 1 : 0]);
       return { code: childCode(at(r, 0)), phase, children: at(r, 1), running: at(r, 2), delegations: at(r, 3), delegationDepth: at(r, 4), spent: at(r, 5) };
     },
 
     async endJob(tenant, treeId, jobId, root) {
-      await call("limitsJobEvent", tenant, treeId, ["ended", "", jobId, 0, root ? endedTtl : ttl]);
+      await call(limitsJobEvent, tenant, treeId, ["ended", "", jobId, 0, root ? endedTtl : ttl]);
     },
 
     async wait(tenant, treeId, eventId, jobId, kind, ts): Promise<WaitAnswer> {
-      const r = await call("limitsJobEvent", tenant, treeId, [kind === "started" ? "wait_started" : "wait_ended", eventId, jobId, ts, ttl]);
+      const r = await call(limitsJobEvent, tenant, treeId, [kind === "started" ? "wait_started" : "wait_ended", eventId, jobId, ts, ttl]);
       return { waited: at(r, 0), over: at(r, 1) === 1 };
     },
 
@@ -210,10 +251,10 @@ export function redisLimitsStore(redis: RedisClient, keys: Keys, options: RedisL
 
     answerBudgetRequest: (r, a) =>
       guarded(`answering budget request ${r.approval}`, keys.limits(r.tenant, r.tree_id), async () => {
-        const held = await runScript(redis, "limitsBudgetAnswer", [keys.limits(r.tenant, r.tree_id)], [r.approval, JSON.stringify(a), a.budget, ttl]);
-        if (typeof held !== "string" || held === "") throw new Error(`tree ${r.tree_id} keeps no budget request ${r.approval}: it expired with the tree's state`);
+        const held = await limitsBudgetAnswer.run(redis, keys, { request: r, answer: a, ttl });
+        if (held === null) throw new Error(`tree ${r.tree_id} keeps no budget request ${r.approval}: it expired with the tree's state`);
         await redis.zrem(keys.budgetRequests(), indexMember(r));
-        return JSON.parse(held) as BudgetAnswer;
+        return held;
       }),
 
     spent: (tenant, treeId) =>

@@ -19,7 +19,7 @@ import type { Decision } from "../../schemas/types.ts";
 import type { RedisClient } from "../../store/redis/client.ts";
 import { redisFailure } from "../../store/redis/errors.ts";
 import type { Keys } from "../../store/redis/keys.ts";
-import { runScript } from "../../store/redis/scripts.ts";
+import { defineScript, flag } from "../../store/redis/script.ts";
 import type { ConfigView } from "../runner/config-table.ts";
 import type { Emit } from "../runner/processor.ts";
 import { duration } from "./decisions.ts";
@@ -171,6 +171,15 @@ export interface StandingStore {
 /** Seconds an ending lives in a hash that has no TTL yet (a tree whose state it creates). */
 const ENDING_TTL_SECONDS = 7 * 24 * 3600;
 
+/** Keeps a job's ending once (the first one wins): true when this call kept it. */
+export const jobEnding = defineScript({
+  name: "jobEnding",
+  keys: (k, e: EndingRecord) => [k.limits(e.tenant, e.tree)],
+  args: (e) => [e.job, JSON.stringify(e.ending), ENDING_TTL_SECONDS],
+  reply: flag,
+  what: (e) => `keeping how job ${e.job} of tree ${e.tree} ended`,
+});
+
 export function redisStandingStore(redis: RedisClient, keys: Keys): StandingStore {
   return {
     async read(jobs) {
@@ -186,16 +195,7 @@ export function redisStandingStore(redis: RedisClient, keys: Keys): StandingStor
       );
     },
     async record(endings) {
-      await Promise.all(
-        endings.map(async ({ tenant, tree, job, ending }) => {
-          const key = keys.limits(tenant, tree);
-          try {
-            await runScript(redis, "jobEnding", [key], [job, JSON.stringify(ending), ENDING_TTL_SECONDS]);
-          } catch (err) {
-            throw redisFailure(err, `keeping how job ${job} of tree ${tree} ended`, key);
-          }
-        }),
-      );
+      await Promise.all(endings.map((e) => jobEnding.run(redis, keys, e)));
     },
   };
 }

@@ -7,7 +7,7 @@
 import type { RedisClient } from "../../store/redis/client.ts";
 import { redisFailure } from "../../store/redis/errors.ts";
 import type { Keys } from "../../store/redis/keys.ts";
-import { runScript } from "../../store/redis/scripts.ts";
+import { defineScript, ignored } from "../../store/redis/script.ts";
 import type { UnknownOutcomeAnswer, UnknownOutcomeRequest } from "./unknown-outcomes.ts";
 
 export interface UnknownOutcomeStore {
@@ -31,6 +31,27 @@ export interface UnknownOutcomeStore {
 
 /** A request is kept this long past its deadline, so its answer is still read. */
 const KEPT_PAST_DEADLINE_SECONDS = 7 * 24 * 3600;
+
+/** Keeps an unknown outcome's request and puts it in the index of those waiting, by deadline. */
+export const unknownOutcomePut = defineScript({
+  name: "unknownOutcomePut",
+  keys: (k, i: { readonly request: UnknownOutcomeRequest; readonly ttl: number }) => [k.unknownOutcome(i.request.approval), k.unknownOutcomes()],
+  args: (i) => [JSON.stringify(i.request), i.request.deadline, i.request.approval, i.ttl],
+  reply: ignored,
+  what: (i) => `keeping unknown outcome ${i.request.approval} of job ${i.request.job_id}`,
+});
+
+/** Answers an unknown outcome once: the answer that holds, or null when no such request is kept. */
+export const unknownOutcomeAnswer = defineScript({
+  name: "unknownOutcomeAnswer",
+  keys: (k, i: { readonly approval: string; readonly answer: UnknownOutcomeAnswer; readonly leave: boolean }) => [k.unknownOutcome(i.approval), k.unknownOutcomes()],
+  args: (i) => [i.approval, JSON.stringify(i.answer), i.leave ? 1 : 0],
+  reply: (raw, fail) => {
+    if (typeof raw !== "string") fail('the answer (JSON) or ""');
+    return raw === "" ? null : (JSON.parse(raw as string) as UnknownOutcomeAnswer);
+  },
+  what: (i) => `answering unknown outcome ${i.approval}`,
+});
 
 export function redisUnknownOutcomeStore(redis: RedisClient, keys: Keys): UnknownOutcomeStore {
   async function guarded<T>(what: string, key: string, f: () => Promise<T>): Promise<T> {
@@ -56,10 +77,7 @@ export function redisUnknownOutcomeStore(redis: RedisClient, keys: Keys): Unknow
   };
   return {
     put: (r, now) =>
-      guarded(`keeping unknown outcome ${r.approval} of job ${r.job_id}`, keys.unknownOutcome(r.approval), async () => {
-        const ttl = Math.max(1, Math.ceil((r.deadline - now) / 1000)) + KEPT_PAST_DEADLINE_SECONDS;
-        await runScript(redis, "unknownOutcomePut", [keys.unknownOutcome(r.approval), keys.unknownOutcomes()], [JSON.stringify(r), r.deadline, r.approval, ttl]);
-      }),
+      unknownOutcomePut.run(redis, keys, { request: r, ttl: Math.max(1, Math.ceil((r.deadline - now) / 1000)) + KEPT_PAST_DEADLINE_SECONDS }),
     waiting: () => guarded("reading the unknown outcomes waiting", keys.unknownOutcomes(), async () => requests(await redis.zrange(keys.unknownOutcomes(), 0, -1))),
     due: (now, limit) =>
       guarded("reading the unknown outcomes past their deadline", keys.unknownOutcomes(), async () => {
@@ -82,10 +100,7 @@ export function redisUnknownOutcomeStore(redis: RedisClient, keys: Keys): Unknow
         return r ? { request: r, answered: answer ? (JSON.parse(answer) as UnknownOutcomeAnswer) : null } : null;
       }),
     answer: (approval, a, leave) =>
-      guarded(`answering unknown outcome ${approval}`, keys.unknownOutcome(approval), async () => {
-        const held = await runScript(redis, "unknownOutcomeAnswer", [keys.unknownOutcome(approval), keys.unknownOutcomes()], [approval, JSON.stringify(a), leave ? 1 : 0]);
-        return typeof held === "string" && held !== "" ? (JSON.parse(held) as UnknownOutcomeAnswer) : null;
-      }),
+      unknownOutcomeAnswer.run(redis, keys, { approval, answer: a, leave }),
     done: (approval) => guarded(`taking unknown outcome ${approval} out of those waiting`, keys.unknownOutcomes(), async () => void (await redis.zrem(keys.unknownOutcomes(), approval))),
   };
 }

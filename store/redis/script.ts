@@ -9,7 +9,8 @@ import { Oz0Error } from "../../lib/errors.ts";
 import type { RedisClient } from "./client.ts";
 import { redisFailure } from "./errors.ts";
 import type { Keys } from "./keys.ts";
-import { runScript } from "./scripts.ts";
+import { defineScripts, scripts, runScript } from "./scripts.ts";
+import { hashTag, type SlotCommand } from "./slots.ts";
 
 /** A script answered something its descriptor does not read: the script and the code disagree. Never retriable. */
 export class ScriptReplyError extends Oz0Error {
@@ -39,8 +40,8 @@ export interface ScriptSpec<In, Out> {
   readonly keys: (k: Keys, input: In) => string[];
   /** Its ARGV, in order. */
   readonly args: (input: In) => Array<string | number>;
-  /** Its reply, read in this one place. */
-  readonly reply: ReplyDecoder<Out>;
+  /** Its reply, read in this one place (with the input it answers). */
+  readonly reply: (raw: unknown, fail: (expected: string) => never, input: In) => Out;
   /** What a failure calls the step: "running limitsAdmitCall for tree T". @default "running <name>" */
   readonly what?: (input: In) => string;
   /** The key a failure names. @default the first of `keys` */
@@ -55,21 +56,40 @@ export interface Script<In, Out> extends Required<ScriptSpec<In, Out>> {
    */
   run(redis: RedisClient, k: Keys, input: In, within?: { readonly what: string; readonly key: string }): Promise<Out>;
   /** The reply decoded, or a ScriptReplyError naming the script. */
-  decode(raw: unknown): Out;
+  decode(raw: unknown, input?: In): Out;
+  /**
+   * The script as one command of a slot pipeline (`execBySlot`), for a store that sends it beside
+   * other commands and classifies the pipeline's replies itself; `decode` reads its reply. Defines
+   * the scripts on `redis` first.
+   */
+  command(redis: RedisClient, k: Keys, input: In): SlotCommand;
 }
 
 export function defineScript<In, Out>(spec: ScriptSpec<In, Out>): Script<In, Out> {
   const what = spec.what ?? (() => `running ${spec.name}`);
   const errorKey = spec.key ?? ((k: Keys, input: In) => spec.keys(k, input)[0] ?? "");
-  const decode = (raw: unknown): Out =>
-    spec.reply(raw, (expected) => {
-      throw new ScriptReplyError(spec.name, raw, expected);
-    });
+  const decode = (raw: unknown, input?: In): Out =>
+    spec.reply(
+      raw,
+      (expected) => {
+        throw new ScriptReplyError(spec.name, raw, expected);
+      },
+      input as In,
+    );
   return {
     ...spec,
     what,
     key: errorKey,
     decode,
+    command(redis, k, input) {
+      defineScripts(redis);
+      const file = scripts().get(spec.name);
+      if (!file) throw new Error(`no Lua script named ${spec.name} in store/redis/lua`);
+      const keys = spec.keys(k, input);
+      if (keys.length !== file.keys) throw new Error(`script ${spec.name} takes ${file.keys} keys, got ${keys.length}`);
+      if (new Set(keys.map(hashTag)).size > 1) throw new Error(`script ${spec.name} was given keys of several hash tags (${keys.join(", ")}): a script's keys must share one, so they share a slot on Redis Cluster`);
+      return { key: keys[0] ?? "", name: file.command, args: [...keys, ...spec.args(input)] };
+    },
     async run(redis, k, input, within) {
       let raw: unknown;
       try {
@@ -77,7 +97,7 @@ export function defineScript<In, Out>(spec: ScriptSpec<In, Out>): Script<In, Out
       } catch (err) {
         throw within ? redisFailure(err, within.what, within.key) : redisFailure(err, what(input), errorKey(k, input));
       }
-      return decode(raw);
+      return decode(raw, input);
     },
   };
 }
