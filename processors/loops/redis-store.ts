@@ -7,7 +7,8 @@
  */
 import type { RedisClient } from "../../store/redis/client.ts";
 import type { Keys } from "../../store/redis/keys.ts";
-import { defineScripts, scripts } from "../../store/redis/scripts.ts";
+import { defineScript, integers } from "../../store/redis/script.ts";
+import { defineScripts } from "../../store/redis/scripts.ts";
 import { execBySlot, type Reply, type SlotCommand } from "../../store/redis/slots.ts";
 import { redisFailure } from "../../store/redis/errors.ts";
 import { flagsFromHash, timerEntries, timerMember, type Lane, type LaneRead, type LaneSnapshot, type LaneWrite, type LoopCount, type LoopStore, type RunFlags, type TimerEntry } from "./store.ts";
@@ -29,6 +30,32 @@ function replies(result: Reply[], what: string, keys: readonly string[]): unknow
     return value;
   });
 }
+
+/** Stores one run's loop lane after a batch, once per input offset: whether applied, and the offset stored. */
+export const loopCommit = defineScript({
+  name: "loopCommit",
+  keys: (k, i: { readonly lane: Lane; readonly write: LaneWrite; readonly ttl: number }) => [k.loopLane(i.write.tenant, i.write.run, i.lane), k.loopFlags(i.write.tenant, i.write.run)],
+  args: ({ write: w, ttl }) => [w.source, w.at, w.state, ttl, w.from, w.memos.length, ...w.memos.flat(), ...w.flags.flat()],
+  reply: (raw, fail) => {
+    const [applied, at]: unknown[] = Array.isArray(raw) ? (raw as unknown[]) : [];
+    if ((applied !== 0 && applied !== 1) || (typeof at !== "number" && typeof at !== "string")) return fail("{ applied, at }");
+    return { applied: applied === 1, at: String(at) };
+  },
+  what: (i) => `writing the ${i.lane} loop state of run ${i.write.run}`,
+});
+
+/** Counts a day's loops acted on, each once: { counted, count } per loop. */
+export const countLoops = defineScript({
+  name: "countLoops",
+  keys: (k, i: { readonly day: string; readonly counts: readonly LoopCount[]; readonly ttl: number }) => [k.loopStats(i.day, "counts"), k.loopStats(i.day, "counted")],
+  args: (i) => [i.ttl, i.counts.length, ...i.counts.flatMap((c) => [c.id, c.tenant, c.plugin, c.tool])],
+  reply: (raw, fail, i) => {
+    const r = integers(raw, fail);
+    if (r.length !== 2 * i.counts.length) fail(`2 numbers for each of ${i.counts.length} loops`);
+    return i.counts.map((_, j) => ({ counted: r[2 * j] === 1, count: r[2 * j + 1] ?? 0 }));
+  },
+  what: (i) => `counting the loops of ${i.day}`,
+});
 
 export class RedisLoopStore implements LoopStore {
   private readonly redis: RedisClient;
@@ -73,9 +100,6 @@ export class RedisLoopStore implements LoopStore {
 
   async write(lane: Lane, writes: readonly LaneWrite[]): Promise<void> {
     if (writes.length === 0) return;
-    const commit = scripts().get("loopCommit")?.command;
-    const count = scripts().get("countLoops")?.command;
-    if (!commit || !count) throw new Error("the loopCommit and countLoops scripts are missing from store/redis/lua");
     // Deadlines and counts live under other hash tags than the runs, so they cannot join a
     // run's script. Both are idempotent and go first: once a run's script has stored its lane, a
     // retry replays its inputs and would not send them again. A day's counts go in one script.
@@ -90,9 +114,7 @@ export class RedisLoopStore implements LoopStore {
     }
     for (const [day, counts] of days) {
       for (let i = 0; i < counts.length; i += COUNTS_PER_SCRIPT) {
-        const args: Array<string | number> = [this.keys.loopStats(day, "counts"), this.keys.loopStats(day, "counted"), this.statsTtl, Math.min(COUNTS_PER_SCRIPT, counts.length - i)];
-        for (const c of counts.slice(i, i + COUNTS_PER_SCRIPT)) args.push(c.id, c.tenant, c.plugin, c.tool);
-        first.push({ key: this.keys.loopStats(day, "counts"), name: count, args });
+        first.push(countLoops.command(this.redis, this.keys, { day, counts: counts.slice(i, i + COUNTS_PER_SCRIPT), ttl: this.statsTtl }));
       }
     }
     for (const w of writes) {
@@ -108,10 +130,7 @@ export class RedisLoopStore implements LoopStore {
       for (const d of w.deadlines) first.push({ key: this.keys.loopApproval(d.approval), name: "set", args: [this.keys.loopApproval(d.approval), `${w.tenant}\n${w.run}`, "EX", ttl] });
       const laneKey = this.keys.loopLane(w.tenant, w.run, lane);
       const flagsKey = this.keys.loopFlags(w.tenant, w.run);
-      const args: Array<string | number> = [laneKey, flagsKey, w.source, w.at, w.state, ttl, w.from, w.memos.length];
-      for (const [offset, outcome] of w.memos) args.push(offset, outcome);
-      for (const [field, value] of w.flags) args.push(field, value);
-      runs.push({ key: laneKey, name: commit, args });
+      runs.push(loopCommit.command(this.redis, this.keys, { lane, write: w, ttl }));
       runKeys.push(`${laneKey} (or ${flagsKey})`);
     }
     const last: SlotCommand[] = [];

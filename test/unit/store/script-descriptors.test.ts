@@ -11,8 +11,14 @@ import { conversationTurnScript, filesTreeScript, offloadThresholdScript } from 
 import { treeEraseBegin, treeHoldCovered, treeHoldSet, treeRelease } from "../../../store/tree-holds.ts";
 import { treeErase } from "../../../store/tree-data.ts";
 import { apiKeyCreate, apiKeyRevoke } from "../../../store/gateway-keys.ts";
+import { limitsForecastOnce, limitsForecastRecord, limitsQuota, limitsTenant, limitsTenantSpends } from "../../../processors/limits/redis-budget-store.ts";
+import { limitsAdmitCall, limitsBudgetAnswer, limitsChild, limitsInit, limitsJobEvent, limitsSettle, limitsTreeSteps } from "../../../processors/limits/redis-store.ts";
+import { jobEnding } from "../../../processors/limits/standing.ts";
+import { countLoops, loopCommit } from "../../../processors/loops/redis-store.ts";
+import { unknownOutcomeAnswer, unknownOutcomePut } from "../../../processors/limits/unknown-outcome-store.ts";
 
 const k = new Keys("test");
+const timers = { hold: 1, keep: 2, ttl: 3 };
 
 /** Each descriptor with an input that names every key it takes. */
 const described: Array<[Script<never, unknown>, unknown]> = [
@@ -30,6 +36,19 @@ const described: Array<[Script<never, unknown>, unknown]> = [
   [treeErase, { tenant: "acme", tree: "t1", tag: "test:{tree:acme/t1}:", names: ["test:{tree:acme/t1}:x"] }],
   [apiKeyCreate, { id: "k1", hash: "h", now: 1, binding: { id: "k1", tenant: "acme", agent: "a", tree_id: "t1", job_id: "j1", run_id: "r1", created_by: "ops", created_at: 1, expires_at: 2, revoked_at: null, revoked_by: null } }],
   [apiKeyRevoke, { id: "k1", revocation: { at: 1, by: "ops" } }],
+  [limitsTenant, { tenant: "acme", month: "2026-12", step: ["ask", "r1", 5, 100, 1], timers }],
+  [limitsTenantSpends, { tenant: "acme", month: "2026-12", spends: [{ kind: "usage", requestId: "r1", cost: 3, now: 1 }], timers }],
+  [limitsQuota, { who: { tenant: "acme", principal: "ann", team: "ops" }, month: "2026-12", step: ["ask", "r1", 5, 10, 20], now: 1, timers }],
+  [limitsForecastRecord, { tenant: "acme", agent: "a", tree: "t1", bucket: 2, window: 50, ttl: 60 }],
+  [limitsForecastOnce, { tenant: "acme", tree: "t1", requestId: "r1", claim: { chance: 0.5 } }],
+  ...[limitsAdmitCall, limitsSettle, limitsTreeSteps, limitsChild, limitsJobEvent].map((s) => [s, { tenant: "acme", tree: "t1", args: ["ended", "", "j1", 0, 60] }] as [Script<never, unknown>, unknown]),
+  [limitsInit, { tenant: "acme", tree: "t1", settings: { tenant: "acme", rootAgent: "a", startedByPerson: false, budget: -1, reserve: "worst", onBudget: "stop", modelCalls: -1, tokens: -1, children: -1, fanOut: -1, depth: -1, wait: -1, warnShare: 800_000, softWall: -1 }, authoritative: true, ttl: 60, root: null }],
+  [limitsBudgetAnswer, { request: { tenant: "acme", tree_id: "t1", approval: "ap1" }, answer: { budget: 10 }, ttl: 60 }],
+  [jobEnding, { tenant: "acme", tree: "t1", job: "j1", ending: { kind: "timeout" } }],
+  [unknownOutcomePut, { request: { approval: "ap1", job_id: "j1", deadline: 5 }, ttl: 60 }],
+  [unknownOutcomeAnswer, { approval: "ap1", answer: { outcome: "done" }, leave: false }],
+  [loopCommit, { lane: "calls", ttl: 60, write: { tenant: "acme", run: "r1", source: "oz0.tool-calls:0", at: "9", state: "{}", from: "8", memos: [["9", "{}"]], flags: [["stop", "1"]] } }],
+  [countLoops, { day: "2026-12-03", ttl: 60, counts: [{ id: "l1", tenant: "acme", plugin: "p", tool: "t" }] }],
 ];
 
 const run = <In, Out>(s: Script<In, Out>, input: unknown) => ({ keys: s.keys(k, input as In), args: s.args(input as In) });
@@ -47,10 +66,11 @@ describe("typed script descriptors", () => {
   });
 
   it("a reply of another shape is a ScriptReplyError naming the script, never retriable", () => {
-    for (const [s] of described) {
+    // limitsInit and unknownOutcomePut answer nothing their callers read.
+    for (const [s, input] of described.filter(([d]) => d !== limitsInit && d !== unknownOutcomePut)) {
       let thrown: unknown;
       try {
-        s.decode({ not: "a reply" });
+        s.decode({ not: "a reply" }, input as never);
       } catch (err) {
         thrown = err;
       }
@@ -101,6 +121,35 @@ describe("typed script descriptors", () => {
     expect(treeErase.decode(-1)).toBe(-1);
     expect(apiKeyCreate.decode(-1)).toBe("taken");
     expect(apiKeyRevoke.decode("")).toBeNull();
+    expect(limitsTenant.decode([0, 1, 2, 3])).toMatchObject({ spent: 1, reserved: 2, spentBefore: 3 });
+    expect(() => limitsTenant.decode([99, 0, 0, 0])).toThrow(/Lua script limitsTenant answered \[99,0,0,0\], not a code of the \d+ of tenant-budget.ts/);
+    expect(limitsTenantSpends.decode([0, 1, 2, 3, 0, 4, 5, 6])).toHaveLength(2);
+    expect(() => limitsTenantSpends.decode([0, 1, 2])).toThrow(/limitsTenantSpends .* not 4 numbers for each spend/);
+    expect(() => limitsQuota.decode([99])).toThrow(/Lua script limitsQuota answered \[99\]/);
+    expect(limitsForecastRecord.decode([1])).toBe(true);
+    expect(limitsForecastOnce.decode([1, 0, 500000, 7])).toEqual({ given: true, taken: false, chance: 0.5, spent: 7 });
+    expect(limitsAdmitCall.decode([0, 1, 2], { tenant: "acme", tree: "t1", args: [] })).toEqual([0, 1, 2]);
+    // The tree's state expired between the read and the script: retriable, the batch sets it anew.
+    expect(() => limitsSettle.decode([-1], { tenant: "acme", tree: "t1", args: [] })).toThrow(TransientError);
+    expect(() => limitsChild.decode(["x"], { tenant: "acme", tree: "t1", args: [] })).toThrow(/Lua script limitsChild answered \["x"\], not a list of integers \(tree t1\)/);
+    expect(limitsBudgetAnswer.decode("")).toBeNull();
+    expect(limitsBudgetAnswer.decode('{"budget":10}')).toEqual({ budget: 10 });
+    expect(jobEnding.decode(0)).toBe(false);
+    expect(unknownOutcomeAnswer.decode("")).toBeNull();
+    expect(() => unknownOutcomeAnswer.decode(3)).toThrow(/Lua script unknownOutcomeAnswer answered 3/);
+    expect(loopCommit.decode([0, "12"])).toEqual({ applied: false, at: "12" });
+    const two = { day: "d", ttl: 1, counts: [{ id: "a", tenant: "t", plugin: "p", tool: "x" }, { id: "b", tenant: "t", plugin: "p", tool: "x" }] };
+    expect(countLoops.decode([1, 4, 0, 4], two)).toEqual([{ counted: true, count: 4 }, { counted: false, count: 4 }]);
+    expect(() => countLoops.decode([1, 4], two)).toThrow(/Lua script countLoops answered \[1,4\], not 2 numbers for each of 2 loops/);
+  });
+
+  it("a script sent in a slot pipeline is its command name with its keys, then its arguments", () => {
+    const redis = { defineCommand() {} } as unknown as RedisClient;
+    const input = { day: "2026-12-03", ttl: 60, counts: [{ id: "l1", tenant: "acme", plugin: "p", tool: "t" }] };
+    const c = countLoops.command(redis, k, input);
+    expect(c.name).toBe(scriptFiles().find((f) => f.name === "countLoops")?.command);
+    expect(c.key).toBe(k.loopStats("2026-12-03", "counts"));
+    expect(c.args).toEqual([k.loopStats("2026-12-03", "counts"), k.loopStats("2026-12-03", "counted"), 60, 1, "l1", "acme", "p", "t"]);
     expect(apiKeyRevoke.decode([1, '{"id":"k1"}', '{"at":1,"by":"ops"}'])).toEqual({ now: true, binding: { id: "k1" }, revocation: { at: 1, by: "ops" } });
   });
 
