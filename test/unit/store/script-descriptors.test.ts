@@ -48,7 +48,7 @@ const described: Array<[Script<never, unknown>, unknown]> = [
   [unknownOutcomePut, { request: { approval: "ap1", job_id: "j1", deadline: 5 }, ttl: 60 }],
   [unknownOutcomeAnswer, { approval: "ap1", answer: { outcome: "done" }, leave: false }],
   [loopCommit, { lane: "calls", ttl: 60, write: { tenant: "acme", run: "r1", source: "oz0.tool-calls:0", at: "9", state: "{}", from: "8", memos: [["9", "{}"]], flags: [["stop", "1"]] } }],
-  [countLoops, { day: "2026-12-03", ttl: 60, counts: [{ id: "l1", tenant: "acme", plugin: "p", tool: "t" }] }],
+  [countLoops, { day: "2026-12-03", ttl: 60, counts: [{ day: "2026-12-03", id: "l1", tenant: "acme", plugin: "p", tool: "t" }] }],
 ];
 
 const run = <In, Out>(s: Script<In, Out>, input: unknown) => ({ keys: s.keys(k, input as In), args: s.args(input as In) });
@@ -138,14 +138,14 @@ describe("typed script descriptors", () => {
     expect(unknownOutcomeAnswer.decode("")).toBeNull();
     expect(() => unknownOutcomeAnswer.decode(3)).toThrow(/Lua script unknownOutcomeAnswer answered 3/);
     expect(loopCommit.decode([0, "12"])).toEqual({ applied: false, at: "12" });
-    const two = { day: "d", ttl: 1, counts: [{ id: "a", tenant: "t", plugin: "p", tool: "x" }, { id: "b", tenant: "t", plugin: "p", tool: "x" }] };
+    const two = { day: "d", ttl: 1, counts: [{ day: "d", id: "a", tenant: "t", plugin: "p", tool: "x" }, { day: "d", id: "b", tenant: "t", plugin: "p", tool: "x" }] };
     expect(countLoops.decode([1, 4, 0, 4], two)).toEqual([{ counted: true, count: 4 }, { counted: false, count: 4 }]);
     expect(() => countLoops.decode([1, 4], two)).toThrow(/Lua script countLoops answered \[1,4\], not 2 numbers for each of 2 loops/);
   });
 
   it("a script sent in a slot pipeline is its command name with its keys, then its arguments", () => {
     const redis = { defineCommand() {} } as unknown as RedisClient;
-    const input = { day: "2026-12-03", ttl: 60, counts: [{ id: "l1", tenant: "acme", plugin: "p", tool: "t" }] };
+    const input = { day: "2026-12-03", ttl: 60, counts: [{ day: "2026-12-03", id: "l1", tenant: "acme", plugin: "p", tool: "t" }] };
     const c = countLoops.command(redis, k, input);
     expect(c.name).toBe(scriptFiles().find((f) => f.name === "countLoops")?.command);
     expect(c.key).toBe(k.loopStats("2026-12-03", "counts"));
