@@ -6,6 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Admin, Consumer, Producer } from "kafkajs";
+import { TransientError } from "../../lib/errors.ts";
 import { createLogger } from "../../processors/runner/log.ts";
 import { KafkaTransport, type RawRecord } from "../../processors/runner/transport.ts";
 import { kafka } from "../support/kafka.ts";
@@ -64,7 +65,7 @@ describe("SYS-1 a transaction begun while its batch is decided, on the real brok
         attempts.set(v, n);
         // Long enough for the transaction to begin and take the offset while it is decided.
         await new Promise((resolve) => setTimeout(resolve, 50));
-        if (v.startsWith("fail-once") && n === 1) throw Object.assign(new Error("fails the first time"), { retriable: true });
+        if (v.startsWith("fail-once") && n === 1) throw new TransientError("fails the first time");
         if (v.startsWith("slow") && n === 1) await new Promise((resolve) => setTimeout(resolve, 6_000));
         out.push({ topic: output, key: null, value: Buffer.from(`answer ${v}`) });
       }
