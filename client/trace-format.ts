@@ -3,15 +3,10 @@
  * sections, and the decisions about its calls, model calls and children. Entries carry numbers
  * and words, never content (FIT-14, OFF-11).
  */
-import type { Decision, JobEvent, TraceEntry } from "../schemas/types.ts";
+import type { JobEvent, TraceEntry } from "../schemas/types.ts";
+import type { JobTrace } from "../schemas/trace.ts";
 
-export interface JobTrace {
-  readonly jobId: string;
-  readonly entries: readonly TraceEntry[];
-  readonly decisions: readonly Decision[];
-  /** The job's start and end (`started`, `ended`), when known. */
-  readonly jobs?: readonly JobEvent[];
-}
+export type { JobTrace };
 
 export const JOB_END_SECTION = "How the job ended";
 

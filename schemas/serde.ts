@@ -9,7 +9,7 @@
 import { isUtf8 } from "node:buffer";
 import { SchemaRegistry, SchemaType } from "@kafkajs/confluent-schema-registry";
 import avro from "avsc";
-import { redactUrl } from "../processors/runner/redact.ts";
+import { redactUrl } from "../lib/redact.ts";
 import { allSchemas, schema, schemaViolations, type SchemaName } from "./catalog.ts";
 import type { DeadLetterError } from "./types.ts";
 import { Oz0Error } from "../lib/errors.ts";

@@ -5,7 +5,7 @@
  */
 import { createHash } from "node:crypto";
 import { Client } from "minio";
-import type { Endpoints } from "../processors/runner/endpoints.ts";
+import type { Endpoints } from "../lib/endpoints.ts";
 
 export const REF_PREFIX = "oz0-file:sha256:";
 /** The most one stored file may hold (OFF-2, FILE-6). */

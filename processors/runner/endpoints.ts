@@ -9,22 +9,9 @@ import { LOCAL_STACK } from "../../stack/local.ts";
 import { redisClusterFlag } from "../../store/redis/client.ts";
 import { createLogger, kafkaLogCreator, type Logger } from "./log.ts";
 import { RememberingPartitioner } from "./partitioner.ts";
+import type { Endpoints } from "../../lib/endpoints.ts";
 
-export interface Endpoints {
-  kafkaBrokers: string[];
-  registryUrl: string;
-  /** `OZ0_REDIS_URL`: one node's URL, or a Redis Cluster's seed nodes separated by commas. */
-  redisUrl: string;
-  /** `OZ0_REDIS_CLUSTER`: whether Redis is a cluster, when the URL alone does not say (`store/redis/client.ts`). */
-  redisCluster?: boolean;
-  /** `OZ0_REDIS_USERNAME`: a Redis ACL user kept out of the URL (`store/redis/client.ts`). */
-  redisUsername?: string;
-  /** `OZ0_REDIS_PASSWORD`: Redis AUTH kept out of the URL, so the URL can be shown. */
-  redisPassword?: string;
-  minioUrl: string;
-  minioAccessKey: string;
-  minioSecretKey: string;
-}
+export type { Endpoints };
 
 /** The local stack's, with its documented development credentials (kept in stack/, never here). */
 const LOCAL = LOCAL_STACK;

@@ -4,7 +4,7 @@
  * (`component`, `processor`) and the call's, then `msg`. No field overwrites those three; a
  * call's field overwrites the logger's of the same name; errors are written as their name,
  * message and code, bigints as text. Secrets are taken out before they reach a logger
- * (`redact.ts`).
+ * (`lib/redact.ts`).
  */
 import pino, { type DestinationStream, type Logger as Pino } from "pino";
 

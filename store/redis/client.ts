@@ -15,7 +15,7 @@
  * (`slots.ts`). The URL is never logged with its password: `redisWhere` gives it redacted.
  */
 import { Cluster, Redis, type ClusterOptions, type RedisOptions } from "ioredis";
-import { redactUrl } from "../../processors/runner/redact.ts";
+import { redactUrl } from "../../lib/redact.ts";
 
 /** A connection to one Redis or to a Redis Cluster: what the stores are written against. */
 export type RedisClient = Redis | Cluster;

@@ -9,7 +9,7 @@ import { Serde } from "../../schemas/serde.ts";
 import { ensureTopics } from "../../topology/create.ts";
 import { TOPICS } from "../../topology/topics.ts";
 import { endpointsEnv, kafkaConfig, type Endpoints } from "../../processors/runner/endpoints.ts";
-import { redactUrl } from "../../processors/runner/redact.ts";
+import { redactUrl } from "../../lib/redact.ts";
 import { redisWhere } from "../../store/redis/client.ts";
 import { resolveServices, type Services } from "./services.ts";
 

@@ -6,7 +6,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { Kafka, logLevel } from "kafkajs";
 import { redisClient } from "../../store/redis/client.ts";
 import { kafkaConfig, type Endpoints } from "../../processors/runner/endpoints.ts";
-import { redactUrl } from "../../processors/runner/redact.ts";
+import { redactUrl } from "../../lib/redact.ts";
 
 type Check = { name: string; where: string; probe: () => Promise<void> };
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { endpointsEnv, endpointsFromEnv, kafkaConfig } from "../../../processors/runner/endpoints.ts";
 import { createLogger } from "../../../processors/runner/log.ts";
-import { redactSecrets, redactUrl } from "../../../processors/runner/redact.ts";
+import { redactSecrets, redactUrl } from "../../../lib/redact.ts";
 import { redisOptions, redisWhere } from "../../../store/redis/client.ts";
 
 const quiet = createLogger({}, () => {});
