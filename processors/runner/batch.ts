@@ -1,13 +1,15 @@
 /**
  * The part of running a batch that is the same in Kafka and in memory: validate, call the
  * core, check its outputs, and turn every unusable input into a dead letter with its reason.
- * Retries of a failing core and isolation of the one record that fails it live here too, so
- * one bad message never stops a processor.
+ * Retries of a failing core live here too, and the isolation of the one record that fails it
+ * (`isolate.ts`, the same for the cores that decide in groups), so one bad message never stops
+ * a processor.
  */
 import { schemaViolations } from "../../schemas/catalog.ts";
 import type { DeadLetterError } from "../../schemas/types.ts";
 import { topic } from "../../topology/topics.ts";
 import { isRetriable, messageOf } from "./errors.ts";
+import { eachAlone, failedOutcome } from "./isolate.ts";
 import { type Emit, type InputRecord, type Outcome, type Processor } from "./processor.ts";
 
 export interface Rejected {
@@ -88,7 +90,7 @@ export async function runBatch<In, Env>(p: Processor<In, Env>, records: InputRec
   }
   if (valid.length === 0) return { emits: [], rejected, answered: [] };
 
-  let outcomes: Array<Outcome | { failed: string }>;
+  let outcomes: Outcome[];
   const isolateAfter = opts.isolateAfter ?? 1;
   let failures = 0;
   for (;;) {
@@ -100,22 +102,9 @@ export async function runBatch<In, Env>(p: Processor<In, Env>, records: InputRec
       if (isRetriable(err)) throw err;
       failures++;
       if (failures < isolateAfter) continue;
-      if (valid.length === 1) {
-        outcomes = [{ failed: `processing failed: ${messageOf(err)}` }];
-        break;
-      }
-      // One record may be what breaks the batch: try each alone, and dead-letter only those
-      // that still fail.
-      outcomes = [];
-      for (const r of valid) {
-        try {
-          const [one] = await callCore(p, [r], env, opts);
-          outcomes.push(one ?? { failed: "processing returned nothing" });
-        } catch (e) {
-          if (isRetriable(e)) throw e;
-          outcomes.push({ failed: `processing failed: ${messageOf(e)}` });
-        }
-      }
+      // One record may be what breaks the batch: try each alone (`isolate.ts`), and dead-letter
+      // only those that still fail.
+      outcomes = valid.length === 1 ? [failedOutcome(err)] : await eachAlone(valid, (rs) => callCore(p, rs, env, opts));
       break;
     }
   }
@@ -124,8 +113,7 @@ export async function runBatch<In, Env>(p: Processor<In, Env>, records: InputRec
   const answered: BatchResult["answered"] = [];
   outcomes.forEach((o, i) => {
     const r = valid[i] as InputRecord<In>;
-    if ("failed" in o) rejected.push(reject(r, "failed", o.failed));
-    else if ("invalid" in o) rejected.push(reject(r, o.error ?? "invalid", o.invalid));
+    if ("invalid" in o) rejected.push(reject(r, o.error ?? "invalid", o.invalid));
     else {
       const wrong = checkEmits(p, o.emits) ?? (opts.checkEmit ? firstDefined(o.emits, opts.checkEmit) : undefined);
       if (wrong) rejected.push(reject(r, "failed", wrong));

@@ -16,17 +16,12 @@ export function failedOutcome(err: unknown): Outcome {
 }
 
 /**
- * `decide` of every item at once; when that fails for good, each item alone, in order, and an
- * item that still fails for good is a dead letter. A key that breaks every input touching it
- * dead-letters each of them; one input a script refuses dead-letters that one.
+ * `decide` of each item alone, in order: an item that fails for good is a dead letter in the
+ * failure's words, and a retriable failure is thrown as it is. The one way an input that breaks
+ * its batch is told from the rest, for the runner (`batch.ts`) and for the cores that decide
+ * their inputs in groups.
  */
-export async function oneByOne<T>(items: readonly T[], decide: (items: T[]) => Promise<Outcome[]>): Promise<Outcome[]> {
-  try {
-    return await decide([...items]);
-  } catch (err) {
-    if (isRetriable(err) || items.length === 0) throw err;
-    if (items.length === 1) return [failedOutcome(err)];
-  }
+export async function eachAlone<T>(items: readonly T[], decide: (items: T[]) => Promise<Outcome[]>): Promise<Outcome[]> {
   const out: Outcome[] = [];
   for (const item of items) {
     try {
@@ -38,6 +33,21 @@ export async function oneByOne<T>(items: readonly T[], decide: (items: T[]) => P
     }
   }
   return out;
+}
+
+/**
+ * `decide` of every item at once; when that fails for good, each item alone (`eachAlone`). A
+ * key that breaks every input touching it dead-letters each of them; one input a script
+ * refuses dead-letters that one.
+ */
+export async function oneByOne<T>(items: readonly T[], decide: (items: T[]) => Promise<Outcome[]>): Promise<Outcome[]> {
+  try {
+    return await decide([...items]);
+  } catch (err) {
+    if (isRetriable(err) || items.length === 0) throw err;
+    if (items.length === 1) return [failedOutcome(err)];
+  }
+  return eachAlone(items, decide);
 }
 
 /**
