@@ -2,20 +2,20 @@
  * `oz0 doctor`'s reading of the services: asks each one with a short timeout (a service that
  * does not answer is reported, never started), each processor's group for its committed
  * offsets twice over a sample, `oz0.dead-letter` from the offsets the broker gives for the start
- * of the window, and the daily loop counts in Redis (LOOP-9). `processors/runner/doctor.ts`
+ * of the window, and the daily loop counts in Redis (LOOP-9). `processors/ops/doctor.ts`
  * builds and formats the report.
  */
 import kafkajs from "kafkajs";
 import { readRange } from "../client/topic-range.ts";
 import { loopReport } from "../processors/loops/report.ts";
 import { ConfigTable } from "../processors/runner/config-table.ts";
-import { deadLetterRows, rateOf, type DoctorReport, type ProcessorRow, type ServiceCheck } from "../processors/runner/doctor.ts";
+import { deadLetterRows, rateOf, type DoctorReport, type ProcessorRow, type ServiceCheck } from "../processors/ops/doctor.ts";
 import { endpointsFromEnv, kafkaConfig } from "../processors/runner/endpoints.ts";
 import { createLogger } from "../processors/runner/log.ts";
 import { kafkajsPatches } from "../processors/runner/kafkajs-patches.ts";
-import { clusterHealth, readCluster } from "../processors/runner/kafka-cluster.ts";
+import { clusterHealth, readCluster } from "../processors/ops/kafka-cluster.ts";
 import { TOPICS } from "../topology/topics.ts";
-import { committedTotal, endTotal } from "../processors/runner/monitor.ts";
+import { committedTotal, endTotal } from "../processors/ops/monitor.ts";
 import { messageOf } from "../processors/runner/errors.ts";
 import { Serde } from "../schemas/serde.ts";
 import type { DeadLetter } from "../schemas/types.ts";

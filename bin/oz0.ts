@@ -393,7 +393,7 @@ async function doctorCommand(args: string[]): Promise<string> {
   const minTenants = Number(values["min-tenants"]);
   if (!(hours > 0) || !(sampleS >= 0) || !Number.isInteger(days) || days < 1 || !Number.isInteger(minTenants) || minTenants < 1) throw usage(`doctor: --hours and --sample take seconds or hours above 0, --days and --min-tenants whole numbers from 1\n\n${HELP.doctor}`);
   const { doctor } = await import("./doctor.ts");
-  const { formatDoctor, healthy } = await import("../processors/runner/doctor.ts");
+  const { formatDoctor, healthy } = await import("../processors/ops/doctor.ts");
   const report = await doctor({ hours, sampleS, days, minTenants });
   const text = values.json ? `${JSON.stringify(report, null, 2)}\n` : formatDoctor(report);
   if (!healthy(report)) throw new Exit(1, text, "stdout");

@@ -12,9 +12,9 @@ import { daysToMs, describeSchedule, retentionScheduleFromEnv, traceRetentionDay
 import { ConfigTable } from "../processors/runner/config-table.ts";
 import { kafkaConfig, PIPELINE_REDIS, type Endpoints } from "../processors/runner/endpoints.ts";
 import type { Logger } from "../processors/runner/log.ts";
-import { consumerLag } from "../processors/runner/monitor.ts";
-import { startOps, type Ops } from "../processors/runner/ops.ts";
-import { opsAddressFromEnv, type OpsAddress } from "../processors/runner/ops-server.ts";
+import { consumerLag } from "../processors/ops/monitor.ts";
+import { startOps, type Ops } from "../processors/ops/ops.ts";
+import { opsAddressFromEnv, type OpsAddress } from "../processors/ops/ops-server.ts";
 import { startApplication, type RunningProcessor } from "../processors/runner/runner.ts";
 import { kafkaTransports } from "../processors/runner/kafka-thread.ts";
 import { retrySettingsFromEnv } from "../processors/runner/retry.ts";

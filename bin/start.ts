@@ -6,7 +6,7 @@
  * summary.
  */
 import { createLogger } from "../processors/runner/log.ts";
-import { progressReport, snapshot, summaryReport, type Snapshot } from "../processors/runner/progress.ts";
+import { progressReport, snapshot, summaryReport, type Snapshot } from "../processors/ops/progress.ts";
 import { gatewaySettings, serveGateway } from "./oz0-gateway.ts";
 import { startPipeline } from "./pipeline.ts";
 import { servicesForCommand } from "./services.ts";

@@ -29,7 +29,7 @@ import { retentionInstance, startRetentionTimer } from "../processors/retention/
 import type { ConfigView } from "../processors/runner/config-table.ts";
 import type { Endpoints } from "../processors/runner/endpoints.ts";
 import type { Logger } from "../processors/runner/log.ts";
-import type { MetricFamily } from "../processors/runner/metrics.ts";
+import type { MetricFamily } from "../processors/ops/metrics.ts";
 import type { Processor } from "../processors/runner/processor.ts";
 import { wholeFromEnv } from "../processors/runner/settings.ts";
 import { consumersFromEnv } from "../processors/runner/transport.ts";

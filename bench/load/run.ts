@@ -13,7 +13,7 @@ import { pipelineLayout, startPipeline, type Pipeline } from "../../bin/pipeline
 import { RuntimeClient } from "../../client/runtime-client.ts";
 import { kafkaConfig, type Endpoints } from "../../processors/runner/endpoints.ts";
 import { createLogger, type Logger } from "../../processors/runner/log.ts";
-import { opsAddressFromEnv } from "../../processors/runner/ops-server.ts";
+import { opsAddressFromEnv } from "../../processors/ops/ops-server.ts";
 import { Serde } from "../../schemas/serde.ts";
 import type { ModelCall } from "../../schemas/types.ts";
 import { ensureTopics } from "../../topology/create.ts";

@@ -28,7 +28,7 @@ import type { AddressInfo } from "node:net";
 import type { RuntimeClient } from "../runtime-client.ts";
 import { NoAnswer } from "../runtime-client.ts";
 import type { Logger } from "../../processors/runner/log.ts";
-import { Histogram, MetricsRegistry, type MetricFamily } from "../../processors/runner/metrics.ts";
+import { Histogram, MetricsRegistry, type MetricFamily } from "../../processors/ops/metrics.ts";
 import type { Decision, ModelCall } from "../../schemas/types.ts";
 import { badRequest, isRefusal, noUpstream, notDecided, notFound, refusal, tooLarge, unauthorized, upstreamFailed, upstreamTimedOut, type ErrorReply } from "./errors.ts";
 import { checkBinding, requestKey, type KeyBinding, type KeyStore } from "./keys.ts";

@@ -17,7 +17,7 @@ import type { AuditEvent } from "../../schemas/types.ts";
 import { RETENTION_MS, type FileStore, type SweepReport } from "../../store/files.ts";
 import type { Logger } from "../runner/log.ts";
 import { deriveId } from "../runner/ids.ts";
-import type { MetricFamily } from "../runner/metrics.ts";
+import type { MetricFamily } from "../ops/metrics.ts";
 import type { RetentionState } from "./state.ts";
 import type { Due, HeldCounts, SweepCounts, SweepRecord } from "./status.ts";
 import { sweepTenantTraces, traceTenants, type TraceSweepReport } from "./traces.ts";

@@ -10,7 +10,7 @@ import { hostname } from "node:os";
 import type { Kafka } from "kafkajs";
 import type { Serde } from "../../schemas/serde.ts";
 import type { Logger } from "../runner/log.ts";
-import type { MetricFamily } from "../runner/metrics.ts";
+import type { MetricFamily } from "../ops/metrics.ts";
 import type { RetentionSchedule } from "./schedule.ts";
 import { RetentionMetrics, sweepRound, type RetentionDeps } from "./sweep.ts";
 

@@ -13,7 +13,7 @@ import { Oz0Error, isRetriable, messageOf } from "./errors.ts";
 import { backoffMs, DEFAULT_RETRY, RetryWatch, type Episode, type Failing, type RetrySettings } from "./retry.ts";
 import { deriveId } from "./ids.ts";
 import type { Logger } from "./log.ts";
-import { Histogram } from "./metrics.ts";
+import { Histogram } from "../ops/metrics.ts";
 import { outcomeKind } from "./outcomes.ts";
 import type { Emit, InputRecord, Processor } from "./processor.ts";
 import { capReason, deadLetterBytes, outputTooLarge } from "./record-size.ts";

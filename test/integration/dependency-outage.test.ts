@@ -13,7 +13,7 @@ import { loopCallsProcessor } from "../../processors/loops/calls-processor.ts";
 import { RedisLoopStore } from "../../processors/loops/redis-store.ts";
 import { staticConfig } from "../../processors/runner/config-table.ts";
 import { EXACTLY_ONCE_PRODUCER } from "../../processors/runner/endpoints.ts";
-import { Health } from "../../processors/runner/health.ts";
+import { Health } from "../../processors/ops/health.ts";
 import { createLogger } from "../../processors/runner/log.ts";
 import { DEFAULT_RETRY } from "../../processors/runner/retry.ts";
 import { startProcessor, type RunningProcessor } from "../../processors/runner/runner.ts";

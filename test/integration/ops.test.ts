@@ -3,7 +3,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import type { Admin, Producer } from "kafkajs";
 import { EXACTLY_ONCE_PRODUCER } from "../../processors/runner/endpoints.ts";
 import { createLogger } from "../../processors/runner/log.ts";
-import { startOps, type Ops } from "../../processors/runner/ops.ts";
+import { startOps, type Ops } from "../../processors/ops/ops.ts";
 import type { RunningProcessor } from "../../processors/runner/runner.ts";
 import type { Serde } from "../../schemas/serde.ts";
 import type { ToolCall } from "../../schemas/types.ts";

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { RedisLoopStore } from "../../processors/loops/redis-store.ts";
 import { utcDay } from "../../processors/loops/store.ts";
-import type { DoctorReport } from "../../processors/runner/doctor.ts";
+import type { DoctorReport } from "../../processors/ops/doctor.ts";
 import { EXACTLY_ONCE_PRODUCER } from "../../processors/runner/endpoints.ts";
 import type { Serde } from "../../schemas/serde.ts";
 import type { DeadLetter } from "../../schemas/types.ts";

@@ -7,7 +7,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import type { Client } from "minio";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createLogger } from "../../processors/runner/log.ts";
-import { renderMetrics } from "../../processors/runner/metrics.ts";
+import { renderMetrics } from "../../processors/ops/metrics.ts";
 import { redisRetentionState } from "../../processors/retention/state.ts";
 import { startRetentionTimer } from "../../processors/retention/timer.ts";
 import { sweepRound, type RetentionDeps, type TenantSweep } from "../../processors/retention/sweep.ts";

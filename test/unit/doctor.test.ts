@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { deadLetterRows, formatDoctor, healthy, rateOf, type DoctorReport } from "../../processors/runner/doctor.ts";
+import { deadLetterRows, formatDoctor, healthy, rateOf, type DoctorReport } from "../../processors/ops/doctor.ts";
 
 const HOUR = 3_600_000;
 const AT = Date.UTC(2026, 11, 1, 13);

@@ -1,5 +1,5 @@
 /**
- * What /health/ready and oz0 doctor read of the Kafka cluster (processors/runner/kafka-cluster.ts),
+ * What /health/ready and oz0 doctor read of the Kafka cluster (processors/ops/kafka-cluster.ts),
  * on the stack's cluster of three brokers with one of them SIGKILLed, then started again: the
  * broker named as not answering, the partitions it replicated under-replicated (not blocking,
  * two replicas still in sync), then all well again. Fails, never skips, when the drill's Kafka is
@@ -11,8 +11,8 @@ import { setTimeout as sleep } from "node:timers/promises";
 import type { Admin } from "kafkajs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { requireStackCluster, startBrokers, stopBroker, untilInSync } from "../../../drills/brokers.ts";
-import { Health } from "../../../processors/runner/health.ts";
-import { clusterHealth, readCluster, type ClusterHealth } from "../../../processors/runner/kafka-cluster.ts";
+import { Health } from "../../../processors/ops/health.ts";
+import { clusterHealth, readCluster, type ClusterHealth } from "../../../processors/ops/kafka-cluster.ts";
 import { ensureTopics } from "../../../topology/create.ts";
 import { topic as topicSpec } from "../../../topology/topics.ts";
 import { kafka } from "../../support/kafka.ts";

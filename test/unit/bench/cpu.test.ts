@@ -2,8 +2,8 @@ import { describe, expect, it } from "vitest";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { exposedCpuSeconds, machineBusySeconds, metricsReading, redisCpuSeconds, spentBetween, type CpuSample } from "../../../bench/pipeline/cpu.ts";
-import { pipelineFamilies } from "../../../processors/runner/ops-metrics.ts";
-import { MetricsRegistry } from "../../../processors/runner/metrics.ts";
+import { pipelineFamilies } from "../../../processors/ops/ops-metrics.ts";
+import { MetricsRegistry } from "../../../processors/ops/metrics.ts";
 
 describe("the pipeline bench's CPU accounting", () => {
   it("SYS-3 SYS-4 counts every busy field of /proc/stat's first line but idle and iowait, in seconds of USER_HZ", () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { Health } from "../../../processors/runner/health.ts";
+import { Health } from "../../../processors/ops/health.ts";
 
 function clock(start = 1_000_000) {
   let t = start;

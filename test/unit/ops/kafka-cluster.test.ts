@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { formatDoctor, healthy, type DoctorReport } from "../../../processors/runner/doctor.ts";
-import { Health } from "../../../processors/runner/health.ts";
-import { clusterHealth, type ClusterSnapshot, type SnapshotPartition } from "../../../processors/runner/kafka-cluster.ts";
+import { formatDoctor, healthy, type DoctorReport } from "../../../processors/ops/doctor.ts";
+import { Health } from "../../../processors/ops/health.ts";
+import { clusterHealth, type ClusterSnapshot, type SnapshotPartition } from "../../../processors/ops/kafka-cluster.ts";
 
 const BROKERS = [
   { nodeId: 1, address: "127.0.0.1:19192" },

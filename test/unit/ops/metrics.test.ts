@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { FIT_SECTION, OFFLOAD_SECTION } from "../../../processors/fit-results/processor.ts";
-import { CONTENT_TYPE, Histogram, MetricsRegistry, renderMetrics } from "../../../processors/runner/metrics.ts";
-import { pipelineFamilies, type Measured } from "../../../processors/runner/ops-metrics.ts";
+import { CONTENT_TYPE, Histogram, MetricsRegistry, renderMetrics } from "../../../processors/ops/metrics.ts";
+import { pipelineFamilies, type Measured } from "../../../processors/ops/ops-metrics.ts";
 import { FITTED_SECTION, OFFLOADED_SECTION, outcomeKind } from "../../../processors/runner/outcomes.ts";
 import type { RunnerStats } from "../../../processors/runner/runner.ts";
 

@@ -1,8 +1,8 @@
 import { spawnSync } from "node:child_process";
 import { describe, expect, it } from "vitest";
 import { createLogger, formatLine } from "../../../processors/runner/log.ts";
-import { Histogram } from "../../../processors/runner/metrics.ts";
-import { progressReport, summaryReport, type Snapshot } from "../../../processors/runner/progress.ts";
+import { Histogram } from "../../../processors/ops/metrics.ts";
+import { progressReport, summaryReport, type Snapshot } from "../../../processors/ops/progress.ts";
 
 describe("structured log lines", () => {
   it("hold ts, level and msg, which no field overwrites, and write errors and bigints readably", () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { parseAgent } from "../../../config/agent.ts";
-import { renderMetrics } from "../../../processors/runner/metrics.ts";
+import { renderMetrics } from "../../../processors/ops/metrics.ts";
 import { DEFAULT_EVERY_MS, describeSchedule, parseEvery, retentionScheduleFromEnv, traceRetentionDaysFromEnv } from "../../../processors/retention/schedule.ts";
 import { formatStatus, type RetentionStatus, type SweepRecord } from "../../../processors/retention/status.ts";
 import { AUDIT_REFS_MAX, auditEntry, RetentionMetrics, type TenantSweep } from "../../../processors/retention/sweep.ts";

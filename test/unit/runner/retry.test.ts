@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { StoreRefused, TransientError } from "../../../processors/runner/errors.ts";
-import { Health } from "../../../processors/runner/health.ts";
-import { Histogram } from "../../../processors/runner/metrics.ts";
-import { pipelineFamilies } from "../../../processors/runner/ops-metrics.ts";
+import { Health } from "../../../processors/ops/health.ts";
+import { Histogram } from "../../../processors/ops/metrics.ts";
+import { pipelineFamilies } from "../../../processors/ops/ops-metrics.ts";
 import { backoffMs, DEFAULT_RETRY, retrySettingsFromEnv, RetryWatch } from "../../../processors/runner/retry.ts";
 
 const oom = new TransientError("Redis failed running limitsTreeSteps: OOM command not allowed when used memory > 'maxmemory'.", { dependency: "redis" });

@@ -8,7 +8,7 @@
 import type { DeadLetter, DeadLetterError } from "../../schemas/types.ts";
 import { formatLoopReport, type LoopingTool } from "../loops/report.ts";
 import type { ClusterHealth } from "./kafka-cluster.ts";
-import { describeKafkajsPatches, type KafkajsPatchState } from "./kafkajs-patches.ts";
+import { describeKafkajsPatches, type KafkajsPatchState } from "../runner/kafkajs-patches.ts";
 
 export interface ServiceCheck {
   readonly name: string;

@@ -8,7 +8,7 @@
 import type { Admin } from "kafkajs";
 import type { Health } from "./health.ts";
 import { clusterHealth, readCluster } from "./kafka-cluster.ts";
-import type { Logger } from "./log.ts";
+import type { Logger } from "../runner/log.ts";
 
 export interface Watched {
   readonly name: string;

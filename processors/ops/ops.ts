@@ -6,12 +6,12 @@
  */
 import type { Admin } from "kafkajs";
 import { Health } from "./health.ts";
-import type { Logger } from "./log.ts";
+import type { Logger } from "../runner/log.ts";
 import { MetricsRegistry, type MetricFamily } from "./metrics.ts";
 import { Monitor } from "./monitor.ts";
 import { pipelineFamilies, type Measured } from "./ops-metrics.ts";
 import { startOpsServer, type OpsAddress, type OpsServer } from "./ops-server.ts";
-import type { RunningProcessor } from "./runner.ts";
+import type { RunningProcessor } from "../runner/runner.ts";
 import { TOPICS } from "../../topology/topics.ts";
 
 export interface Ops {

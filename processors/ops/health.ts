@@ -15,7 +15,7 @@
  * through); a broker down with the partitions still in sync enough is said, not failed on.
  */
 import type { ClusterHealth } from "./kafka-cluster.ts";
-import type { Failing } from "./retry.ts";
+import type { Failing } from "../runner/retry.ts";
 
 
 export type Phase = "starting" | "running" | "stopping" | "failed";

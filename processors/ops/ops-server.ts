@@ -5,7 +5,7 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Health } from "./health.ts";
-import type { Logger } from "./log.ts";
+import type { Logger } from "../runner/log.ts";
 import type { MetricsRegistry } from "./metrics.ts";
 
 export const DEFAULT_OPS_PORT = 9464;

@@ -6,10 +6,10 @@
  */
 import type { DeadLetterError } from "../../schemas/types.ts";
 import type { Readiness } from "./health.ts";
-import type { Failing } from "./retry.ts";
+import type { Failing } from "../runner/retry.ts";
 import type { Histogram, MetricFamily, Sample } from "./metrics.ts";
-import { OUTCOME_KINDS } from "./outcomes.ts";
-import type { RunnerStats } from "./runner.ts";
+import { OUTCOME_KINDS } from "../runner/outcomes.ts";
+import type { RunnerStats } from "../runner/runner.ts";
 
 /** What the metrics read of a running processor. */
 export interface Measured {

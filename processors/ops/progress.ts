@@ -3,7 +3,7 @@
  * decisions by kind per processor, from the same counters the metrics endpoint serves.
  */
 import type { Measured } from "./ops-metrics.ts";
-import { OUTCOME_KINDS } from "./outcomes.ts";
+import { OUTCOME_KINDS } from "../runner/outcomes.ts";
 
 export interface Snapshot {
   readonly name: string;
