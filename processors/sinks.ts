@@ -15,7 +15,7 @@ import { AuditLog, DEFAULT_AUDIT_RETENTION_DAYS, type LockMode } from "./audit-s
 import { auditSinkAdmissions, auditSinkAudit, auditSinkCallDecisions, auditSinkConfig, auditSinkLoopApprovals } from "./audit-sink/processor.ts";
 import type { Endpoints } from "./runner/endpoints.ts";
 import type { Processor } from "./runner/processor.ts";
-import { TraceStore } from "./trace-sink/store.ts";
+import { TraceStore } from "../store/trace-store.ts";
 import { traceRetentionDaysFromEnv } from "./retention/schedule.ts";
 import { traceSinkAdmissions, traceSinkCallDecisions, traceSinkEntries, traceSinkJobs } from "./trace-sink/processor.ts";
 

@@ -24,8 +24,8 @@
  * file store's sweep and erasure never reach them.
  */
 import type { Client } from "minio";
-import type { TraceStore } from "../processors/trace-sink/store.ts";
-import { jobPrefix, parsePart, tenantPrefix as tenantPrefixOf, TRACE_ROOT } from "../processors/trace-sink/trace-parts.ts";
+import type { TraceStore } from "./trace-store.ts";
+import { jobPrefix, parsePart, tenantPrefix as tenantPrefixOf, TRACE_ROOT } from "./trace-parts.ts";
 import { Oz0Error } from "../lib/errors.ts";
 import { FileNotFound } from "./file-errors.ts";
 import { fileNames, type FileStore } from "./files.ts";

@@ -12,7 +12,7 @@
  * rule of the product (FILE-6), not a setting.
  */
 import { formatDuration, tryParseDuration } from "../../config/units.ts";
-import { TRACE_RETENTION_DAYS } from "../trace-sink/store.ts";
+import { TRACE_RETENTION_DAYS } from "../../store/trace-store.ts";
 
 type Env = Record<string, string | undefined>;
 

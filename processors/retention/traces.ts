@@ -12,7 +12,7 @@
  */
 import type { Client } from "minio";
 import { codeOf, minioFailure } from "../../store/minio-errors.ts";
-import { parsePart, TENANT_ROOT, tenantPrefix } from "../trace-sink/trace-parts.ts";
+import { parsePart, TENANT_ROOT, tenantPrefix } from "../../store/trace-parts.ts";
 
 export interface TraceSweepReport {
   /** Parts removed (in a dry run: that would be). */

@@ -13,7 +13,7 @@
 import type { Decision, JobEvent, TraceEntry } from "../../schemas/types.ts";
 import type { TopicName } from "../../topology/topics.ts";
 import { defineProcessor, type InputRecord, type Outcome, type Processor } from "../runner/processor.ts";
-import { partsByJob, TRACED_JOB_KINDS, type BatchRange, type TraceItem, type TracePart } from "./trace-parts.ts";
+import { partsByJob, TRACED_JOB_KINDS, type BatchRange, type TraceItem, type TracePart } from "../../store/trace-parts.ts";
 
 export interface TraceSinkEnv {
   /** Stores one batch's parts, one per job; the same batch again leaves the same objects. */

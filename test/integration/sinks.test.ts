@@ -13,8 +13,8 @@ import type { InputRecord, Processor } from "../../processors/runner/processor.t
 import { startProcessor, type RunningProcessor } from "../../processors/runner/runner.ts";
 import { KafkaTransport } from "../../processors/runner/transport.ts";
 import { traceSinkAdmissions, traceSinkCallDecisions, traceSinkEntries, traceSinkJobs } from "../../processors/trace-sink/processor.ts";
-import { TraceStore } from "../../processors/trace-sink/store.ts";
-import { jobPrefix, tenantPrefix } from "../../processors/trace-sink/trace-parts.ts";
+import { TraceStore } from "../../store/trace-store.ts";
+import { jobPrefix, tenantPrefix } from "../../store/trace-parts.ts";
 import type { Serde } from "../../schemas/serde.ts";
 import type { AuditEvent, ConfigRecord, Decision, ToolResult, TraceEntry } from "../../schemas/types.ts";
 import { minioClient } from "../../store/objects.ts";

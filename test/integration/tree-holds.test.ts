@@ -4,8 +4,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { RedisFilesState, type FilesState } from "../../processors/files/state.ts";
-import { TraceStore } from "../../processors/trace-sink/store.ts";
-import { partsByJob } from "../../processors/trace-sink/trace-parts.ts";
+import { TraceStore } from "../../store/trace-store.ts";
+import { partsByJob } from "../../store/trace-parts.ts";
 import type { AuditEvent } from "../../schemas/types.ts";
 import { FileNotFound } from "../../store/file-errors.ts";
 import { FileStore, RETENTION_MS } from "../../store/files.ts";

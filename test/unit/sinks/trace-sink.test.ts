@@ -3,7 +3,7 @@ import { formatTrace } from "../../../client/trace-format.ts";
 import { fitResultsProcessor, FIT_SECTION, OFFLOAD_SECTION, type FitEnv } from "../../../processors/fit-results/processor.ts";
 import { TestDriver } from "../../../processors/runner/test-driver.ts";
 import { rangeOf, traceSinkAdmissions, traceSinkCallDecisions, traceSinkEntries, traceSinkJobs, type TraceSinkEnv } from "../../../processors/trace-sink/processor.ts";
-import { jobPrefix, mergeParts, padOffset, parsePart, partName, partsByJob, type BatchRange, type TracePart } from "../../../processors/trace-sink/trace-parts.ts";
+import { jobPrefix, mergeParts, padOffset, parsePart, partName, partsByJob, type BatchRange, type TracePart } from "../../../store/trace-parts.ts";
 import type { Decision, JobEvent, ResultDelivered, ToolResult, TraceEntry } from "../../../schemas/types.ts";
 import { refOf } from "../../../store/objects.ts";
 import { jobEvent as rootJobEvent, uid } from "../../support/events.ts";

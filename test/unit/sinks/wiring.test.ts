@@ -3,7 +3,7 @@ import { PIPELINE } from "../../../processors/pipeline.ts";
 import { AuditLog } from "../../../processors/audit-sink/store.ts";
 import { endpointsFromEnv } from "../../../processors/runner/endpoints.ts";
 import { SINKS, sinkStores } from "../../../processors/sinks.ts";
-import { TraceStore } from "../../../processors/trace-sink/store.ts";
+import { TraceStore } from "../../../store/trace-store.ts";
 
 describe("the sinks' wiring", () => {
   it("SYS-5 npm start runs a trace sink and an audit sink processor per topic they read, writing no topic", () => {

@@ -7,9 +7,9 @@
  * prefix. Parts of format 1 (`jobs/...`, no tenant) expire by a lifecycle rule.
  */
 import type { Client } from "minio";
-import type { JobTrace } from "../../schemas/trace.ts";
-import { minioFailure } from "../../store/minio-errors.ts";
-import { TransientError } from "../runner/errors.ts";
+import type { JobTrace } from "../schemas/trace.ts";
+import { minioFailure } from "./minio-errors.ts";
+import { TransientError } from "../lib/errors.ts";
 import { jobPart, jobPrefix, legacyJobPrefix, mergeParts, parsePart, partName, TENANT_ROOT, tenantPrefix, TRACE_ROOT, type BatchRange, type TracePart } from "./trace-parts.ts";
 
 /** Parts are kept as long as the trace topics keep their records. */

@@ -7,8 +7,8 @@
  * before traces were kept by tenant (`jobs/<job>/...`, format 1) are read too, until they expire. A job's trace is the union of its parts,
  * each record once (every record carries an ID derived from its input).
  */
-import type { JobTrace } from "../../schemas/trace.ts";
-import type { Decision, JobEvent, TraceEntry } from "../../schemas/types.ts";
+import type { JobTrace } from "../schemas/trace.ts";
+import type { Decision, JobEvent, TraceEntry } from "../schemas/types.ts";
 
 /** One job's records from one batch: what one stored object holds. */
 export interface TracePart {
