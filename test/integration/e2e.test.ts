@@ -18,7 +18,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { publishLoadConfig } from "../../bench/load/publish-config.ts";
 import { untilReady } from "../../bench/load/run.ts";
 import { startPipeline, type Pipeline } from "../../bin/pipeline.ts";
-import { RuntimeClient, readResultCall, type CallContext } from "../../client/runtime-client.ts";
+import { RuntimeClient, readResultCall } from "../../client/runtime-client.ts";
 import { formatTrace, JOB_END_SECTION, type JobTrace } from "../../client/trace-format.ts";
 import { selectEntries } from "../../processors/audit-sink/query.ts";
 import { FIT_SECTION, OFFLOAD_SECTION, type FitNote } from "../../processors/fit-results/processor.ts";
@@ -28,13 +28,14 @@ import { kafkaConfig } from "../../processors/runner/endpoints.ts";
 import { createLogger } from "../../processors/runner/log.ts";
 import { sinkStores, type SinkStores } from "../../processors/sinks.ts";
 import { Serde } from "../../schemas/serde.ts";
-import type { AuditEvent, Decision, JobEvent, ResultDelivered, ToolCall, ToolResult } from "../../schemas/types.ts";
-import { jobEvent as rootJobEvent, uid } from "../support/events.ts";
+import type { AuditEvent, Decision, ResultDelivered, ToolCall } from "../../schemas/types.ts";
+import { uid } from "../support/events.ts";
+import { E2E_PLUGIN, e2eJobs, type Job } from "../support/e2e-jobs.ts";
 import { endpoints } from "../support/kafka.ts";
 import { eventually } from "../support/promises.ts";
 
 const CONFIG_DIR = fileURLToPath(new URL("../fixtures/e2e-config/", import.meta.url));
-const PLUGIN = "e2e_docs";
+const PLUGIN = E2E_PLUGIN;
 /** Every await of an answer, and every wait for the sinks, is bounded by this. */
 const ANSWER_MS = 60_000;
 /**
@@ -48,64 +49,7 @@ const PAGE = ["# Setup guide", "", "Read this before you start.", ...Array.from(
 /** A manual over the threshold: offloaded whole, the model reads a stub. */
 const MANUAL = ["# Manual", "", "The manual starts here. It is long.", ...Array.from({ length: 150 }, (_, i) => `## Part ${i}\n\nPart ${i} begins here. It goes on about topic ${i} for a while, and then about topic ${i} some more.`)].join("\n");
 
-interface Job extends CallContext {
-  readonly parent: string | null;
-  readonly depth: number;
-}
-
-function rootJob(tenant: string, agent: string): Job {
-  const tree = uid("e2e-tree");
-  return { tenant, tree_id: tree, job_id: tree, run_id: `${tree}-run`, agent, parent: null, depth: 0 };
-}
-
-function childJob(parent: Job, n: number, agent: string): Job {
-  const job = `${parent.job_id}-c${n}`;
-  return { ...parent, job_id: job, run_id: `${job}-run`, agent, parent: parent.job_id, depth: parent.depth + 1 };
-}
-
-function jobEvent(j: Job, kind: JobEvent["kind"], over: Partial<JobEvent> = {}): JobEvent {
-  const child = j.parent !== null;
-  return rootJobEvent(j.job_id, kind, {
-    id: uid("e2e-job"),
-    tenant: j.tenant,
-    tree_id: j.tree_id,
-    parent_job_id: j.parent,
-    run_id: j.run_id,
-    agent: j.agent,
-    started_by: child ? "agent" : "app",
-    delegation: child ? "delegation" : "none",
-    depth: j.depth,
-    principal: child ? null : "e2e-app",
-    ...over,
-  });
-}
-
-function toolCall(j: Job, args: Record<string, unknown>): ToolCall {
-  return {
-    id: uid("e2e-call"),
-    tenant: j.tenant,
-    tree_id: j.tree_id,
-    job_id: j.job_id,
-    run_id: j.run_id,
-    call_id: uid("call"),
-    agent: j.agent,
-    plugin: PLUGIN,
-    tool: PLUGIN,
-    function: "get_page",
-    arguments: JSON.stringify(args),
-    origin: "model",
-    context_used: null,
-    spend_share: null,
-    ts: Date.now(),
-  };
-}
-
-/** The tool's answer to a call, an MCP CallToolResult of one text item. */
-function resultOf(call: ToolCall, text: string): ToolResult {
-  const content = JSON.stringify({ content: [{ type: "text", text }] });
-  const { context_used: _c, spend_share: _s, ...rest } = call;
-  return { ...rest, id: uid("e2e-result"), is_error: false, content, content_ref: null, size_bytes: Buffer.byteLength(content), labels: [], ts: Date.now() };
-}
+const { rootJob, childJob, jobEvent, toolCall, resultOf } = e2eJobs("e2e");
 
 interface Answer {
   content: Array<{ type: string; text: string }>;

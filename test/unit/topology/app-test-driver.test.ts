@@ -16,78 +16,17 @@ import { staticConfig } from "../../../processors/runner/config-table.ts";
 import type { Decision, JobEvent, ResultDelivered, ToolCall, ToolResult } from "../../../schemas/types.ts";
 import { AppTestDriver, loopDeadlinesInMemory } from "../../../topology/app-test-driver.ts";
 import { PIPELINE_TOPOLOGY } from "../../../topology/pipeline.ts";
-import { jobEvent as rootJobEvent, uid } from "../../support/events.ts";
+import { uid } from "../../support/events.ts";
+import { E2E_PLUGIN, e2eJobs, type Job } from "../../support/e2e-jobs.ts";
 
 const CONFIG_DIR = fileURLToPath(new URL("../../fixtures/e2e-config/", import.meta.url));
-const PLUGIN = "e2e_docs";
+const PLUGIN = E2E_PLUGIN;
 const DEADLINE_MS = 600_000;
-
-interface Job {
-  readonly tenant: string;
-  readonly tree_id: string;
-  readonly job_id: string;
-  readonly run_id: string;
-  readonly agent: string;
-  readonly parent: string | null;
-  readonly depth: number;
-}
-
-function rootJob(tenant: string, agent: string): Job {
-  const tree = uid("app-tree");
-  return { tenant, tree_id: tree, job_id: tree, run_id: `${tree}-run`, agent, parent: null, depth: 0 };
-}
-
-function childJob(parent: Job, n: number, agent: string): Job {
-  const job = `${parent.job_id}-c${n}`;
-  return { ...parent, job_id: job, run_id: `${job}-run`, agent, parent: parent.job_id, depth: parent.depth + 1 };
-}
 
 let driver: AppTestDriver;
 let loops: MemoryLoopStore;
 
-function jobEvent(j: Job, kind: JobEvent["kind"], over: Partial<JobEvent> = {}): JobEvent {
-  const child = j.parent !== null;
-  return rootJobEvent(j.job_id, kind, {
-    id: uid("app-job"),
-    tenant: j.tenant,
-    tree_id: j.tree_id,
-    parent_job_id: j.parent,
-    run_id: j.run_id,
-    agent: j.agent,
-    started_by: child ? "agent" : "app",
-    delegation: child ? "delegation" : "none",
-    depth: j.depth,
-    principal: child ? null : "app-test",
-    ts: driver.now(),
-    ...over,
-  });
-}
-
-function toolCall(j: Job, args: Record<string, unknown>): ToolCall {
-  return {
-    id: uid("app-call"),
-    tenant: j.tenant,
-    tree_id: j.tree_id,
-    job_id: j.job_id,
-    run_id: j.run_id,
-    call_id: uid("call"),
-    agent: j.agent,
-    plugin: PLUGIN,
-    tool: PLUGIN,
-    function: "get_page",
-    arguments: JSON.stringify(args),
-    origin: "model",
-    context_used: null,
-    spend_share: null,
-    ts: driver.now(),
-  };
-}
-
-function resultOf(call: ToolCall, text: string): ToolResult {
-  const content = JSON.stringify({ content: [{ type: "text", text }] });
-  const { context_used: _c, spend_share: _s, ...rest } = call;
-  return { ...rest, id: uid("app-result"), is_error: false, content, content_ref: null, size_bytes: Buffer.byteLength(content), labels: [], ts: driver.now() };
-}
+const { rootJob, childJob, jobEvent, toolCall, resultOf } = e2eJobs("app", () => driver.now());
 
 /** Publishes a call as a runtime does and reads its decision (each processor answers under the call's event ID). */
 async function requestToolCall(call: ToolCall): Promise<Decision> {
