@@ -18,11 +18,10 @@
  * Order of writes, so that a crash leaves nothing unreachable by erasure or sweep: marker,
  * grant, then data; removal goes grant, marker, and data only once no grant is left.
  */
-import type { Readable } from "node:stream";
 import type { Client } from "minio";
 import { codeOf, minioFailure } from "./minio-errors.ts";
 import { FileNotFound, FileTooLarge } from "./file-errors.ts";
-import { MAX_FILE_BYTES, parseRef, REF_PREFIX, refOf, tenantPath } from "./objects.ts";
+import { MAX_FILE_BYTES, parseRef, readBytes, REF_PREFIX, refOf, tenantPath } from "./objects.ts";
 import type { PayloadKeys } from "./payload-keys.ts";
 
 /** Files are kept this long after a tree last stored them (FILE-6). */
@@ -166,12 +165,6 @@ function isMissing(err: unknown): boolean {
   return code === "NoSuchKey" || code === "NotFound" || code === "NoSuchVersion";
 }
 
-async function readAll(stream: Readable): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of stream) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks);
-}
-
 function uniqueSorted(labels: readonly string[]): string[] {
   return [...new Set(labels)].sort();
 }
@@ -263,7 +256,7 @@ export class FileStore {
     if (grant === null) throw new FileNotFound(ref);
     let sealed: Buffer;
     try {
-      sealed = await readAll(await this.client.getObject(this.bucket, fileNames.data(reader.tenant, hex)));
+      sealed = await readBytes(await this.client.getObject(this.bucket, fileNames.data(reader.tenant, hex)));
     } catch (err) {
       // A grant whose data is not there yet (a store in progress) or no more: not a file to read.
       if (isMissing(err)) throw new FileNotFound(ref);
@@ -511,7 +504,7 @@ export class FileStore {
 
   private async grantAt(name: string): Promise<FileGrant | null> {
     try {
-      return parseGrant((await readAll(await this.client.getObject(this.bucket, name))).toString("utf8"), name);
+      return parseGrant((await readBytes(await this.client.getObject(this.bucket, name))).toString("utf8"), name);
     } catch (err) {
       if (isMissing(err)) return null;
       throw minioFailure(err, "read a file grant", `bucket ${this.bucket}`);

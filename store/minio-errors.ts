@@ -97,3 +97,18 @@ export function minioFailure(err: unknown, what: string, object?: string): unkno
   if (kind === "transient") return new TransientError(`MinIO failed to ${what}${on} (${words}); the batch is tried again`, { cause: err, dependency: "minio" });
   return new StoreRefused(`MinIO refused to ${what}${on} (${words}): ${hint(code)}`, { cause: err, dependency: "minio", key: object, server: words });
 }
+
+/**
+ * `run`, a call of MinIO by `who` ("the trace store") doing `what`: what MinIO answered is
+ * classified (`minioFailure`: a refusal is the input's dead letter), and a failure with no
+ * answer at all is a TransientError, tried again.
+ */
+export async function minioCall<T>(who: string, what: string, run: () => Promise<T>): Promise<T> {
+  try {
+    return await run();
+  } catch (err) {
+    const failure = minioFailure(err, what);
+    if (failure !== err) throw failure;
+    throw new TransientError(`${who} could not ${what}: ${(err as Error).message ?? String(err)}`, { cause: err, dependency: "minio" });
+  }
+}

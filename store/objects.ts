@@ -27,6 +27,13 @@ export function tenantPath(tenant: string): string {
   return tenant;
 }
 
+/** Everything an object's stream (`getObject`) gives, as one buffer. */
+export async function readBytes(stream: NodeJS.ReadableStream): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of stream) chunks.push(Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk));
+  return Buffer.concat(chunks);
+}
+
 export function minioClient(endpoints: Endpoints): Client {
   const url = new URL(endpoints.minioUrl);
   return new Client({

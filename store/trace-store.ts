@@ -8,7 +8,8 @@
  */
 import type { Client } from "minio";
 import type { JobTrace } from "../schemas/trace.ts";
-import { minioFailure } from "./minio-errors.ts";
+import { minioCall } from "./minio-errors.ts";
+import { readBytes } from "./objects.ts";
 import { TransientError } from "../lib/errors.ts";
 import { jobPart, jobPrefix, legacyJobPrefix, mergeParts, parsePart, partName, TENANT_ROOT, tenantPrefix, TRACE_ROOT, type BatchRange, type TracePart } from "./trace-parts.ts";
 
@@ -27,21 +28,8 @@ export interface TraceStoreOptions {
   readonly retentionDays?: number;
 }
 
-async function transient<T>(what: string, run: () => Promise<T>): Promise<T> {
-  try {
-    return await run();
-  } catch (err) {
-    // What MinIO answered is classified (a refusal is the input's dead letter); no answer at all is tried again.
-    const failure = minioFailure(err, what);
-    if (failure !== err) throw failure;
-    throw new TransientError(`the trace store could not ${what}: ${(err as Error).message ?? String(err)}`, { cause: err, dependency: "minio" });
-  }
-}
-
-async function readAll(stream: NodeJS.ReadableStream): Promise<string> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of stream) chunks.push(Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk));
-  return Buffer.concat(chunks).toString("utf8");
+function transient<T>(what: string, run: () => Promise<T>): Promise<T> {
+  return minioCall("the trace store", what, run);
 }
 
 export class TraceStore {
@@ -121,7 +109,7 @@ export class TraceStore {
     };
     await Promise.all(Array.from({ length: Math.min(LIST_CONCURRENCY, queue.length) }, lister));
     const parts = await Promise.all(
-      names.sort().map(async (name) => parsePart(await transient(`read ${name}`, async () => readAll(await this.client.getObject(this.bucket, name))), name)),
+      names.sort().map(async (name) => parsePart(await transient(`read ${name}`, async () => (await readBytes(await this.client.getObject(this.bucket, name))).toString("utf8")), name)),
     );
     return mergeParts(jobId, tenant === undefined ? parts : parts.filter((p) => p.v === 1 || p.tenant === tenant));
   }

@@ -15,7 +15,8 @@
  */
 import type { Client, ObjectLockInfo } from "minio";
 import type { AuditEvent } from "../../schemas/types.ts";
-import { minioFailure } from "../../store/minio-errors.ts";
+import { codeOf, minioCall, minioFailure } from "../../store/minio-errors.ts";
+import { readBytes } from "../../store/objects.ts";
 import { TransientError } from "../runner/errors.ts";
 import { utcDay } from "../loops/store.ts";
 import { DAY_ROOT, dayMarkers, decodeLines, encodeLines, listAfter, LOG_ROOT, objectName, parseDayMarker, parseObjectName, partitionPrefix, uncoveredRuns, type ObjectRange } from "./log-objects.ts";
@@ -72,25 +73,12 @@ export class AuditLogConflict extends Oz0Error {
   }
 }
 
-function codeOf(err: unknown): string | undefined {
-  return err && typeof err === "object" && "code" in err && typeof err.code === "string" ? err.code : undefined;
-}
-
-async function transient<T>(what: string, run: () => Promise<T>): Promise<T> {
-  try {
-    return await run();
-  } catch (err) {
-    // What MinIO answered is classified (a refusal is the input's dead letter); no answer at all is tried again.
-    const failure = minioFailure(err, what);
-    if (failure !== err) throw failure;
-    throw new TransientError(`the audit log could not ${what}: ${(err as Error).message ?? String(err)}`, { cause: err, dependency: "minio" });
-  }
+function transient<T>(what: string, run: () => Promise<T>): Promise<T> {
+  return minioCall("the audit log", what, run);
 }
 
 async function text(stream: NodeJS.ReadableStream): Promise<string> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of stream) chunks.push(Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk));
-  return Buffer.concat(chunks).toString("utf8");
+  return (await readBytes(stream)).toString("utf8");
 }
 
 interface ListedVersion {
