@@ -12,11 +12,15 @@
  */
 import type { OutMessage } from "./transport.ts";
 
-export interface Handed {
+/** A batch's place: its partition and last offset. */
+export interface BatchAt {
   readonly topic: string;
   readonly partition: number;
   /** The batch's last offset: the group's offset becomes the one after it. */
   readonly last: string;
+}
+
+export interface Handed extends BatchAt {
   readonly out: readonly OutMessage[];
   /** True once the partition moved to another member: the batch is left out, not committed. */
   readonly isStale: () => boolean;
@@ -158,4 +162,25 @@ export function offsetsOf(batches: readonly Handed[]): Array<{ topic: string; pa
     if (had === undefined || next > had) parts.set(b.partition, next);
   }
   return [...byTopic].map(([topic, parts]) => ({ topic, partitions: [...parts].map(([partition, offset]) => ({ partition, offset: offset.toString() })) }));
+}
+
+/** A group's committed offsets as kafkajs's `admin.fetchOffsets` gives them, by topic. */
+export type FetchedOffsets = ReadonlyArray<{ topic: string; partitions: ReadonlyArray<{ partition: number; offset: string }> }>;
+
+/**
+ * Whether a commit whose answer never came landed after all, from the group's offsets as read
+ * once its transaction is completed: `"all"` when each batch's partition is committed past the
+ * batch's last offset, `"none"` when none is, `"some"` otherwise (a transaction commits
+ * whole, so "some" means another member committed a partition since: the batches are handled
+ * again, as after a commit that failed).
+ */
+export function landedIn(batches: readonly BatchAt[], fetched: FetchedOffsets): "all" | "none" | "some" {
+  const committed = new Map<string, bigint>();
+  for (const t of fetched) for (const p of t.partitions) if (/^\d+$/.test(p.offset)) committed.set(`${t.topic}\u0000${p.partition}`, BigInt(p.offset));
+  let landed = 0;
+  for (const b of batches) {
+    const at = committed.get(`${b.topic}\u0000${b.partition}`);
+    if (at !== undefined && at > BigInt(b.last)) landed++;
+  }
+  return landed === batches.length ? "all" : landed === 0 ? "none" : "some";
 }

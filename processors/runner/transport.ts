@@ -5,10 +5,10 @@
  */
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
-import type { Consumer, EachBatchPayload, Kafka, Producer, Transaction } from "kafkajs";
+import type { Admin, Consumer, EachBatchPayload, Kafka, Producer, Transaction } from "kafkajs";
 import { EXACTLY_ONCE_PRODUCER } from "./endpoints.ts";
 import type { Logger } from "./log.ts";
-import { Commits, offsetsOf, type Handed } from "./commits.ts";
+import { Commits, landedIn, offsetsOf, type BatchAt, type Handed } from "./commits.ts";
 import { wholeFromEnv, type Env } from "./settings.ts";
 
 export interface RawRecord {
@@ -255,13 +255,6 @@ export class TransactionalSlot {
 }
 
 
-/** A batch's place: its partition and last offset. */
-interface BatchAt {
-  readonly topic: string;
-  readonly partition: number;
-  readonly last: string;
-}
-
 const sameBatch = (a: BatchAt, b: BatchAt): boolean => a.topic === b.topic && a.partition === b.partition && a.last === b.last;
 const batchKey = (b: BatchAt): string => `${b.topic}\u0000${b.partition}\u0000${b.last}`;
 
@@ -282,6 +275,9 @@ interface Prepared extends BatchAt {
  * offloaded to a slow store) commits in a transaction of its own, begun when it is decided.
  */
 const PREPARED_FOR_MS = 5_000;
+
+/** How long whether a failed commit landed is asked while Kafka does not answer (a coordinator failing over). */
+const IN_DOUBT_FOR_MS = 60_000;
 
 /**
  * kafkajs transport: one consumer of the group reads every topic it is given, and hands each
@@ -306,6 +302,12 @@ export class KafkaTransport implements Transport {
   private prepared: Prepared | null = null;
   /** Transactions begun while their batch was decided: begun, then committed with it, or aborted. */
   readonly early = { begun: 0, used: 0, aborted: 0 };
+  /**
+   * Commits whose end was sent but not answered (the coordinator lost with it), settled by the
+   * group's offsets: committed after all, not committed (handled again), or left unknown.
+   */
+  readonly inDoubt = { committed: 0, notCommitted: 0, unknown: 0 };
+  private admin: Admin | null = null;
 
   constructor(opts: KafkaTransportOptions) {
     this.opts = opts;
@@ -521,6 +523,7 @@ export class KafkaTransport implements Transport {
     const out = batches.flatMap((b) => b.out);
     const early = this.prepared;
     this.prepared = null;
+    let ending = false;
     try {
       const producer = await this.slot.producer();
       if (!this.exactlyOnce) {
@@ -545,6 +548,7 @@ export class KafkaTransport implements Transport {
       try {
         for (const chunk of chunks(out, MAX_SEND_BYTES)) await txn.sendBatch({ topicMessages: topicMessages(chunk) });
         if (rest.length > 0) await txn.sendOffsets({ consumerGroupId: this.opts.groupId, topics: offsetsOf(rest) });
+        ending = true;
         await txn.commit();
       } catch (err) {
         await txn.abort().catch((e: unknown) => this.opts.log.warn("transaction abort failed", { error: String(e) }));
@@ -554,7 +558,48 @@ export class KafkaTransport implements Transport {
       // The batches are handled again (their effects are idempotent); the next transaction
       // starts on a fresh producer, whatever state this one was left in.
       await this.slot.renew();
+      // A commit sent but not answered may have landed: handled again, its outputs would be
+      // written twice. The group's offsets tell, once the transaction is completed.
+      if (ending && (await this.landedAfterAll(batches, err))) return;
       throw err;
+    }
+  }
+
+  /**
+   * Whether the transaction of these batches, whose commit was sent but failed, committed after
+   * all. The renewed producer's first transaction fences the failed one (InitProducerId under
+   * the same transactional ID), and the coordinator answers that only once the failed one is
+   * completed, committed or aborted; the group's committed offsets then say which. Asked again
+   * while Kafka does not answer, for up to IN_DOUBT_FOR_MS: left unknown after that, the
+   * batches are handled again, as before a commit could be in doubt.
+   */
+  private async landedAfterAll(batches: readonly Handed[], failure: unknown): Promise<boolean> {
+    const until = Date.now() + IN_DOUBT_FOR_MS;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const fence = await (await this.slot.producer()).transaction();
+        await fence.abort();
+        this.admin ??= this.opts.kafka.admin();
+        await this.admin.connect();
+        const fetched = await this.admin.fetchOffsets({ groupId: this.opts.groupId, topics: [...new Set(batches.map((b) => b.topic))] });
+        const landed = landedIn(batches, fetched);
+        if (landed === "all") {
+          this.inDoubt.committed++;
+          this.opts.log.warn("a commit that failed had landed: its batches are not handled again", { batches: batches.length, error: String(failure) });
+          return true;
+        }
+        this.inDoubt.notCommitted++;
+        this.opts.log.info("a commit that failed did not land: its batches are handled again", { batches: batches.length, landed, error: String(failure) });
+        return false;
+      } catch (err) {
+        await this.slot.renew();
+        if (this.stopping || Date.now() >= until) {
+          this.inDoubt.unknown++;
+          this.opts.log.error("whether a failed commit landed is unknown: its batches are handled again and their outputs may be written twice", { batches: batches.length, error: String(err) });
+          return false;
+        }
+        await new Promise((resolve) => setTimeout(resolve, Math.min(2_000, 100 * 2 ** attempt)));
+      }
     }
   }
 
@@ -565,5 +610,6 @@ export class KafkaTransport implements Transport {
     this.prepared = null;
     if (early !== null) await this.abortPrepared(early);
     await this.slot.disconnect();
+    await this.admin?.disconnect();
   }
 }

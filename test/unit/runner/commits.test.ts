@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { setTimeout as sleep } from "node:timers/promises";
-import { Commits, offsetsOf, type Handed } from "../../../processors/runner/commits.ts";
+import { Commits, landedIn, offsetsOf, type Handed } from "../../../processors/runner/commits.ts";
 
 const batch = (topic: string, partition: number, last: string, stale = false, bytes = 1): Handed => ({
   topic,
@@ -131,5 +131,26 @@ describe("SYS-1 batches of one fetch commit together", () => {
       { topic: "u", partitions: [{ partition: 3, offset: "1" }] },
     ]);
     expect(offsetsOf([batch("t", 0, "9223372036854775806")])[0]?.partitions[0]?.offset).toBe("9223372036854775807");
+  });
+});
+
+describe("SYS-1 whether a commit in doubt landed, from the group's offsets", () => {
+  const batches = [
+    { topic: "a", partition: 0, last: "9" },
+    { topic: "b", partition: 2, last: "41" },
+  ];
+  it("landed when every batch's partition is committed past its last offset", () => {
+    expect(landedIn(batches, [{ topic: "a", partitions: [{ partition: 0, offset: "10" }] }, { topic: "b", partitions: [{ partition: 2, offset: "42" }, { partition: 1, offset: "0" }] }])).toBe("all");
+  });
+  it("not landed when each is still at its batch's first offset or has none (-1)", () => {
+    expect(landedIn(batches, [{ topic: "a", partitions: [{ partition: 0, offset: "9" }] }, { topic: "b", partitions: [{ partition: 2, offset: "-1" }] }])).toBe("none");
+    expect(landedIn(batches, [])).toBe("none");
+  });
+  it("some when only one moved on (another member committed it since)", () => {
+    expect(landedIn(batches, [{ topic: "a", partitions: [{ partition: 0, offset: "10" }] }, { topic: "b", partitions: [{ partition: 2, offset: "40" }] }])).toBe("some");
+  });
+  it("compares offsets as numbers past 2^53", () => {
+    expect(landedIn([{ topic: "a", partition: 0, last: "9007199254740993" }], [{ topic: "a", partitions: [{ partition: 0, offset: "9007199254740994" }] }])).toBe("all");
+    expect(landedIn([{ topic: "a", partition: 0, last: "9007199254740993" }], [{ topic: "a", partitions: [{ partition: 0, offset: "9007199254740993" }] }])).toBe("none");
   });
 });
