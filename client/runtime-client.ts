@@ -63,11 +63,12 @@ export class NoAnswer extends Oz0Error {
   readonly inputId: string;
   readonly timeoutMs: number;
 
-  constructor(awaited: AnswerKind, inputId: string, timeoutMs: number, message = noAnswerMessage(awaited, inputId, timeoutMs)) {
+  /** `topic` is where the answer was awaited: the answer's own topic unless a stand-in for the pipeline names its. */
+  constructor(awaited: AnswerKind, inputId: string, timeoutMs: number, message = noAnswerMessage(awaited, inputId, timeoutMs), topic: string = ANSWERS[awaited].topic) {
     super(message, { retriable: true });
     this.name = "NoAnswer";
     this.awaited = awaited;
-    this.topic = ANSWERS[awaited].topic;
+    this.topic = topic;
     this.inputId = inputId;
     this.timeoutMs = timeoutMs;
   }

@@ -11,6 +11,7 @@
 import { randomUUID } from "node:crypto";
 import type { Consumer, Kafka, Producer } from "kafkajs";
 import { Correlator } from "../../client/correlator.ts";
+import { NoAnswer, type AnswerKind } from "../../client/runtime-client.ts";
 import { EXACTLY_ONCE_PRODUCER } from "../../processors/runner/endpoints.ts";
 import type { SchemaName } from "../../schemas/catalog.ts";
 import type { Serde } from "../../schemas/serde.ts";
@@ -75,8 +76,13 @@ export class EchoTarget implements LoadTarget {
     });
   }
 
-  private async send(schema: SchemaName, key: string, event: { id: string }, timeoutMs = 30_000): Promise<Echo> {
-    const echo = this.echoes.wait(event.id, timeoutMs, () => Object.assign(new Error(`no copy of ${event.id} came on ${this.output} within ${timeoutMs} ms`), { name: "NoAnswer" }));
+  /** No copy of `id` came on the output topic in time: the NoAnswer the runtime client gives for the answer it stands for. */
+  private noCopy(awaited: AnswerKind, id: string, timeoutMs: number, message = `no copy of ${id} came on ${this.output} within ${timeoutMs} ms`): NoAnswer {
+    return new NoAnswer(awaited, id, timeoutMs, message, this.output);
+  }
+
+  private async send(schema: SchemaName, key: string, event: { id: string }, awaited: AnswerKind, timeoutMs = 30_000): Promise<Echo> {
+    const echo = this.echoes.wait(event.id, timeoutMs, () => this.noCopy(awaited, event.id, timeoutMs));
     // It may time out before the send returns: the rejection is taken from `echo` below.
     echo.catch(() => undefined);
     try {
@@ -97,33 +103,33 @@ export class EchoTarget implements LoadTarget {
   }
 
   async askModelCall(ask: ModelCall, timeoutMs?: number): Promise<Decision> {
-    await this.send("ModelCall", ask.tree_id, ask, timeoutMs);
+    await this.send("ModelCall", ask.tree_id, ask, "admission", timeoutMs);
     return this.allow(ask, "passthrough");
   }
 
   async askChild(ask: JobEvent, timeoutMs?: number): Promise<Decision> {
-    await this.send("JobEvent", ask.tree_id, ask, timeoutMs);
+    await this.send("JobEvent", ask.tree_id, ask, "admission", timeoutMs);
     return this.allow(ask, "passthrough");
   }
 
   async requestToolCall(call: ToolCall, timeoutMs?: number): Promise<Decision> {
-    await this.send("ToolCall", call.run_id, call, timeoutMs);
+    await this.send("ToolCall", call.run_id, call, "callDecision", timeoutMs);
     return this.allow(call, "passthrough");
   }
 
   async deliverToolResult(result: ToolResult, timeoutMs?: number): Promise<ResultDelivered> {
-    await this.send("ToolResult", result.run_id, result, timeoutMs);
+    await this.send("ToolResult", result.run_id, result, "delivered", timeoutMs);
     return this.delivered(result, result.content ?? "");
   }
 
   async readResult(call: ToolCall, timeoutMs?: number): Promise<ResultDelivered> {
-    await this.send("ToolCall", call.run_id, call, timeoutMs);
+    await this.send("ToolCall", call.run_id, call, "delivered", timeoutMs);
     return this.delivered(call, "");
   }
 
   /** Awaits the copy of a job event published before (or after) the call. */
   async awaitAdmission(eventId: string, timeoutMs = 30_000): Promise<Decision> {
-    await this.echoes.wait(eventId, timeoutMs, () => Object.assign(new Error(`no copy of ${eventId} came on ${this.output} within ${timeoutMs} ms`), { name: "NoAnswer" }));
+    await this.echoes.wait(eventId, timeoutMs, () => this.noCopy("admission", eventId, timeoutMs));
     return { ...this.allow({ id: eventId, tenant: "", tree_id: "", job_id: "", run_id: null }, "passthrough") };
   }
 
@@ -138,7 +144,7 @@ export class EchoTarget implements LoadTarget {
   }
 
   async close(): Promise<void> {
-    this.echoes.rejectAll((id) => Object.assign(new Error(`closed before the copy of ${id} came`), { name: "NoAnswer" }));
+    this.echoes.rejectAll((id) => this.noCopy("admission", id, 0, `closed before the copy of ${id} came`));
     await this.consumer.disconnect();
     await this.producer.disconnect();
   }

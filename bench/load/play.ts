@@ -9,6 +9,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import type { Decision, JobEvent, ModelCall, ResultDelivered, ToolCall, ToolResult } from "../../schemas/types.ts";
 import { STEP_KINDS, type Plan, type Step, type StepKind, type Tree } from "./mix.ts";
 import { Oz0Error } from "../../lib/errors.ts";
+import { NoAnswer } from "../../client/runtime-client.ts";
 
 /** What a runtime publishes and awaits: the runtime client's methods the load uses. */
 export interface LoadTarget {
@@ -132,7 +133,7 @@ export async function playTree(tree: Tree, target: LoadTarget, rec: Recorder, op
       rec.answered(kind, at, Date.now(), outcome(answer));
       return answer;
     } catch (err) {
-      if ((err as { name?: string }).name === "NoAnswer") rec.unanswered[kind]++;
+      if (err instanceof NoAnswer) rec.unanswered[kind]++;
       throw err;
     }
   }
@@ -159,7 +160,7 @@ export async function playTree(tree: Tree, target: LoadTarget, rec: Recorder, op
     }
     return true;
   } catch (err) {
-    if (!(err instanceof NoTime) && (err as { name?: string }).name !== "NoAnswer" && rec.errors.length < 20) rec.errors.push(err instanceof Error ? err.message : String(err));
+    if (!(err instanceof NoTime) && !(err instanceof NoAnswer) && rec.errors.length < 20) rec.errors.push(err instanceof Error ? err.message : String(err));
     return false;
   }
 

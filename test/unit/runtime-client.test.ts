@@ -77,6 +77,8 @@ describe("the runtime client's answers and events", () => {
     expect(e.message).toMatch(/an admission or refusal for event evt-42 did not come on oz0\.admissions within 1500 ms/);
     expect(e.message).toMatch(/limits-model-calls/);
     expect(new NoAnswer("delivered", "r", 10).message).toMatch(/a delivered result for event r did not come on oz0\.results-delivered within 10 ms/);
+    // A stand-in for the pipeline (the load's passthrough) names the topic it awaited on.
+    expect(new NoAnswer("admission", "e", 5, "no copy of e", "bench.out")).toMatchObject({ awaited: "admission", topic: "bench.out", message: "no copy of e" });
   });
 
   it("SYS-1 awaits each answer on a declared topic of the schema it decodes", () => {

@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { makePlan, type Tree } from "../../../bench/load/mix.ts";
 import { planWaits } from "../../../bench/load/pace.ts";
 import { playAgents, playTree, Recorder, type LoadTarget } from "../../../bench/load/play.ts";
+import { NoAnswer } from "../../../client/runtime-client.ts";
 import type { Decision, JobEvent, ModelCall, ResultDelivered, ToolCall, ToolResult } from "../../../schemas/types.ts";
 
 const corpus = ["# Title\n\nsome text of a document\nline two\n", "another document, longer ".repeat(200)];
@@ -37,7 +38,7 @@ class ScriptedTarget implements LoadTarget {
     if (delay !== undefined) {
       return new Promise((resolve, reject) => {
         if (delay < timeoutMs) setTimeout(() => resolve(decision(ask.id, "allow")), delay);
-        else setTimeout(() => reject(Object.assign(new Error("no answer"), { name: "NoAnswer" })), timeoutMs);
+        else setTimeout(() => reject(new NoAnswer("admission", ask.id, timeoutMs)), timeoutMs);
       });
     }
     return Promise.resolve(decision(ask.id, this.answer.ask?.(ask) ?? "allow"));
@@ -63,7 +64,7 @@ class ScriptedTarget implements LoadTarget {
   awaitAdmission(eventId: string, timeoutMs = 1_000): Promise<Decision> {
     return new Promise((resolve, reject) => {
       if (this.answer.publishDelayMs === undefined) resolve(decision(eventId, "allow"));
-      else setTimeout(() => reject(Object.assign(new Error("no answer"), { name: "NoAnswer" })), timeoutMs);
+      else setTimeout(() => reject(new NoAnswer("admission", eventId, timeoutMs)), timeoutMs);
     });
   }
   async publishModelCalls(calls: readonly ModelCall[]): Promise<void> {
@@ -134,6 +135,20 @@ describe("the load's runtimes", () => {
     expect(played).toBe(false);
     expect(rec.unanswered.child).toBe(1);
     await new Promise((r) => setTimeout(r, 200));
+  });
+
+  it("SYS-6 count as unanswered only the runtime client's NoAnswer; any other failure, whatever its name, is an error of the run", async () => {
+    const tree = first("pager");
+    class Failing extends ScriptedTarget {
+      override askModelCall(ask: ModelCall): Promise<Decision> {
+        this.sent.push({ kind: "model_ask", id: ask.id });
+        return Promise.reject(Object.assign(new Error(`the broker refused ${ask.id}`), { name: "NoAnswer" }));
+      }
+    }
+    const rec = new Recorder();
+    expect(await playTree(tree, new Failing(), rec, { deadline: Date.now() + 10_000 })).toBe(false);
+    expect(rec.unanswered.model_ask).toBe(0);
+    expect(rec.errors).toEqual([expect.stringMatching(/^the broker refused /)]);
   });
 
   it("SYS-6 wait as agents do before a usage and a result, and never count the wait in a latency", async () => {
