@@ -5,7 +5,7 @@
  * "Retention").
  */
 import { daysToMs, traceRetentionDaysFromEnv } from "../processors/retention/schedule.ts";
-import { redisRetentionState } from "../processors/retention/state.ts";
+import { redisRetentionStore } from "../processors/retention/redis-store.ts";
 import { formatStatus, type RetentionStatus, type TenantStatus } from "../processors/retention/status.ts";
 import { dueOf, retentionTenants, type RetentionDeps } from "../processors/retention/sweep.ts";
 import { sinkStores } from "../processors/sinks.ts";
@@ -55,7 +55,7 @@ export async function retentionStatus(args: string[]): Promise<string> {
       files: (await client.bucketExists(files.bucket)) ? files : null,
       traces: sinkStores(endpoints).traces,
       traceRetentionMs: daysToMs(traceDays),
-      state: redisRetentionState(redis, keys),
+      state: redisRetentionStore(redis, keys),
       heldTrees: (tenant) => holds.heldTrees(tenant),
     };
     const now = Date.now();

@@ -21,7 +21,7 @@ import { tryParseDuration, formatDuration } from "../config/units.ts";
 import type { KeyStore } from "../client/gateway/keys.ts";
 import { NoAnswer, RuntimeClient } from "../client/runtime-client.ts";
 import { filesState } from "../processors/files/env.ts";
-import type { FilesState } from "../processors/files/state.ts";
+import type { FilesStore } from "../processors/files/store.ts";
 import { jobTimeout, type TimeoutLimit } from "../processors/limits/job-timeout.ts";
 import { redisStandingStore, standingOf, type Ending } from "../processors/limits/standing.ts";
 import { ConfigTable } from "../processors/runner/config-table.ts";
@@ -287,7 +287,7 @@ export function endWords(job: RunJob, x: { readonly outcome: string; readonly en
 }
 
 /** Waits for the pipeline's answer to the start: a decision addressed to it, or the tree recorded as started by it (files-jobs). */
-async function awaitStart(runtime: RuntimeClient, files: FilesState, job: RunJob, startId: string, publish: () => Promise<void>, waitMs: number): Promise<StartAnswer | null> {
+async function awaitStart(runtime: RuntimeClient, files: FilesStore, job: RunJob, startId: string, publish: () => Promise<void>, waitMs: number): Promise<StartAnswer | null> {
   let done = false;
   const decided = runtime.awaitAdmission(startId, waitMs).then(
     (d) => startAnswerOf(d),

@@ -37,8 +37,8 @@ export interface FileOwner {
 export interface FileReader extends FileOwner {
   /**
    * FILE-3: the trees of the earlier turns this turn may read (its conversation's turns up to
-   * the fork point), from the conversation's record in Redis (`processors/files/state.ts`,
-   * `FilesState.reader`), never from the caller. A grant to any of them lets this reader read.
+   * the fork point), from the conversation's record in Redis (`processors/files/redis-store.ts`,
+   * `FilesStore.reader`), never from the caller. A grant to any of them lets this reader read.
    * Left out: the reader's own tree only.
    */
   readonly earlierTurns?: readonly string[];

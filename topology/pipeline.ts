@@ -24,7 +24,7 @@ import { redisStandingStore } from "../processors/limits/standing.ts";
 import { readResultEnv, readResultProcessor } from "../processors/read-result/index.ts";
 import type { PriceTable } from "../processors/limits/prices.ts";
 import type { RetentionSchedule } from "../processors/retention/schedule.ts";
-import { redisRetentionState } from "../processors/retention/state.ts";
+import { redisRetentionStore } from "../processors/retention/redis-store.ts";
 import { retentionInstance, startRetentionTimer } from "../processors/retention/timer.ts";
 import type { ConfigView } from "../processors/runner/config-table.ts";
 import type { Endpoints } from "../processors/runner/endpoints.ts";
@@ -188,7 +188,7 @@ export const PUNCTUATORS: Record<"loopDeadlines" | "unknownOutcomes" | "retentio
         files,
         traces: sinkStores(endpoints).traces,
         traceRetentionMs: retention.traceRetentionMs,
-        state: redisRetentionState(redis, new Keys()),
+        state: redisRetentionStore(redis, new Keys()),
         heldTrees: (tenant) => holds.heldTrees(tenant),
         kafka,
         serde,

@@ -26,7 +26,7 @@ import { FileNotFound } from "../../store/file-errors.ts";
 import type { ConfigView } from "../runner/config-table.ts";
 import { deriveId } from "../runner/ids.ts";
 import { defineProcessor, type Emit, type InputRecord, type Outcome } from "../runner/processor.ts";
-import type { FilesState } from "../files/state.ts";
+import type { FilesStore } from "../files/store.ts";
 import { chosenTreeRule, handingRule, type StartRule } from "./rules.ts";
 import { endingsOf, type StandingStore } from "../limits/standing.ts";
 
@@ -34,7 +34,7 @@ export const FILES_JOBS = "files-jobs";
 export const FILES_HANDED = "job.files_handed";
 
 export interface FilesJobsEnv {
-  readonly state: FilesState;
+  readonly state: FilesStore;
   readonly config: ConfigView;
   readonly files: {
     /** Whether the tree holds a file not past retention (`FileStore.holdsFiles`). */

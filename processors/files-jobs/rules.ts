@@ -4,7 +4,7 @@
  * files another job stored.
  */
 import type { JobEvent } from "../../schemas/types.ts";
-import type { TreeRecord } from "../files/state.ts";
+import type { TreeRecord } from "../files/store.ts";
 
 /** The permission a person or app needs to hand a job files another job stored (FILE-4). */
 export const CONTENT_PERMISSION = "content";

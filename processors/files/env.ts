@@ -10,14 +10,15 @@ import type { FileStore } from "../../store/files.ts";
 import { Keys } from "../../store/redis/keys.ts";
 import type { ConfigView } from "../runner/config-table.ts";
 import type { FileArgumentsEnv } from "./arguments.ts";
-import { RedisFilesState, type FilesState } from "./state.ts";
+import { RedisFilesStore } from "./redis-store.ts";
+import type { FilesStore } from "./store.ts";
 
-export function filesState(redis: RedisClient, keys: Keys = new Keys()): FilesState {
-  return new RedisFilesState(redis, keys);
+export function filesState(redis: RedisClient, keys: Keys = new Keys()): FilesStore {
+  return new RedisFilesStore(redis, keys);
 }
 
 /** FILE-1, FILE-3: a call's tree reads as itself and its earlier turns. */
-export function fileArgumentsEnv(state: FilesState, files: Pick<FileStore, "readable">): FileArgumentsEnv {
+export function fileArgumentsEnv(state: FilesStore, files: Pick<FileStore, "readable">): FileArgumentsEnv {
   return { reader: (tenant, tree) => state.reader(tenant, tree), readable: (reader, ref) => files.readable(reader, ref) };
 }
 
@@ -25,7 +26,7 @@ export function fileArgumentsEnv(state: FilesState, files: Pick<FileStore, "read
  * OFF-13: the threshold a job started with. Kept at its start by files-jobs, or here at its
  * first result when that comes first; later settings never change it.
  */
-export function keptThreshold(state: FilesState, config: ConfigView): (job: { tenant: string; tree_id: string; job_id: string; agent: string }) => Promise<OffloadThreshold> {
+export function keptThreshold(state: FilesStore, config: ConfigView): (job: { tenant: string; tree_id: string; job_id: string; agent: string }) => Promise<OffloadThreshold> {
   return (job) => {
     const resolved = resolveOffloadThreshold(config.get("agent", job.agent) as AgentDefinition | undefined, config.get("tenant", job.tenant) as TenantSettings | undefined);
     return state.threshold(job.tenant, job.tree_id, job.job_id, resolved);

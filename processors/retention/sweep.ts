@@ -18,7 +18,7 @@ import { RETENTION_MS, type FileStore, type SweepReport } from "../../store/file
 import type { Logger } from "../runner/log.ts";
 import { deriveId } from "../runner/ids.ts";
 import type { MetricFamily } from "../ops/metrics.ts";
-import type { RetentionState } from "./state.ts";
+import type { RetentionStore } from "./store.ts";
 import type { Due, HeldCounts, SweepCounts, SweepRecord } from "./status.ts";
 import { sweepTenantTraces, traceTenants, type TraceSweepReport } from "./traces.ts";
 
@@ -35,7 +35,7 @@ export interface RetentionDeps {
   readonly traces: { readonly client: FileStore["client"]; readonly bucket: string };
   /** Days-in-ms a trace part is kept after it was written; 0 keeps them. */
   readonly traceRetentionMs: number;
-  readonly state: RetentionState;
+  readonly state: RetentionStore;
   /** The trees of a tenant under a hold kept in Redis (`TreeHolds.heldTrees`); none when left out. */
   readonly heldTrees?: (tenant: string) => Promise<ReadonlySet<string>>;
   /** Publishes audit entries to `oz0.audit`; left out, none are published. */

@@ -3,7 +3,7 @@ import type { Producer } from "kafkajs";
 import { fillInProcessor } from "../../processors/fill-in/processor.ts";
 import { FILES_META_KEY, FILES_NOT_FOUND_META_KEY } from "../../processors/files/arguments.ts";
 import { fileArgumentsEnv } from "../../processors/files/env.ts";
-import { RedisFilesState } from "../../processors/files/state.ts";
+import { RedisFilesStore } from "../../processors/files/redis-store.ts";
 import { fitResultsProcessor } from "../../processors/fit-results/processor.ts";
 import { staticConfig } from "../../processors/runner/config-table.ts";
 import { EXACTLY_ONCE_PRODUCER } from "../../processors/runner/endpoints.ts";
@@ -34,7 +34,7 @@ describe("files between tools on real Kafka, Redis and MinIO", () => {
     redis = redisClient(endpoints());
     files = new FileStore({ client: minioClient(endpoints()), bucket, keys: PayloadKeys.fromMaster(Buffer.alloc(32, 3)) });
     await files.ensureBucket();
-    const state = new RedisFilesState(redis, new Keys(uid("files").replace(/-/g, "_")));
+    const state = new RedisFilesStore(redis, new Keys(uid("files").replace(/-/g, "_")));
     running.push(await startOnKafka(fitResultsProcessor, { load: () => Promise.resolve(null), threshold: () => 10_000, storeFile: (owner, bytes, options) => files.store(owner, bytes, options), config: staticConfig([]) }, s));
     running.push(await startOnKafka(fillInProcessor, { config: staticConfig([]), spendShare: () => Promise.resolve(null), files: fileArgumentsEnv(state, files) }, s));
   });

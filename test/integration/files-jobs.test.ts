@@ -2,7 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Producer } from "kafkajs";
 import { resolveFileArguments, FILES_META_KEY, FILES_NOT_FOUND_META_KEY } from "../../processors/files/arguments.ts";
 import { fileArgumentsEnv, keptThreshold } from "../../processors/files/env.ts";
-import { RedisFilesState, type TreeRecord } from "../../processors/files/state.ts";
+import { RedisFilesStore } from "../../processors/files/redis-store.ts";
+import type { TreeRecord } from "../../processors/files/store.ts";
 import { FILES_HANDED, filesJobsProcessor } from "../../processors/files-jobs/processor.ts";
 import { staticConfig } from "../../processors/runner/config-table.ts";
 import { EXACTLY_ONCE_PRODUCER } from "../../processors/runner/endpoints.ts";
@@ -25,7 +26,7 @@ describe("files-jobs on real Kafka, Redis and MinIO", () => {
   let producer: Producer;
   let redis: RedisClient;
   let files: FileStore;
-  let state: RedisFilesState;
+  let state: RedisFilesStore;
   let running: RunningProcessor | undefined;
   const config = staticConfig([]);
   const bucket = uid("oz0-files").toLowerCase();
@@ -39,7 +40,7 @@ describe("files-jobs on real Kafka, Redis and MinIO", () => {
     redis = redisClient(endpoints());
     files = new FileStore({ client: minioClient(endpoints()), bucket, keys: PayloadKeys.fromMaster(Buffer.alloc(32, 5)) });
     await files.ensureBucket();
-    state = new RedisFilesState(redis, new Keys(uid("files").replace(/-/g, "_")));
+    state = new RedisFilesStore(redis, new Keys(uid("files").replace(/-/g, "_")));
     running = await startOnKafka(filesJobsProcessor, { state, files, config }, s);
   });
 

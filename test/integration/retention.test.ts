@@ -8,7 +8,7 @@ import type { Client } from "minio";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createLogger } from "../../processors/runner/log.ts";
 import { renderMetrics } from "../../processors/ops/metrics.ts";
-import { redisRetentionState } from "../../processors/retention/state.ts";
+import { redisRetentionStore } from "../../processors/retention/redis-store.ts";
 import { startRetentionTimer } from "../../processors/retention/timer.ts";
 import { sweepRound, type RetentionDeps, type TenantSweep } from "../../processors/retention/sweep.ts";
 import { TraceStore } from "../../store/trace-store.ts";
@@ -70,7 +70,7 @@ describe("retention that runs (FILE-6, OFF-10)", () => {
     files,
     traces,
     traceRetentionMs,
-    state: redisRetentionState(redis, keys),
+    state: redisRetentionStore(redis, keys),
     heldTrees: (tenant) => holds.heldTrees(tenant),
     publish: (entries) => {
       audit.push(...entries);
@@ -141,7 +141,7 @@ describe("retention that runs (FILE-6, OFF-10)", () => {
     expect(partsAfter.b.filter((n) => n.endsWith("-00000000000000000002.json"))).toHaveLength(1);
 
     // Recorded per tenant, audited per tenant with counts and refs, never content.
-    const records = await redisRetentionState(redis, keys).last();
+    const records = await redisRetentionStore(redis, keys).last();
     expect(records.map((r) => [r.tenant, r.instance, r.at, r.removed.files, r.held.files]).sort()).toEqual([[a, "pipe-1", now, 1, 1], [b, "pipe-1", now, 1, 1]].sort());
     expect(audit.map((e) => e.tenant).sort()).toEqual([a, b].sort());
     const entryA = audit.find((e) => e.tenant === a);
@@ -184,7 +184,7 @@ describe("retention that runs (FILE-6, OFF-10)", () => {
     expect(audit.map((e) => e.tenant).sort()).toEqual(tenants);
 
     // Another instance holds the lock: skipped, naming it.
-    const state = redisRetentionState(redis, keys);
+    const state = redisRetentionStore(redis, keys);
     const [t] = tenants as [string];
     const taken = await state.lock(t, "pipe-9", 60_000);
     if (!("lock" in taken)) throw new Error(`the lock was not free: ${taken.heldBy}`);
@@ -233,7 +233,7 @@ describe("retention that runs (FILE-6, OFF-10)", () => {
 
     const defaultKeys = new Keys();
     try {
-      const swept = await sweepRound(deps(30 * DAY, { state: redisRetentionState(redis, defaultKeys), publish: undefined }), { instance: "status-test", now: Date.now(), tenants: [tenant] });
+      const swept = await sweepRound(deps(30 * DAY, { state: redisRetentionStore(redis, defaultKeys), publish: undefined }), { instance: "status-test", now: Date.now(), tenants: [tenant] });
       expect(swept[0]?.removed).toEqual({ files: 1, grants: 1, traces: 0 });
       const text = await oz0(["retention", "status", "--tenant", tenant], env);
       expect(text.code, text.err).toBe(0);
@@ -263,7 +263,7 @@ describe("retention that runs (FILE-6, OFF-10)", () => {
       }
       expect(Number(/oz0_retention_removed_total\{kind="file"\} (\d+)/.exec(text)?.[1])).toBeGreaterThanOrEqual(1);
       expect(Number(/oz0_retention_last_sweep_timestamp_seconds (\d+)/.exec(text)?.[1])).toBeGreaterThan(0);
-      expect((await redisRetentionState(redis, keys).last(tenant))[0]).toMatchObject({ instance, removed: { files: 1, grants: 1 } });
+      expect((await redisRetentionStore(redis, keys).last(tenant))[0]).toMatchObject({ instance, removed: { files: 1, grants: 1 } });
     } finally {
       await timer.stop();
     }

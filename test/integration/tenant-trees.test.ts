@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { keptThreshold } from "../../processors/files/env.ts";
-import { RedisFilesState } from "../../processors/files/state.ts";
+import { RedisFilesStore } from "../../processors/files/redis-store.ts";
 import { filesJobsProcessor, type FilesJobsEnv } from "../../processors/files-jobs/processor.ts";
 import { RedisLoopStore } from "../../processors/loops/redis-store.ts";
 import { jobLabels, joinJobLabels } from "../../processors/read-result/index.ts";
@@ -22,7 +22,7 @@ import { endpoints } from "../support/kafka.ts";
 describe("FILE-5 tree records per tenant and tree on the real Redis and MinIO", () => {
   let redis: RedisClient;
   let files: FileStore;
-  let state: RedisFilesState;
+  let state: RedisFilesStore;
   const keys = new Keys(uid("trees").replace(/-/g, "_"));
   const bucket = uid("oz0-trees").toLowerCase();
   const acme = uid("acme");
@@ -33,7 +33,7 @@ describe("FILE-5 tree records per tenant and tree on the real Redis and MinIO", 
     redis = redisClient(endpoints(), { maxRetriesPerRequest: 3 });
     files = new FileStore({ client: minioClient(endpoints()), bucket, keys: PayloadKeys.fromMaster(Buffer.alloc(32, 9)) });
     await files.ensureBucket();
-    state = new RedisFilesState(redis, keys);
+    state = new RedisFilesStore(redis, keys);
   });
 
   afterAll(async () => {

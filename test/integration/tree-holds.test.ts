@@ -3,7 +3,8 @@
  * and Kafka (their audit entries), driving the stores and the commands directly: no pipeline.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { RedisFilesState, type FilesState } from "../../processors/files/state.ts";
+import { RedisFilesStore } from "../../processors/files/redis-store.ts";
+import type { FilesStore } from "../../processors/files/store.ts";
 import { TraceStore } from "../../store/trace-store.ts";
 import { partsByJob } from "../../store/trace-parts.ts";
 import type { AuditEvent } from "../../schemas/types.ts";
@@ -46,7 +47,7 @@ async function stores(name: string): Promise<Setup> {
 }
 
 /** A tree as the pipeline leaves it once its root job ended: limits state with a child job and a run, the file rules' record, labels, loop state, trace parts. */
-async function tree(s: Setup, filesState: FilesState, tenant: string, root: string, child: string, run: string, offset: number): Promise<void> {
+async function tree(s: Setup, filesState: FilesStore, tenant: string, root: string, child: string, run: string, offset: number): Promise<void> {
   await redis.hset(keys.limits(tenant, root), { [`job:${root}:agent`]: "a", [`job:${root}:run`]: run, [`job:${child}:agent`]: "b", spent: "1234" });
   await filesState.start(tenant, root, { event: uid("evt"), job: root, conversation: null }, { source: "t:0", offset: String(offset) });
   await filesState.end(tenant, root, root, { source: "t:0", offset: String(offset + 1) });
@@ -69,7 +70,7 @@ async function names(client: FileStore["client"], bucket: string, prefix: string
 describe("oz0 hold and oz0 job erase: legal holds on one tree's data and erasure of one tree", () => {
   it("OFF-10 FILE-6 a held tree survives an erase and the retention sweep, what it stores after the hold too, and goes once the hold is cleared", async () => {
     const s = await stores("holds");
-    const filesState = new RedisFilesState(redis, keys);
+    const filesState = new RedisFilesStore(redis, keys);
     const tenant = uid("tenant");
     const [root, child, run] = [uid("job"), uid("job"), uid("run")];
     await tree(s, filesState, tenant, root, child, run, 10);
@@ -133,7 +134,7 @@ describe("oz0 hold and oz0 job erase: legal holds on one tree's data and erasure
 
   it("FILE-6 OFF-10 an erase of one tree leaves its neighbour's files, traces and counters untouched; its reads get not found; refusals are clear", async () => {
     const s = await stores("tree-erase");
-    const filesState = new RedisFilesState(redis, keys);
+    const filesState = new RedisFilesStore(redis, keys);
     const tenant = uid("tenant");
     const [a, aChild, aRun] = [uid("job"), uid("job"), uid("run")];
     const [b, bChild, bRun] = [uid("job"), uid("job"), uid("run")];
@@ -199,7 +200,7 @@ describe("oz0 hold and oz0 job erase: legal holds on one tree's data and erasure
 
   it("FILE-6 OFF-10 a running tree is not erased, hold set on an unknown tree holds nothing, and the Redis erasure checks the hold in the same step", async () => {
     const s = await stores("tree-erase");
-    const filesState = new RedisFilesState(redis, keys);
+    const filesState = new RedisFilesStore(redis, keys);
     const tenant = uid("tenant");
     const root = uid("job");
     await filesState.start(tenant, root, { event: uid("evt"), job: root, conversation: null }, { source: "t:0", offset: "1" });
@@ -227,7 +228,7 @@ describe("oz0 hold and oz0 job erase: legal holds on one tree's data and erasure
 
   it("OFF-10 FILE-6 a hold set while the tree is being erased is refused and says so (the erasure began first); a held tree is never marked; the mark is no key of the tree", async () => {
     const s = await stores("tree-erase");
-    const filesState = new RedisFilesState(redis, keys);
+    const filesState = new RedisFilesStore(redis, keys);
     const holds = new TreeHolds(redis, keys);
     const tenant = uid("tenant");
     const [root, child, run] = [uid("job"), uid("job"), uid("run")];
@@ -258,7 +259,7 @@ describe("oz0 hold and oz0 job erase: legal holds on one tree's data and erasure
   });
   it("OFF-10 FILE-6 tenant erase keeps a held tree whole, what it stored after the hold included, names it, and erases it once the hold is cleared", async () => {
     const s = await stores("holds");
-    const filesState = new RedisFilesState(redis, keys);
+    const filesState = new RedisFilesStore(redis, keys);
     const tenant = uid("tenant");
     const [held, heldChild, heldRun] = [uid("job"), uid("job"), uid("run")];
     const [other, otherChild, otherRun] = [uid("job"), uid("job"), uid("run")];

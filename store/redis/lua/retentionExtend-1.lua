@@ -1,7 +1,7 @@
 --[[
   retentionExtend: lengthens a tenant's retention lock while this sweep still holds it
   (compare and expire), for a sweep that takes longer than the lock's first expiry.
-  Mirrors extend in processors/retention/state.ts.
+  Mirrors extend in processors/retention/redis-store.ts (and memory-store.ts).
 
   KEYS[1]  the lock (Keys.retentionLock): "<instance>\n<token>"
   ARGV[1]  the value this sweep set

@@ -2,7 +2,7 @@
   retentionRecord: keeps a tenant's last retention sweep, unless a later sweep is kept already
   (a record whose "at" is later stands), so a slow sweep finishing after a newer one does not
   replace it, and writing the same record again changes nothing.
-  Mirrors record in processors/retention/state.ts.
+  Mirrors record in processors/retention/redis-store.ts (and memory-store.ts).
 
   KEYS[1]  every tenant's last sweep (Keys.retentionLast): a hash, tenant to the record as JSON
   ARGV[1]  the tenant

@@ -1,7 +1,7 @@
 --[[
   retentionUnlock: releases a tenant's retention lock only when this sweep still holds it
   (compare and delete), so a sweep whose lock expired never releases another instance's.
-  Mirrors unlock in processors/retention/state.ts.
+  Mirrors unlock in processors/retention/redis-store.ts (and memory-store.ts).
 
   KEYS[1]  the lock (Keys.retentionLock): "<instance>\n<token>"
   ARGV[1]  the value this sweep set

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { keptThreshold } from "../../../processors/files/env.ts";
 import { earlierTurns } from "../../../processors/files/lineage.ts";
-import { MemoryFilesState } from "../../../processors/files/state.ts";
+import { MemoryFilesStore } from "../../../processors/files/memory-store.ts";
 import { FILES_HANDED, filesJobsProcessor, type FilesJobsEnv } from "../../../processors/files-jobs/processor.ts";
 import { staticConfig } from "../../../processors/runner/config-table.ts";
 import { TestDriver } from "../../../processors/runner/test-driver.ts";
@@ -33,8 +33,8 @@ class Files {
   }
 }
 
-function setup(): { driver: TestDriver<JobEvent, FilesJobsEnv>; state: MemoryFilesState; files: Files; config: ReturnType<typeof staticConfig> } {
-  const state = new MemoryFilesState();
+function setup(): { driver: TestDriver<JobEvent, FilesJobsEnv>; state: MemoryFilesStore; files: Files; config: ReturnType<typeof staticConfig> } {
+  const state = new MemoryFilesStore();
   const files = new Files();
   const config = staticConfig([]);
   return { driver: new TestDriver(filesJobsProcessor, { state, files, config }), state, files, config };

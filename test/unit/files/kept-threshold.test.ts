@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { keptThreshold } from "../../../processors/files/env.ts";
-import { MemoryFilesState, parseThreshold } from "../../../processors/files/state.ts";
+import { MemoryFilesStore } from "../../../processors/files/memory-store.ts";
+import { parseThreshold } from "../../../processors/files/store.ts";
 import { fitResultsProcessor } from "../../../processors/fit-results/processor.ts";
 import { staticConfig } from "../../../processors/runner/config-table.ts";
 import { TestDriver } from "../../../processors/runner/test-driver.ts";
@@ -18,7 +19,7 @@ function result(job: string): ToolResult {
 describe("OFF-13 the offload threshold a job started with", () => {
   it("OFF-13 fit-results weighs every result of a job against the threshold of its first result, and a new job against the settings of its start", async () => {
     const config = staticConfig([{ kind: "tenant", id: "acme", value: { offload: { default: 1_000 } } }]);
-    const driver = new TestDriver(fitResultsProcessor, { load: () => Promise.resolve(null), threshold: keptThreshold(new MemoryFilesState(), config), storeFile: (_o, bytes) => Promise.resolve({ ref: refOf(bytes) }), config });
+    const driver = new TestDriver(fitResultsProcessor, { load: () => Promise.resolve(null), threshold: keptThreshold(new MemoryFilesStore(), config), storeFile: (_o, bytes) => Promise.resolve({ ref: refOf(bytes) }), config });
     const offloaded = async (r: ToolResult) => {
       await driver.pipe(r);
       const out = driver.read<ResultDelivered>("oz0.results-delivered").find((d) => d.input_id === r.id);

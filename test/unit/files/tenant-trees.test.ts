@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { keptThreshold } from "../../../processors/files/env.ts";
-import { MemoryFilesState } from "../../../processors/files/state.ts";
+import { MemoryFilesStore } from "../../../processors/files/memory-store.ts";
 import { filesJobsProcessor, type FilesJobsEnv } from "../../../processors/files-jobs/processor.ts";
 import { staticConfig } from "../../../processors/runner/config-table.ts";
 import { TestDriver } from "../../../processors/runner/test-driver.ts";
@@ -39,7 +39,7 @@ describe("FILE-5 tree records are kept per tenant and tree", () => {
   const globex = "globex";
 
   it("FILE-5 a start under a chosen tree ID that another tenant uses neither sees nor changes that tenant's record (memory state)", async () => {
-    const state = new MemoryFilesState();
+    const state = new MemoryFilesStore();
     const files = new TenantFiles();
     const driver = new TestDriver<JobEvent, FilesJobsEnv>(filesJobsProcessor, { state, files, config: staticConfig([]) });
 
@@ -71,7 +71,7 @@ describe("FILE-5 tree records are kept per tenant and tree", () => {
   });
 
   it("FILE-5 OFF-13 two tenants' jobs of the same tree and job ID keep their own offload thresholds", async () => {
-    const state = new MemoryFilesState();
+    const state = new MemoryFilesStore();
     const config = staticConfig([]);
     config.set("tenant", acme, { offload: { default: 3_000 } });
     config.set("tenant", globex, { offload: { default: 25_000 } });

@@ -3,7 +3,7 @@ import type { AgentDefinition } from "../../../config/agent.ts";
 import { fillInProcessor } from "../../../processors/fill-in/processor.ts";
 import { META_KEY } from "../../../processors/fit/index.ts";
 import { fitResultsProcessor, type FitEnv } from "../../../processors/fit-results/processor.ts";
-import { READ_RESULT, READ_SECTION, readResultProcessor, type ReadResultEnv } from "../../../processors/read-result/index.ts";
+import { MemoryJobLabelsStore, READ_RESULT, READ_SECTION, readResultProcessor, type ReadResultEnv } from "../../../processors/read-result/index.ts";
 import { staticConfig } from "../../../processors/runner/config-table.ts";
 import { TestDriver } from "../../../processors/runner/test-driver.ts";
 import type { ResultDelivered, ToolCall, ToolResult, TraceEntry } from "../../../schemas/types.ts";
@@ -30,7 +30,7 @@ type Owner = { tenant: string; tree: string };
 class MemoryFiles {
   readonly grants = new Map<string, string[]>();
   readonly bytes = new Map<string, Buffer>();
-  readonly joined = new Map<string, Set<string>>();
+  readonly labels = new MemoryJobLabelsStore();
 
   store(owner: Owner, bytes: Buffer, labels: readonly string[] = []): string {
     const ref = refOf(bytes);
@@ -48,12 +48,7 @@ class MemoryFiles {
         const bytes = this.bytes.get(`${reader.tenant}|${ref}`);
         return Promise.resolve(labels && bytes ? { bytes, labels } : null);
       },
-      joinLabels: (job, labels) => {
-        const set = this.joined.get(`${job.tree}|${job.job}`) ?? new Set<string>();
-        for (const l of labels) set.add(l);
-        this.joined.set(`${job.tree}|${job.job}`, set);
-        return Promise.resolve(set.size);
-      },
+      joinLabels: (job, labels) => this.labels.join(job, labels),
     };
   }
 
@@ -218,7 +213,7 @@ describe("read-result processor", () => {
     expect(out?.content).not.toContain("Part 1 begins");
     expect(out?.content).not.toContain("finance");
     expect(answer).toBeUndefined();
-    expect(files.joined.size).toBe(0);
+    expect(files.labels.joined.size).toBe(0);
     expect(trace[0]).toMatchObject({ section: READ_SECTION, facts: { outcome: "withheld", ref }, numbers: { labels: 2 } });
   });
 
@@ -229,11 +224,11 @@ describe("read-result processor", () => {
     const cleared = files.readEnv([agent("acme-reviewer", { clearance: ["finance", "pii"] })]);
     const first = await read(cleared, readCall({ ref: a, section: "Part 2" }));
     expect(first.out?.is_error).toBe(false);
-    expect([...(files.joined.get("job-root|job-root") ?? [])]).toEqual(["pii"]);
+    expect(await files.labels.labels({ ...OWNER, job: "job-root" })).toEqual(["pii"]);
     const open = files.readEnv([agent("acme-reviewer")]);
     const second = await read(open, readCall({ ref: b, section: "total" }));
     expect(second.out?.is_error).toBe(false);
-    expect([...(files.joined.get("job-root|job-root") ?? [])].sort()).toEqual(["finance", "pii"]);
+    expect(await files.labels.labels({ ...OWNER, job: "job-root" })).toEqual(["finance", "pii"]);
     expect(second.trace[0]?.numbers).toMatchObject({ labels: 2, job_labels: 2 });
   });
 

@@ -6,8 +6,8 @@ import { ScriptReplyError, defineScript, flag, integer, integers, text, texts, t
 import { scriptFiles } from "../../../store/redis/scripts.ts";
 import { hashTag } from "../../../store/redis/slots.ts";
 import { joinJobLabelsScript } from "../../../processors/read-result/index.ts";
-import { retentionExtend, retentionRecord, retentionUnlock } from "../../../processors/retention/state.ts";
-import { conversationTurnScript, filesTreeScript, offloadThresholdScript } from "../../../processors/files/state.ts";
+import { retentionExtend, retentionRecord, retentionUnlock } from "../../../processors/retention/redis-store.ts";
+import { conversationTurnScript, filesTreeScript, offloadThresholdScript } from "../../../processors/files/redis-store.ts";
 import { treeEraseBegin, treeHoldCovered, treeHoldSet, treeRelease } from "../../../store/tree-holds.ts";
 import { treeErase } from "../../../store/tree-data.ts";
 import { apiKeyCreate, apiKeyRevoke } from "../../../store/gateway-keys.ts";

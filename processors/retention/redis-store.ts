@@ -1,5 +1,6 @@
 /**
- * The retention sweep's state in Redis (`{retention}` slot, keys in store/redis/keys.ts):
+ * The retention sweep's state in Redis (`store.ts`; `{retention}` slot, keys in
+ * store/redis/keys.ts):
  *
  * - a lock per tenant, `SET NX PX` with a value of its own (`<instance>\n<token>`), lengthened
  *   while the sweep runs and released by compare-and-delete (`retentionUnlock`), so at most one
@@ -11,6 +12,7 @@ import type { RedisClient } from "../../store/redis/client.ts";
 import type { Keys } from "../../store/redis/keys.ts";
 import { defineScript, flag } from "../../store/redis/script.ts";
 import type { SweepRecord } from "./status.ts";
+import type { RetentionStore } from "./store.ts";
 
 /** Lengthens a tenant's lock by `ms` when it still holds `value`: true when it did. */
 export const retentionExtend = defineScript({
@@ -39,25 +41,7 @@ export const retentionRecord = defineScript({
   what: (r) => `recording the retention sweep of tenant ${r.tenant}`,
 });
 
-export interface TenantLock {
-  /** The value this sweep set. */
-  readonly value: string;
-  /** Lengthens the lock by `ms` from now; false when it is no longer this sweep's. */
-  extend(ms: number): Promise<boolean>;
-  /** Releases it when it is still this sweep's. */
-  release(): Promise<void>;
-}
-
-export interface RetentionState {
-  /** Takes the tenant's lock for `ms`; else says which instance holds it. */
-  lock(tenant: string, instance: string, ms: number): Promise<{ readonly lock: TenantLock } | { readonly heldBy: string }>;
-  /** Keeps a tenant's last sweep, unless a later one is kept already. */
-  record(r: SweepRecord): Promise<boolean>;
-  /** Every tenant's last sweep, or one tenant's. */
-  last(tenant?: string): Promise<SweepRecord[]>;
-}
-
-export function redisRetentionState(redis: RedisClient, keys: Keys): RetentionState {
+export function redisRetentionStore(redis: RedisClient, keys: Keys): RetentionStore {
   return {
     async lock(tenant, instance, ms) {
       const key = keys.retentionLock(tenant);
