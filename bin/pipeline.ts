@@ -28,6 +28,7 @@ import { ensureSinkBuckets } from "../processors/sinks.ts";
 import { TOPICS } from "../topology/topics.ts";
 import { setGroupOffsets, type TopicOffsets } from "../topology/group-offsets.ts";
 import { describeKafkajsPatches, kafkajsPatches } from "../processors/runner/kafkajs-patches.ts";
+import { Shutdown } from "../lib/stopping.ts";
 
 export { PIPELINE_CONSUMERS, sinkFetchFromEnv } from "../topology/pipeline.ts";
 
@@ -42,6 +43,7 @@ export interface Pipeline {
   readonly ops: Ops;
   /** Messages not yet consumed by a processor's group, summed over its input's partitions. */
   lag(processor: RunningProcessor): Promise<number>;
+  /** Stops every part, whatever another's stop did; rejects with one StopFailed (lib/stopping.ts) naming each part that failed. */
   stop(): Promise<void>;
 }
 
@@ -186,11 +188,11 @@ export async function startPipeline(endpoints: Endpoints, log: Logger, options: 
     log,
     retention: { schedule: retentionSchedule, traceRetentionMs, offBecause: options.retention === "off" ? "as its start asked" : "OZ0_RETENTION_EVERY=off" },
   };
-  const punctuations: Punctuation[] = [];
+  const punctuations: Array<{ readonly name: string; readonly punctuation: Punctuation }> = [];
   for (const p of PIPELINE_TOPOLOGY.applications.flatMap((a) => a.punctuators)) {
     const started = await p.start(punctuatorDeps);
     if (!started) continue;
-    punctuations.push(started);
+    punctuations.push({ name: p.name, punctuation: started });
     if (started.metrics) ops.addMetrics(() => started.metrics?.() ?? []);
     if (p === PUNCTUATORS.retention && retentionSchedule !== "off") log.info("retention sweeps scheduled", { schedule: describeSchedule(retentionSchedule) });
   }
@@ -211,15 +213,18 @@ export async function startPipeline(endpoints: Endpoints, log: Logger, options: 
     },
     stop: async () => {
       ops.health.stopping();
+      // Every part is stopped whatever another's stop did; one error then names each that failed.
+      const shutdown = new Shutdown("the pipeline");
       // The config table's reader stops beside the applications: each waits out a fetch in flight.
-      const configStopped = config.stop();
-      await Promise.all(apps.map((a) => a.stop()));
-      await transports.stop();
-      for (const p of punctuations) await p.stop();
+      const configStopped = shutdown.stop("the config table's reader", () => config.stop());
+      await Promise.all(apps.map((a, i) => shutdown.stop(`the application ${kinds[i]?.groupId ?? i}`, () => a.stop())));
+      await shutdown.stop("the processors' Kafka transports", () => transports.stop());
+      for (const p of punctuations) await shutdown.stop(`the punctuator ${p.name}`, () => p.punctuation.stop());
       await configStopped;
-      await ops.stop();
-      await admin.disconnect();
-      redis.disconnect();
+      await shutdown.stop("the health and metrics server", () => ops.stop());
+      await shutdown.stop("the admin client", () => admin.disconnect());
+      await shutdown.stop("the Redis client", () => redis.disconnect());
+      shutdown.done();
     },
   };
 }

@@ -50,9 +50,14 @@ async function stop(signal: string): Promise<void> {
   clearInterval(progress);
   log.info("stopping", { signal });
   await gateway?.close();
-  await pipeline.stop();
+  // A part that failed to stop is named, and the exit status says so.
+  const failed = await pipeline.stop().then(
+    () => null,
+    (err: unknown) => err,
+  );
   process.stderr.write(`\n${summaryReport(pipeline.running, (Date.now() - started) / 1000)}\n`);
-  process.exit(0);
+  if (failed !== null) log.error("the pipeline did not stop cleanly", { error: failed instanceof Error ? failed.message : JSON.stringify(failed) });
+  process.exit(failed === null ? 0 : 1);
 }
 process.on("SIGINT", () => void stop("SIGINT"));
 process.on("SIGTERM", () => void stop("SIGTERM"));
