@@ -10,7 +10,9 @@
  * - every input's answers, duplicates dropped, must equal the reference's, numbers (counts,
  *   spend) included,
  * - the Redis state must equal the reference's, key by key,
- * - for a service outage or a slot migration, the processor must have lived through it (no exit).
+ * - for a service outage or a slot migration, the processor must have lived through it (no exit),
+ * - for a broker lost or restarted, no output may be committed twice (a commit whose answer was
+ *   lost with the broker is settled by the group's offsets), and the commits in doubt are counted.
  *
  * On the Kafka cluster of three brokers (`OZ0_STACK_KAFKA=cluster`), a broker is SIGKILLed and
  * started again (`broker-loss`: the one leading most of the lab's partitions, or the one
@@ -464,6 +466,11 @@ export async function disruptDrill(s: Services, o: DisruptOptions): Promise<Dril
     if (BROKER_DISRUPTIONS.has(o.disruption.kind)) {
       checks[`${o.times} broker disruptions, each broker back in sync`] = result.restarts === o.times && result.recovery.length >= o.times;
       checks["the labs' topics have three replicas and min.insync.replicas 2"] = unreplicated.length === 0;
+      // A commit whose answer was lost with its broker is settled by the group's offsets, so no
+      // batch is committed twice: a read-committed consumer reads each output once.
+      checks["no output committed twice"] = duplicates(readers[1].outputs) === 0;
+      const doubt = workers.reduce((a, w) => ({ landed: a.landed + w.inDoubt.landed, notLanded: a.notLanded + w.inDoubt.notLanded, unknown: a.unknown + w.inDoubt.unknown }), { landed: 0, notLanded: 0, unknown: 0 });
+      say(`  commits in doubt (sent, not answered): ${doubt.landed} had landed (their batches not handled again), ${doubt.notLanded} had not, ${doubt.unknown} left unknown`);
     }
     return {
       drill: describe(o.disruption, o.times),
@@ -487,6 +494,7 @@ export async function disruptDrill(s: Services, o: DisruptOptions): Promise<Dril
         ...(o.disruption.kind === "plant" && plantedDead === 0 ? ["no input of the planted key was dead-lettered: the plant came after its last input"] : []),
         ...(o.disruption.kind === "oom" && !result.unhealthySeen ? ["no worker reported itself not ready while Redis refused writes"] : []),
         ...(o.disruption.kind === "oom" && !healthyAtEnd ? ["the worker still reported itself not ready at the end"] : []),
+        ...(BROKER_DISRUPTIONS.has(o.disruption.kind) && duplicates(readers[1].outputs) > 0 ? [`${duplicates(readers[1].outputs)} outputs committed twice`] : []),
         ...(unreplicated.length > 0 ? [`lab topics not replicated as the cluster's: ${unreplicated.slice(0, 3).join("; ")}`] : []),
       ],
       ...(result.recovery.length > 0 ? { notes: result.recovery } : {}),

@@ -135,6 +135,9 @@ export class Worker {
   /** Whether the worker ever reported itself not ready (a dependency failing past the retry bound). */
   unhealthySeen = false;
   private stderrTail = "";
+  private stderrLine = "";
+  /** Commits whose answer never came, as the worker's log settled them (transport.ts, `landedAfterAll`). */
+  readonly inDoubt = { landed: 0, notLanded: 0, unknown: 0 };
 
   constructor(subject: string, lab: string, env: Record<string, string> = {}) {
     const script = fileURLToPath(new URL("./worker.ts", import.meta.url));
@@ -166,7 +169,11 @@ export class Worker {
       }
     });
     this.child.stderr?.on("data", (chunk: Buffer) => {
-      this.stderrTail = (this.stderrTail + chunk.toString("utf8")).slice(-20_000);
+      const text = chunk.toString("utf8");
+      this.stderrTail = (this.stderrTail + text).slice(-20_000);
+      const lines = (this.stderrLine + text).split("\n");
+      this.stderrLine = lines.pop() ?? "";
+      for (const line of lines) this.countInDoubt(line);
     });
     this.exited = new Promise((resolve) => {
       this.child.once("exit", (code, signal) => {
@@ -174,6 +181,19 @@ export class Worker {
         resolve({ code, signal });
       });
     });
+  }
+
+  private countInDoubt(line: string): void {
+    if (!line.includes("a commit that failed") && !line.includes("whether a failed commit landed")) return;
+    let msg = "";
+    try {
+      msg = (JSON.parse(line) as { msg?: string }).msg ?? "";
+    } catch {
+      return;
+    }
+    if (msg.startsWith("a commit that failed had landed")) this.inDoubt.landed++;
+    else if (msg.startsWith("a commit that failed did not land")) this.inDoubt.notLanded++;
+    else if (msg.startsWith("whether a failed commit landed is unknown")) this.inDoubt.unknown++;
   }
 
   get log(): string {

@@ -589,7 +589,7 @@ export class KafkaTransport implements Transport {
           return true;
         }
         this.inDoubt.notCommitted++;
-        this.opts.log.info("a commit that failed did not land: its batches are handled again", { batches: batches.length, landed, error: String(failure) });
+        this.opts.log.warn("a commit that failed did not land: its batches are handled again", { batches: batches.length, landed, error: String(failure) });
         return false;
       } catch (err) {
         await this.slot.renew();
