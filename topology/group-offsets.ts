@@ -19,14 +19,18 @@ export interface TopicOffsets {
 const FETCH_WAIT_MS = 50;
 /** How long the commits may take to show, from the member's first fetch. */
 const SHOW_WITHIN_MS = 30_000;
+/** How long the placing member may take to join and make its first fetch. */
+export const FIRST_FETCH_WITHIN_MS = 30_000;
 
 /**
  * Commits `offsets` for `groupId`, which must have no running member (as `admin.setOffsets`
  * requires): the member leaves once the group's committed offsets read back as asked (each
  * broker's fetch commits the seeks of the partitions it leads), and a group with members is
- * refused, naming its state.
+ * refused, naming its state. A member that makes no first fetch within `firstFetchWithinMs` (a
+ * broker that does not answer, a join that never ends) is given up on, naming the group and its
+ * topics, and disconnected.
  */
-export async function setGroupOffsets(kafka: Kafka, admin: Admin, groupId: string, offsets: readonly TopicOffsets[]): Promise<void> {
+export async function setGroupOffsets(kafka: Kafka, admin: Admin, groupId: string, offsets: readonly TopicOffsets[], options: { readonly firstFetchWithinMs?: number } = {}): Promise<void> {
   const wanted = offsets.filter((t) => t.partitions.length > 0);
   if (wanted.length === 0) return;
   const consumer = kafka.consumer({ groupId, maxWaitTimeInMs: FETCH_WAIT_MS, allowAutoTopicCreation: false });
@@ -35,12 +39,22 @@ export async function setGroupOffsets(kafka: Kafka, admin: Admin, groupId: strin
     await consumer.subscribe({ topics: wanted.map((t) => t.topic), fromBeginning: true });
     const description = await consumer.describeGroup();
     if (!["Empty", "Dead"].includes(description.state)) throw new Error(`consumer group ${groupId} has running members (state ${description.state}): its starting offsets are set only while none runs`);
+    const firstFetchMs = options.firstFetchWithinMs ?? FIRST_FETCH_WITHIN_MS;
     await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        off();
+        reject(new Error(`consumer group ${groupId}: the member placing its starting offsets on ${wanted.map((t) => t.topic).join(", ")} made no first fetch within ${firstFetchMs} ms (is the broker answering, and the group's coordinator?)`));
+      }, firstFetchMs);
       const off = consumer.on(consumer.events.FETCH, () => {
+        clearTimeout(timer);
         off();
         resolve();
       });
-      consumer.run({ eachBatchAutoResolve: false, eachBatch: () => Promise.resolve() }).catch(reject);
+      consumer.run({ eachBatchAutoResolve: false, eachBatch: () => Promise.resolve() }).catch((err: unknown) => {
+        clearTimeout(timer);
+        off();
+        reject(err instanceof Error ? err : new Error(String(err)));
+      });
       // It reads nothing: the seeks below are committed as the member takes its partitions.
       consumer.pause(wanted.map((t) => ({ topic: t.topic })));
       for (const t of wanted) for (const p of t.partitions) consumer.seek({ topic: t.topic, partition: p.partition, offset: p.offset });
