@@ -17,7 +17,7 @@ import { RuntimeClient } from "../client/runtime-client.ts";
 import { DEFAULT_GATEWAY_HOST, DEFAULT_GATEWAY_PORT, startGateway, type Gateway } from "../client/gateway/server.ts";
 import type { Endpoints } from "../processors/runner/endpoints.ts";
 import { createLogger, type Logger } from "../processors/runner/log.ts";
-import { redisKeyStore } from "../store/gateway-keys.ts";
+import { redisKeyStore } from "../client/gateway/redis-store.ts";
 import { redisClient } from "../store/redis/client.ts";
 import { Keys } from "../store/redis/keys.ts";
 import { parse, usage } from "./cli.ts";

@@ -1,7 +1,7 @@
 /**
  * `oz0 keys create|list|revoke`: the project's own API keys (client/gateway/keys.ts), which bind
  * a request of the model gateway or of `oz0 mcp --listen --keys` to a tenant, an agent and a job
- * (tree, run). Kept hashed in Redis (store/gateway-keys.ts); the key is shown once, by create.
+ * (tree, run). Kept hashed in Redis (client/gateway/redis-store.ts); the key is shown once, by create.
  * Making and revoking a key are audited on `oz0.audit` (`key.created`, `key.revoked`), naming
  * the key's ID, never the key.
  *
@@ -12,14 +12,15 @@
  */
 import { randomUUID } from "node:crypto";
 import kafkajs from "kafkajs";
-import type { KeyBinding, KeyStore } from "../client/gateway/keys.ts";
+import type { KeyBinding } from "../client/gateway/keys.ts";
 import { tryParseDuration, formatDuration } from "../config/units.ts";
 import { kafkaConfig } from "../processors/runner/endpoints.ts";
 import { deriveId } from "../processors/runner/ids.ts";
 import { createLogger } from "../processors/runner/log.ts";
 import { Serde } from "../schemas/serde.ts";
 import type { AuditEvent } from "../schemas/types.ts";
-import { isKeyId, redisKeyStore } from "../store/gateway-keys.ts";
+import { redisKeyStore } from "../client/gateway/redis-store.ts";
+import { isKeyId, type KeyStore } from "../client/gateway/store.ts";
 import { redisClient } from "../store/redis/client.ts";
 import { Keys } from "../store/redis/keys.ts";
 import { Exit, parse, person, usage } from "./cli.ts";

@@ -17,8 +17,9 @@ import { createServer as createHttpServer, type ServerResponse } from "node:http
 import type { AddressInfo } from "node:net";
 import { parsePlugin, type PluginManifest, type PluginTool } from "../config/plugin.ts";
 import { McpGateway, type GatewayFiles } from "../client/mcp/gateway.ts";
-import { requestKey, type KeyBinding, type KeyStore } from "../client/gateway/keys.ts";
-import { redisKeyStore } from "../store/gateway-keys.ts";
+import { requestKey, type KeyBinding } from "../client/gateway/keys.ts";
+import { redisKeyStore } from "../client/gateway/redis-store.ts";
+import type { KeyStore } from "../client/gateway/store.ts";
 import { Keys } from "../store/redis/keys.ts";
 import { RuntimeClient, type CallContext } from "../client/runtime-client.ts";
 import { filesState } from "../processors/files/env.ts";

@@ -4,8 +4,8 @@
  * (`oz0 run`, `oz0 keys create`), never by what a request says. Only its SHA-256 is stored;
  * the key itself is shown once, to whoever made it.
  *
- * This file is the pure part: the key's form, its hash, what a check answers. The store is
- * `store/gateway-keys.ts` (Redis), with a memory one for unit tests.
+ * This file is the pure part: the key's form, its hash, what a check answers. Where keys are
+ * kept is `KeyStore` (`store.ts`), in Redis (`redis-store.ts`) or in memory (`memory-store.ts`).
  */
 import { createHash, randomBytes } from "node:crypto";
 
@@ -37,20 +37,6 @@ export type KeyCheck =
   | { readonly ok: false; readonly reason: "unknown" | "expired" | "revoked"; readonly message: string };
 
 export type NewKey = Pick<KeyBinding, "tenant" | "agent" | "tree_id" | "job_id" | "run_id" | "created_by" | "expires_at">;
-
-/** Where keys are kept. Implementations: `redisKeyStore` and `memoryKeyStore` (store/gateway-keys.ts). */
-export interface KeyStore {
-  /** Makes a key bound to `b`: the key (shown once) and its binding. */
-  create(b: NewKey, now: number): Promise<{ readonly key: string; readonly binding: KeyBinding }>;
-  /** The binding of `key`, or why it does not work. */
-  check(key: string, now: number): Promise<KeyCheck>;
-  /** The keys of a tenant (or of all), newest first; with `job`, only that job's. */
-  list(filter: { readonly tenant?: string; readonly job_id?: string }): Promise<KeyBinding[]>;
-  /** Revokes the key with this ID; null when there is none. Revoking twice keeps the first time and who. */
-  revoke(id: string, by: string, now: number): Promise<KeyBinding | null>;
-  /** Revokes every key of one job (its end): how many were revoked now. */
-  revokeJob(tenant: string, jobId: string, by: string, now: number): Promise<number>;
-}
 
 /** A new key: the prefix and 32 random bytes, base64url (43 characters). */
 export function newKey(): string {

@@ -31,7 +31,8 @@ import type { Logger } from "../../processors/runner/log.ts";
 import { Histogram, MetricsRegistry, type MetricFamily } from "../../processors/ops/metrics.ts";
 import type { Decision, ModelCall } from "../../schemas/types.ts";
 import { badRequest, isRefusal, noUpstream, notDecided, notFound, refusal, tooLarge, unauthorized, upstreamFailed, upstreamTimedOut, type ErrorReply } from "./errors.ts";
-import { checkBinding, requestKey, type KeyBinding, type KeyStore } from "./keys.ts";
+import { checkBinding, requestKey, type KeyBinding } from "./keys.ts";
+import type { KeyStore } from "./store.ts";
 import { askFields, capOutput, readRequest, type Api, type ModelRequest, type Provider } from "./requests.ts";
 import { responseUsage, StreamUsage, usageFields, type Usage } from "./usage.ts";
 

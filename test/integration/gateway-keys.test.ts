@@ -1,5 +1,5 @@
 /**
- * The project's API keys kept in the real Redis (store/gateway-keys.ts): the same behaviour as
+ * The project's API keys kept in the real Redis (client/gateway/redis-store.ts): the same behaviour as
  * the memory store's, each key's record and indexes in the `{keys}` slot, and a record kept a
  * week past its expiry and no longer.
  */
@@ -7,7 +7,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { redisClient, type RedisClient } from "../../store/redis/client.ts";
 import { Keys } from "../../store/redis/keys.ts";
 import { hashTag, scanKeys } from "../../store/redis/slots.ts";
-import { KEPT_PAST_EXPIRY_MS, redisKeyStore } from "../../store/gateway-keys.ts";
+import { redisKeyStore } from "../../client/gateway/redis-store.ts";
+import { KEPT_PAST_EXPIRY_MS } from "../../client/gateway/store.ts";
 import { uid } from "../support/events.ts";
 import { endpoints } from "../support/kafka.ts";
 import { keyStoreBehaviour } from "../support/key-store.ts";

@@ -20,7 +20,7 @@ import { costMicros, type TokenCounts } from "../../processors/limits/money.ts";
 import { DEFAULT_PRICES, priceOf } from "../../processors/limits/prices.ts";
 import { redisLimitsStore } from "../../processors/limits/redis-store.ts";
 import { createLogger } from "../../processors/runner/log.ts";
-import { redisKeyStore } from "../../store/gateway-keys.ts";
+import { redisKeyStore } from "../../client/gateway/redis-store.ts";
 import { redisClient, type RedisClient } from "../../store/redis/client.ts";
 import { Keys } from "../../store/redis/keys.ts";
 import { jobEvent, uid } from "../support/events.ts";

@@ -3,7 +3,6 @@
  * project's, and the session is its key's job, whatever the flags say. The official SDK's client
  * is the agent and the reference filesystem server is behind the gateway.
  */
-import { spawn, type ChildProcess } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { mkdtemp, readFile, rm } from "node:fs/promises";
 import { createServer as createHttpServer } from "node:http";
@@ -19,15 +18,15 @@ import type { Pipeline } from "../../bin/pipeline.ts";
 import { endpointsEnv } from "../../processors/runner/endpoints.ts";
 import { createLogger } from "../../processors/runner/log.ts";
 import type { ToolCall } from "../../schemas/types.ts";
-import { redisKeyStore } from "../../store/gateway-keys.ts";
+import { redisKeyStore } from "../../client/gateway/redis-store.ts";
 import { redisClient, type RedisClient } from "../../store/redis/client.ts";
 import { Keys } from "../../store/redis/keys.ts";
 import { collect, endpoints, serde } from "../support/kafka.ts";
 import { oz0 } from "../support/oz0.ts";
+import { startOz0, type Oz0Process } from "../support/oz0-process.ts";
 import { startTestPipeline, stopTestPipeline } from "../support/pipeline.ts";
 
 const CONFIG_DIR = fileURLToPath(new URL("../fixtures/mcp-config/", import.meta.url));
-const ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const FS_SERVER = createRequire(import.meta.url).resolve("@modelcontextprotocol/server-filesystem/dist/index.js");
 const CALL_MS = 90_000;
 
@@ -42,8 +41,8 @@ describe("oz0 mcp --listen --keys: an agent over HTTP is bound to its job by its
   let pipeline: Pipeline | undefined;
   let redis: RedisClient;
   let dir: string;
-  let gateway: ChildProcess | undefined;
-  let stderr = "";
+  let gateway: Oz0Process | undefined;
+  const stderr = (): string => gateway?.stderr() ?? "";
   let url: URL;
   const clients: Client[] = [];
 
@@ -72,19 +71,18 @@ describe("oz0 mcp --listen --keys: an agent over HTTP is bound to its job by its
     const port = await freePort();
     url = new URL(`http://127.0.0.1:${port}/mcp`);
     // --tenant names the one tenant it serves; the job, tree and run are each key's.
-    gateway = spawn("npx", ["tsx", "bin/oz0.ts", "mcp", "--plugin", join(CONFIG_DIR, "plugins/mcp_fs.yaml"), "--tenant", tenant, "--listen", `127.0.0.1:${port}`, "--keys", "--timeout-ms", String(CALL_MS), "--", "node", FS_SERVER, dir], {
-      cwd: ROOT,
-      env: { ...process.env, ...endpointsEnv(endpoints()), OZ0_LOG_LEVEL: "warn" },
-      stdio: ["ignore", "ignore", "pipe"],
+    gateway = startOz0(["mcp", "--plugin", join(CONFIG_DIR, "plugins/mcp_fs.yaml"), "--tenant", tenant, "--listen", `127.0.0.1:${port}`, "--keys", "--timeout-ms", String(CALL_MS), "--", "node", FS_SERVER, dir], {
+      ...process.env,
+      ...endpointsEnv(endpoints()),
+      OZ0_LOG_LEVEL: "warn",
     });
-    gateway.stderr?.on("data", (c: Buffer) => (stderr += c.toString()));
-    for (let waited = 0; !stderr.includes("oz0 mcp: listening on") && waited < 120_000; waited += 200) await new Promise((r) => setTimeout(r, 200));
-    expect(stderr).toContain(`oz0 mcp: listening on ${url.href}`);
+    await gateway.said(`oz0 mcp: listening on ${url.href}`, 120_000);
   }, 300_000);
 
   afterAll(async () => {
     await Promise.allSettled(clients.map((c) => c.close()));
-    gateway?.kill("SIGTERM");
+    // The gateway and the filesystem server it started stop together, within a bound.
+    await gateway?.stop();
     await stopTestPipeline(pipeline);
     redis?.disconnect();
     if (dir) await rm(dir, { recursive: true, force: true });
@@ -111,7 +109,7 @@ describe("oz0 mcp --listen --keys: an agent over HTTP is bound to its job by its
     clients.push(client);
     const target = join(dir, "keyed.txt");
     const answer = (await client.callTool({ name: "write_file", arguments: { path: target, content: "bound by its key" } }, undefined, { timeout: CALL_MS })) as { isError?: boolean };
-    expect(answer.isError, `${JSON.stringify(answer)}; the gateway said: ${stderr.slice(-3000)}`).toBeFalsy();
+    expect(answer.isError, `${JSON.stringify(answer)}; the gateway said: ${stderr().slice(-3000)}`).toBeFalsy();
     expect(await readFile(target, "utf8")).toBe("bound by its key");
     const s = await serde();
     const [call] = await collect<ToolCall>("oz0.tool-calls", "ToolCall", s, (c) => c.tenant === tenant && c.function === "write_file", 1, 60_000);
@@ -132,7 +130,7 @@ describe("oz0 mcp --listen --keys: an agent over HTTP is bound to its job by its
     expect(await readFile(target, "utf8")).toBe("bound by its key");
     const revoked = await post({ authorization: `Bearer ${key}` });
     expect([revoked.status, JSON.parse(revoked.body)]).toEqual([401, { error: { code: "revoked_key", message: `The API key ${binding.id} was revoked by test at ${new Date((await store.list({ tenant, job_id: job }))[0]?.revoked_at ?? 0).toISOString()}.` } }]);
-    expect(stderr).not.toContain(key);
+    expect(stderr()).not.toContain(key);
   }, 300_000);
 
   it("--keys goes with --listen, takes no --job, and a listener beyond loopback takes --keys", async () => {

@@ -29,7 +29,7 @@ import { redisLimitsStore } from "../../processors/limits/redis-store.ts";
 import { endpointsEnv, kafkaConfig } from "../../processors/runner/endpoints.ts";
 import { createLogger } from "../../processors/runner/log.ts";
 import { Serde } from "../../schemas/serde.ts";
-import { redisKeyStore } from "../../store/gateway-keys.ts";
+import { redisKeyStore } from "../../client/gateway/redis-store.ts";
 import { redisClient, type RedisClient } from "../../store/redis/client.ts";
 import { Keys } from "../../store/redis/keys.ts";
 import { uid } from "../support/events.ts";

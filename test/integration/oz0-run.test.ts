@@ -24,7 +24,7 @@ import { endpointsEnv } from "../../processors/runner/endpoints.ts";
 import { createLogger } from "../../processors/runner/log.ts";
 import type { Serde } from "../../schemas/serde.ts";
 import type { JobEvent } from "../../schemas/types.ts";
-import { redisKeyStore } from "../../store/gateway-keys.ts";
+import { redisKeyStore } from "../../client/gateway/redis-store.ts";
 import { redisClient, type RedisClient } from "../../store/redis/client.ts";
 import { Keys } from "../../store/redis/keys.ts";
 import { jobEvent, uid } from "../support/events.ts";

@@ -1,10 +1,11 @@
 /**
- * What every KeyStore (store/gateway-keys.ts) must do, as one suite: the memory store runs it
+ * What every KeyStore (client/gateway/store.ts) must do, as one suite: the memory store runs it
  * in the unit tests, the Redis store on the real Redis in the integration tests.
  */
 import { randomUUID } from "node:crypto";
 import { expect, it } from "vitest";
-import { KEY_PREFIX, keyHash, keyId, newKey, type KeyStore, type NewKey } from "../../client/gateway/keys.ts";
+import { KEY_PREFIX, keyHash, keyId, newKey, type NewKey } from "../../client/gateway/keys.ts";
+import type { KeyStore } from "../../client/gateway/store.ts";
 
 export interface KeyStoreSubject {
   readonly store: KeyStore;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { answerKey } from "../../bin/oz0-mcp.ts";
-import { memoryKeyStore } from "../../store/gateway-keys.ts";
+import { memoryKeyStore } from "../../client/gateway/memory-store.ts";
 
 describe("oz0 mcp --listen --keys: what a request's key is answered", () => {
   const bound = { tenant: "acme", agent: "reviewer", tree_id: "tree-1", job_id: "job-1", run_id: "run-1", created_by: "alice" };

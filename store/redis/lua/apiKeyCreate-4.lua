@@ -3,7 +3,7 @@
   its binding, never the key) and puts its ID in the indexes of every key, of its tenant and of
   its job, each scored by when the record goes (its expiry and a week, so an expired key still
   answers "expired"). Entries whose record has gone leave the indexes in the same step. A
-  replay (the same hash) changes nothing. Mirrors create in store/gateway-keys.ts.
+  replay (the same hash) changes nothing. Mirrors create in client/gateway/redis-store.ts.
 
   KEYS[1]  the key's record (Keys.apiKey): fields "hash", "binding" (JSON), "revoked" (JSON)
   KEYS[2]  the index of every key (Keys.apiKeys)

@@ -1,7 +1,7 @@
 --[[
   apiKeyRevoke: revokes an API key once (client/gateway/keys.ts): the first revocation holds,
   with its time and who. A key nobody made (or whose record has gone) is not made by it.
-  Mirrors revoke in store/gateway-keys.ts.
+  Mirrors revoke in client/gateway/redis-store.ts.
 
   KEYS[1]  the key's record (Keys.apiKey): fields "hash", "binding" (JSON), "revoked" (JSON)
   ARGV[1]  the revocation as JSON ({"at": epoch ms, "by": who})

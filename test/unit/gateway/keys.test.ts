@@ -1,7 +1,8 @@
 import { createHash } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import { checkBinding, KEY_PREFIX, keyHash, keyId, newKey, requestKey, type KeyBinding } from "../../../client/gateway/keys.ts";
-import { isKeyId, KEPT_PAST_EXPIRY_MS, memoryKeyStore } from "../../../store/gateway-keys.ts";
+import { memoryKeyStore } from "../../../client/gateway/memory-store.ts";
+import { isKeyId, KEPT_PAST_EXPIRY_MS } from "../../../client/gateway/store.ts";
 import { keyStoreBehaviour } from "../../support/key-store.ts";
 
 describe("the project's API keys: their form, hash, ID and what a check answers", () => {

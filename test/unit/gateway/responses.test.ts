@@ -13,7 +13,7 @@ import { openAIUsage, responseUsage, StreamUsage } from "../../../client/gateway
 import { tokensOf, units } from "../../../processors/fit/count.ts";
 import { createLogger } from "../../../processors/runner/log.ts";
 import type { Decision, ModelCall } from "../../../schemas/types.ts";
-import { memoryKeyStore } from "../../../store/gateway-keys.ts";
+import { memoryKeyStore } from "../../../client/gateway/memory-store.ts";
 import { startFakeProvider, type FakeProvider } from "../../support/fake-provider.ts";
 
 function ok(r: ReadRequest): ModelRequest {

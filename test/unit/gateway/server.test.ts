@@ -6,7 +6,7 @@
  */
 import OpenAI from "openai";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { memoryKeyStore } from "../../../store/gateway-keys.ts";
+import { memoryKeyStore } from "../../../client/gateway/memory-store.ts";
 import { startGateway, type Gateway, type GatewayRuntime } from "../../../client/gateway/server.ts";
 import { NoAnswer } from "../../../client/runtime-client.ts";
 import { createLogger } from "../../../processors/runner/log.ts";

@@ -10,7 +10,7 @@ import { retentionExtend, retentionRecord, retentionUnlock } from "../../../proc
 import { conversationTurnScript, filesTreeScript, offloadThresholdScript } from "../../../processors/files/redis-store.ts";
 import { treeEraseBegin, treeHoldCovered, treeHoldSet, treeRelease } from "../../../store/tree-holds.ts";
 import { treeErase } from "../../../store/tree-data.ts";
-import { apiKeyCreate, apiKeyRevoke } from "../../../store/gateway-keys.ts";
+import { apiKeyCreate, apiKeyRevoke } from "../../../client/gateway/redis-store.ts";
 import { limitsForecastOnce, limitsForecastRecord, limitsQuota, limitsTenant, limitsTenantSpends } from "../../../processors/limits/redis-budget-store.ts";
 import { limitsAdmitCall, limitsBudgetAnswer, limitsChild, limitsInit, limitsJobEvent, limitsSettle, limitsTreeSteps } from "../../../processors/limits/redis-store.ts";
 import { jobEnding } from "../../../processors/limits/standing.ts";
