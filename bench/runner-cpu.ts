@@ -38,7 +38,7 @@ import type { Processor } from "../processors/runner/processor.ts";
 import { startProcessor } from "../processors/runner/runner.ts";
 import { chunks, MAX_SEND_BYTES, topicMessages, type BatchHandler, type OutMessage, type RawRecord, type Transport } from "../processors/runner/transport.ts";
 import { Serde } from "../schemas/serde.ts";
-import { localStackEnv } from "../bin/stack.ts";
+import { localStackEnv } from "../topology/stack.ts";
 import { isRedisCluster, redisClient, redisWhere, type RedisClient, type RedisEndpoint } from "../store/redis/client.ts";
 import { Keys } from "../store/redis/keys.ts";
 import { BENCH_AGENTS, modelCalls, toolCalls, type EventKind } from "./pipeline/events.ts";

@@ -15,7 +15,7 @@ import { kafkaConfig } from "../processors/runner/endpoints.ts";
 import { createLogger } from "../processors/runner/log.ts";
 import { sinkStores } from "../processors/sinks.ts";
 import { Serde } from "../schemas/serde.ts";
-import { servicesForCommand } from "./services.ts";
+import { servicesForCommand } from "../topology/services.ts";
 
 const USAGE = "usage: npm run audit -- [--tenant T] [--kind K] [--since ISO-time] [--json] [--loops | --loops-weekly]\n";
 /** LOOP-9's window and threshold. */

@@ -27,8 +27,9 @@ import { createLogger } from "../processors/runner/log.ts";
 import { Serde } from "../schemas/serde.ts";
 import { ensureTopics } from "../topology/create.ts";
 import { topic } from "../topology/topics.ts";
-import { describeKillSwitch, setKillSwitch } from "./kill-switch.ts";
-import { servicesForCommand } from "./services.ts";
+import { describeKillSwitch } from "../processors/loops/kill-switch.ts";
+import { setKillSwitch } from "./kill-switch.ts";
+import { servicesForCommand } from "../topology/services.ts";
 
 const { positionals, values } = parseArgs({
   allowPositionals: true,

@@ -6,6 +6,7 @@
  */
 import type { Kafka } from "kafkajs";
 import { CLUSTER_AUDIT_KEY, asKillSwitch, killSwitchAudit, killSwitchId, killSwitchKey, killSwitchRecord, parseToolName, type KillSwitch } from "../config/kill-switch.ts";
+import type { KillSwitchOutcome } from "../processors/loops/kill-switch.ts";
 import { CONFIG_TOPIC, ConfigTable } from "../processors/runner/config-table.ts";
 import { EXACTLY_ONCE_PRODUCER } from "../processors/runner/endpoints.ts";
 import type { Logger } from "../processors/runner/log.ts";
@@ -22,12 +23,6 @@ export interface KillSwitchRequest {
   readonly off: boolean;
   readonly at: number;
 }
-
-export type KillSwitchOutcome =
-  | { readonly changed: "thrown"; readonly sw: KillSwitch }
-  | { readonly changed: "released"; readonly was: KillSwitch }
-  | { readonly changed: "none"; readonly why: string }
-  | { readonly error: string };
 
 /** Throws or releases a switch; a switch already in the state asked for changes nothing and writes no audit entry. */
 export async function setKillSwitch(deps: { kafka: Kafka; serde: Serde; log: Logger }, req: KillSwitchRequest): Promise<KillSwitchOutcome> {
@@ -67,12 +62,4 @@ export async function setKillSwitch(deps: { kafka: Kafka; serde: Serde; log: Log
     await producer.disconnect();
   }
   return req.off && current !== null ? { changed: "released", was: current } : { changed: "thrown", sw };
-}
-
-/** What the command prints for an outcome. */
-export function describeKillSwitch(o: KillSwitchOutcome): string {
-  if ("error" in o) return `error: ${o.error}`;
-  if (o.changed === "none") return `nothing changed: ${o.why}`;
-  if (o.changed === "released") return `released  kill switch on ${killSwitchId(o.was.plugin, o.was.tool)} (thrown ${new Date(o.was.at).toISOString()} by ${o.was.by}); its calls go ahead again`;
-  return `thrown    kill switch on ${killSwitchId(o.sw.plugin, o.sw.tool)}: every call of it, in every tenant, is refused: ${o.sw.reason}`;
 }

@@ -24,7 +24,7 @@ import type { LoadResult } from "../bench/load/report.ts";
 import { MEASURED_KINDS } from "../bench/load/play.ts";
 import { createLogger } from "../processors/runner/log.ts";
 import { opsAddressFromEnv } from "../processors/ops/ops-server.ts";
-import { servicesForCommand } from "./services.ts";
+import { servicesForCommand } from "../topology/services.ts";
 
 const usage = "usage: npm run load -- [--events N>0] [--seconds S>0] [--runtimes R>0[,R...] | --agents N>0[,N...] [--think-scale F>0]] [--seed K] [--warm-up W>=0] [--external] [--out DIR]\n";
 let values;

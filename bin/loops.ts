@@ -14,7 +14,7 @@ import { kafkaConfig } from "../processors/runner/endpoints.ts";
 import { createLogger } from "../processors/runner/log.ts";
 import { Serde } from "../schemas/serde.ts";
 import { Keys } from "../store/redis/keys.ts";
-import { servicesForCommand } from "./services.ts";
+import { servicesForCommand } from "../topology/services.ts";
 
 const { positionals, values } = parseArgs({
   allowPositionals: true,

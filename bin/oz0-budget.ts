@@ -18,7 +18,7 @@ import type { AuditEvent } from "../schemas/types.ts";
 import { redisClient } from "../store/redis/client.ts";
 import { Keys } from "../store/redis/keys.ts";
 import { Exit, usage } from "./cli.ts";
-import { servicesForCommand } from "./services.ts";
+import { servicesForCommand } from "../topology/services.ts";
 
 export async function withLimits<T>(use: (store: LimitsStore) => Promise<T>): Promise<T> {
   const endpoints = await servicesForCommand();

@@ -20,7 +20,7 @@ import { Keys } from "../store/redis/keys.ts";
 import { eraseTenantTraces, protectHeldTrees } from "../store/tree-data.ts";
 import { TreeHolds } from "../store/tree-holds.ts";
 import { parse, person, usage } from "./cli.ts";
-import { servicesForCommand } from "./services.ts";
+import { servicesForCommand } from "../topology/services.ts";
 
 export const ERASE_HELP = `oz0 tenant erase <tenant> --reason R --yes [--as NAME] [--json]
 

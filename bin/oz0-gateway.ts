@@ -21,7 +21,7 @@ import { redisKeyStore } from "../client/gateway/redis-store.ts";
 import { redisClient } from "../store/redis/client.ts";
 import { Keys } from "../store/redis/keys.ts";
 import { parse, usage } from "./cli.ts";
-import { servicesForCommand } from "./services.ts";
+import { servicesForCommand } from "../topology/services.ts";
 
 export const GATEWAY_HELP = `oz0 gateway [--listen HOST:PORT] [--upstream openai=URL] [--upstream anthropic=URL]
 

@@ -20,7 +20,7 @@ import { Keys } from "../store/redis/keys.ts";
 import { holdTree, releaseTree, treeOfJob, UnknownTree, type HoldReport, type ReleaseReport, type TreeDataDeps } from "../store/tree-data.ts";
 import { TreeBeingErased, TreeHolds, type TreeHold } from "../store/tree-holds.ts";
 import { Exit, parse, person, usage } from "./cli.ts";
-import { servicesForCommand } from "./services.ts";
+import { servicesForCommand } from "../topology/services.ts";
 
 export const HOLD_HELP = `oz0 hold set   --tenant T (--tree ID | --job ID) --reason R [--as NAME] [--json]
 oz0 hold clear --tenant T (--tree ID | --job ID) --reason R [--as NAME] [--json]

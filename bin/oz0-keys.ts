@@ -24,7 +24,7 @@ import { isKeyId, type KeyStore } from "../client/gateway/store.ts";
 import { redisClient } from "../store/redis/client.ts";
 import { Keys } from "../store/redis/keys.ts";
 import { Exit, parse, person, usage } from "./cli.ts";
-import { servicesForCommand } from "./services.ts";
+import { servicesForCommand } from "../topology/services.ts";
 
 export const KEYS_HELP: Record<string, string> = {
   "keys create": `oz0 keys create --tenant T --agent A [--job J] [--tree T] [--run R] [--expires 24h] [--as NAME] [--json]

@@ -31,7 +31,7 @@ import { minioClient } from "../store/objects.ts";
 import { PayloadKeys } from "../store/payload-keys.ts";
 import { redisClient } from "../store/redis/client.ts";
 import { Exit, parse, usage } from "./cli.ts";
-import { servicesForCommand } from "./services.ts";
+import { servicesForCommand } from "../topology/services.ts";
 
 export const MCP_HELP = `oz0 mcp --plugin <oz0-plugin.yaml> [--tool ID] --tenant T --agent A [--job J] [options]
 oz0 mcp --tenant T --agent A [--name NAME] [options] -- <server command...>

@@ -16,7 +16,7 @@ import { redisClient } from "../store/redis/client.ts";
 import { Keys } from "../store/redis/keys.ts";
 import { TreeHolds } from "../store/tree-holds.ts";
 import { parse, usage } from "./cli.ts";
-import { servicesForCommand } from "./services.ts";
+import { servicesForCommand } from "../topology/services.ts";
 
 export const RETENTION_HELP = `oz0 retention status [--tenant T] [--json]
 

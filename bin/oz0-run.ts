@@ -33,7 +33,7 @@ import { redisKeyStore } from "../client/gateway/redis-store.ts";
 import { redisClient } from "../store/redis/client.ts";
 import { Keys } from "../store/redis/keys.ts";
 import { Exit, parse, person, usage } from "./cli.ts";
-import { servicesForCommand } from "./services.ts";
+import { servicesForCommand } from "../topology/services.ts";
 
 export const RUN_HELP = `oz0 run --tenant T --agent A [--budget USD] [--timeout 10m] [--id J] [--as PERSON] [--start-wait 30s] -- <command...>
 

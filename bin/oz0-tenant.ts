@@ -16,7 +16,7 @@ import { kafkaConfig } from "../processors/runner/endpoints.ts";
 import { createLogger } from "../processors/runner/log.ts";
 import { Serde } from "../schemas/serde.ts";
 import { Exit, parse, person, usage } from "./cli.ts";
-import { servicesForCommand } from "./services.ts";
+import { servicesForCommand } from "../topology/services.ts";
 
 export const TENANT_HELP: Record<string, string> = {
   "tenant offload": `oz0 tenant offload <tenant> [--default N|off|platform] [--ceiling N|none] --reason R [--as NAME] [--json]

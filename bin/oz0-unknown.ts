@@ -15,7 +15,7 @@ import { Serde } from "../schemas/serde.ts";
 import { redisClient } from "../store/redis/client.ts";
 import { Keys } from "../store/redis/keys.ts";
 import { Exit, usage } from "./cli.ts";
-import { servicesForCommand } from "./services.ts";
+import { servicesForCommand } from "../topology/services.ts";
 
 async function withStore<T>(use: (store: UnknownOutcomeStore) => Promise<T>): Promise<T> {
   const endpoints = await servicesForCommand();

@@ -24,7 +24,7 @@ import { answerBudgetRequest, budgetRequestsWaiting, withLimits } from "./oz0-bu
 import { formatBudgetRequests, isBudgetApproval } from "../processors/limits/budget-requests.ts";
 import { formatUnknownOutcomes, isUnknownApproval } from "../processors/limits/unknown-outcomes.ts";
 import { answerUnknownOutcome, unknownOutcomesWaiting } from "./oz0-unknown.ts";
-import { servicesForCommand } from "./services.ts";
+import { servicesForCommand } from "../topology/services.ts";
 import { redisStandingStore, type Ending, type StandingStore } from "../processors/limits/standing.ts";
 import { jobEnding } from "../processors/loops/closing.ts";
 import { RUN_HELP } from "./oz0-run.ts";

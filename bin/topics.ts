@@ -5,7 +5,7 @@ import { Serde } from "../schemas/serde.ts";
 import { ensureTopics } from "../topology/create.ts";
 import { describeReplication } from "../topology/replication.ts";
 import { TOPICS } from "../topology/topics.ts";
-import { servicesForCommand } from "./services.ts";
+import { servicesForCommand } from "../topology/services.ts";
 
 const endpoints = await servicesForCommand();
 const admin = new Kafka({ ...kafkaConfig("oz0-topics", endpoints), logLevel: logLevel.WARN }).admin();

@@ -13,7 +13,7 @@ import { kafkaConfig } from "../processors/runner/endpoints.ts";
 import { createLogger } from "../processors/runner/log.ts";
 import { sinkStores } from "../processors/sinks.ts";
 import { Serde } from "../schemas/serde.ts";
-import { servicesForCommand } from "./services.ts";
+import { servicesForCommand } from "../topology/services.ts";
 
 const { positionals, values } = parseArgs({
   allowPositionals: true,

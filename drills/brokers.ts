@@ -11,7 +11,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import kafkajs, { type Admin } from "kafkajs";
-import { localStackEnv } from "../bin/stack.ts";
+import { localStackEnv } from "../topology/stack.ts";
 import { Oz0Error } from "../lib/errors.ts";
 
 const { ConfigResourceTypes } = kafkajs;

@@ -27,7 +27,7 @@ import Anthropic from "@anthropic-ai/sdk";
 import kafkajs from "kafkajs";
 import OpenAI from "openai";
 import { startPipeline } from "../../bin/pipeline.ts";
-import { servicesForCommand } from "../../bin/services.ts";
+import { servicesForCommand } from "../../topology/services.ts";
 import { startGateway, type GatewayRuntime } from "../../client/gateway/server.ts";
 import { RuntimeClient } from "../../client/runtime-client.ts";
 import { kafkaConfig } from "../../processors/runner/endpoints.ts";

@@ -19,7 +19,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import kafkajs from "kafkajs";
 import { startPipeline } from "../../bin/pipeline.ts";
-import { servicesForCommand } from "../../bin/services.ts";
+import { servicesForCommand } from "../../topology/services.ts";
 import { endpointsEnv, kafkaConfig } from "../../processors/runner/endpoints.ts";
 import { createLogger } from "../../processors/runner/log.ts";
 import { Serde } from "../../schemas/serde.ts";

@@ -13,7 +13,7 @@
  */
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
-import { ensureLocalStack, localStackEnv, stackScript } from "../../bin/stack.ts";
+import { ensureLocalStack, localStackEnv, stackScript } from "../../topology/stack.ts";
 import { endpointsFromEnv, endpointsGiven, type Endpoints } from "../../processors/runner/endpoints.ts";
 import { waitForServices } from "./health.ts";
 

@@ -10,7 +10,7 @@
 import { randomUUID } from "node:crypto";
 import kafkajs, { Kafka, logLevel, type Admin } from "kafkajs";
 import { afterAll, describe, expect, it } from "vitest";
-import { localStackEnv } from "../../../bin/stack.ts";
+import { localStackEnv } from "../../../topology/stack.ts";
 import { EXACTLY_ONCE_PRODUCER, endpointsFromEnv, kafkaConfig } from "../../../processors/runner/endpoints.ts";
 import { ensureTopics } from "../../../topology/create.ts";
 import { TOPICS, type TopicSpec } from "../../../topology/topics.ts";

@@ -1,7 +1,7 @@
 import { beforeEach, describe, expect, it } from "vitest";
 import { killSwitchAudit, killSwitchKey, killSwitchRecord, parseToolName, type KillSwitch } from "../../../config/kill-switch.ts";
 import { parsePlugin } from "../../../config/plugin.ts";
-import { describeKillSwitch } from "../../../bin/kill-switch.ts";
+import { describeKillSwitch } from "../../../processors/loops/kill-switch.ts";
 import { loopCallsProcessor, type LoopEnv } from "../../../processors/loops/calls-processor.ts";
 import { MemoryLoopStore } from "../../../processors/loops/memory-store.ts";
 import { formatLoopReport, toolFacts, toolsLoopingAcrossTenants } from "../../../processors/loops/report.ts";
