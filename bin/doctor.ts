@@ -22,7 +22,7 @@ import type { DeadLetter } from "../schemas/types.ts";
 import { minioClient } from "../store/objects.ts";
 import { redisClient } from "../store/redis/client.ts";
 import { Keys } from "../store/redis/keys.ts";
-import { pipelineLayout } from "./pipeline.ts";
+import { pipelineLayout } from "../topology/run.ts";
 
 export interface DoctorOptions {
   /** Dead letters of the last this many hours. @default 1 */

@@ -8,7 +8,7 @@
 import { createLogger } from "../processors/runner/log.ts";
 import { progressReport, snapshot, summaryReport, type Snapshot } from "../processors/ops/progress.ts";
 import { gatewaySettings, serveGateway } from "./oz0-gateway.ts";
-import { startPipeline } from "./pipeline.ts";
+import { startPipeline } from "../topology/run.ts";
 import { servicesForCommand } from "../topology/services.ts";
 
 const log = createLogger({ component: "start" });

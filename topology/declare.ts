@@ -2,7 +2,7 @@
  * A topology declared as data and checked once, with no I/O: its applications (each one
  * consumer group, exactly-once or not, with its consumers and fetch settings), their
  * processors, the processors chained in process (`wiring.ts`) and the timers (punctuators)
- * that run beside them. `topology/pipeline.ts` declares the pipeline's; `bin/pipeline.ts`
+ * that run beside them. `topology/pipeline.ts` declares the pipeline's; `topology/run.ts`
  * runs what it declares, and `describe()` gives it as text (as Kafka Streams'
  * `TopologyDescription` does).
  *

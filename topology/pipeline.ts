@@ -1,7 +1,7 @@
 /**
  * The pipeline's topology: its two applications, the processors each runs with how to build
  * the environment each core needs from the shared connections, and the timers beside them.
- * A processor joins the pipeline by being declared here; `bin/pipeline.ts` runs what this
+ * A processor joins the pipeline by being declared here; `topology/run.ts` runs what this
  * declares, `npm run docs:topology` writes the docs' table and diagram from it, and
  * `topology/app-test-driver.ts` runs it in memory.
  */

@@ -26,7 +26,7 @@ import { parseArgs } from "node:util";
 import Anthropic from "@anthropic-ai/sdk";
 import kafkajs from "kafkajs";
 import OpenAI from "openai";
-import { startPipeline } from "../../bin/pipeline.ts";
+import { startPipeline } from "../../topology/run.ts";
 import { servicesForCommand } from "../../topology/services.ts";
 import { startGateway, type GatewayRuntime } from "../../client/gateway/server.ts";
 import { RuntimeClient } from "../../client/runtime-client.ts";

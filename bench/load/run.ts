@@ -9,7 +9,7 @@ import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import kafkajs from "kafkajs";
-import { pipelineLayout, startPipeline, type Pipeline } from "../../bin/pipeline.ts";
+import { pipelineLayout, startPipeline, type Pipeline } from "../../topology/run.ts";
 import { RuntimeClient } from "../../client/runtime-client.ts";
 import { kafkaConfig, type Endpoints } from "../../processors/runner/endpoints.ts";
 import { createLogger, type Logger } from "../../processors/runner/log.ts";

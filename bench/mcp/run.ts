@@ -18,7 +18,7 @@ import { parseArgs } from "node:util";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import kafkajs from "kafkajs";
-import { startPipeline } from "../../bin/pipeline.ts";
+import { startPipeline } from "../../topology/run.ts";
 import { servicesForCommand } from "../../topology/services.ts";
 import { endpointsEnv, kafkaConfig } from "../../processors/runner/endpoints.ts";
 import { createLogger } from "../../processors/runner/log.ts";

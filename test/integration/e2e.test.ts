@@ -1,6 +1,6 @@
 /**
  * End-to-end through the runtime client: the whole pipeline of `npm start` runs in this
- * process (bin/pipeline.ts), every event is published and every answer awaited through the
+ * process (topology/run.ts), every event is published and every answer awaited through the
  * RuntimeClient as a runtime does, and what the trace sink and the audit sink kept is read
  * back with the readers `npm run trace` and `npm run audit` use.
  *
@@ -17,7 +17,7 @@ import kafkajs from "kafkajs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { publishLoadConfig } from "../../bench/load/publish-config.ts";
 import { untilReady } from "../../bench/load/run.ts";
-import { startPipeline, type Pipeline } from "../../bin/pipeline.ts";
+import { startPipeline, type Pipeline } from "../../topology/run.ts";
 import { RuntimeClient, readResultCall } from "../../client/runtime-client.ts";
 import { formatTrace, JOB_END_SECTION, type JobTrace } from "../../client/trace-format.ts";
 import { selectEntries } from "../../processors/audit-sink/query.ts";

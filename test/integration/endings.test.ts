@@ -11,7 +11,7 @@
 import { randomUUID } from "node:crypto";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type Pipeline } from "../../bin/pipeline.ts";
+import { type Pipeline } from "../../topology/run.ts";
 import { RuntimeClient, readResultCall, type CallContext } from "../../client/runtime-client.ts";
 import { createLogger } from "../../processors/runner/log.ts";
 import type { Decision, JobEvent, ModelCall, ToolCall } from "../../schemas/types.ts";

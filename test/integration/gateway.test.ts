@@ -12,7 +12,7 @@ import Anthropic from "@anthropic-ai/sdk";
 import OpenAI from "openai";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Pipeline } from "../../bin/pipeline.ts";
+import type { Pipeline } from "../../topology/run.ts";
 import { startGateway, type Gateway } from "../../client/gateway/server.ts";
 import type { KeyBinding } from "../../client/gateway/keys.ts";
 import { RuntimeClient } from "../../client/runtime-client.ts";

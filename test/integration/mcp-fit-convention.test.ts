@@ -22,7 +22,7 @@ import { fileURLToPath } from "node:url";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type Pipeline } from "../../bin/pipeline.ts";
+import { type Pipeline } from "../../topology/run.ts";
 import { loadConfigDir } from "../../config/load.ts";
 import { endpointsEnv } from "../../processors/runner/endpoints.ts";
 import { createLogger } from "../../processors/runner/log.ts";

@@ -24,7 +24,7 @@ import kafkajs from "kafkajs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { publishLoadConfig } from "../../bench/load/publish-config.ts";
 import { untilReady } from "../../bench/load/run.ts";
-import { startPipeline, type Pipeline } from "../../bin/pipeline.ts";
+import { startPipeline, type Pipeline } from "../../topology/run.ts";
 import { endpointsEnv, kafkaConfig } from "../../processors/runner/endpoints.ts";
 import { createLogger } from "../../processors/runner/log.ts";
 import { Serde } from "../../schemas/serde.ts";

@@ -14,7 +14,7 @@ import { fileURLToPath } from "node:url";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Pipeline } from "../../bin/pipeline.ts";
+import type { Pipeline } from "../../topology/run.ts";
 import { endpointsEnv } from "../../processors/runner/endpoints.ts";
 import { createLogger } from "../../processors/runner/log.ts";
 import type { ToolCall } from "../../schemas/types.ts";

@@ -20,7 +20,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { ToolListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type Pipeline } from "../../bin/pipeline.ts";
+import { type Pipeline } from "../../topology/run.ts";
 import { RuntimeClient } from "../../client/runtime-client.ts";
 import { endpointsEnv } from "../../processors/runner/endpoints.ts";
 import { createLogger } from "../../processors/runner/log.ts";

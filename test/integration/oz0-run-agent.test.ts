@@ -18,7 +18,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import kafkajs from "kafkajs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Pipeline } from "../../bin/pipeline.ts";
+import type { Pipeline } from "../../topology/run.ts";
 import { startGateway, type Gateway } from "../../client/gateway/server.ts";
 import { RuntimeClient } from "../../client/runtime-client.ts";
 import { formatTrace } from "../../client/trace-format.ts";

@@ -17,7 +17,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Pipeline } from "../../bin/pipeline.ts";
+import type { Pipeline } from "../../topology/run.ts";
 import { RuntimeClient } from "../../client/runtime-client.ts";
 import { filesState } from "../../processors/files/env.ts";
 import { endpointsEnv } from "../../processors/runner/endpoints.ts";

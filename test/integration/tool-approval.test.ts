@@ -14,7 +14,7 @@ import { fileURLToPath } from "node:url";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { type Producer } from "kafkajs";
-import { type Pipeline } from "../../bin/pipeline.ts";
+import { type Pipeline } from "../../topology/run.ts";
 import { endpointsEnv } from "../../processors/runner/endpoints.ts";
 import { Serde } from "../../schemas/serde.ts";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";

@@ -7,7 +7,7 @@
 import kafkajs from "kafkajs";
 import { publishLoadConfig } from "../../bench/load/publish-config.ts";
 import { untilReady } from "../../bench/load/run.ts";
-import { startPipeline, type Pipeline } from "../../bin/pipeline.ts";
+import { startPipeline, type Pipeline } from "../../topology/run.ts";
 import { kafkaConfig } from "../../processors/runner/endpoints.ts";
 import type { Logger } from "../../processors/runner/log.ts";
 import { Serde } from "../../schemas/serde.ts";

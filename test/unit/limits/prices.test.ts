@@ -2,7 +2,7 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startPipeline } from "../../../bin/pipeline.ts";
+import { startPipeline } from "../../../topology/run.ts";
 import { parsePrices, usdPerMtokToMicros, type PricesFile } from "../../../config/prices.ts";
 import type { LimitsEnv } from "../../../processors/limits/env.ts";
 import { memoryLimitsStore } from "../../../processors/limits/memory-store.ts";

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { TopologyError } from "../../../processors/runner/processor.ts";
 import { inputsOf, wiringOf } from "../../../processors/runner/runner.ts";
-import { pipelineLayout } from "../../../bin/pipeline.ts";
+import { pipelineLayout } from "../../../topology/run.ts";
 import { PIPELINE_TOPOLOGY } from "../../../topology/pipeline.ts";
 
 const p = (name: string, input: string, outputs: string[] = []) => ({ processor: { name, input, outputs } });

@@ -2,7 +2,8 @@
  * Starts the pipeline against the given services: topics, schemas, the object store's bucket
  * and the config table first, then what `topology/pipeline.ts` declares: each application as one
  * consumer group reading each of its inputs once (`docs/architecture.md`), with its settings,
- * and its punctuators beside it. Used by `npm start` and by the load generator.
+ * and its punctuators beside it. Used by `npm start` (`bin/start.ts`), the doctor, the load
+ * generator, the benchmarks and the tests.
  */
 import { redisClient } from "../store/redis/client.ts";
 import { Kafka, type Admin } from "kafkajs";
@@ -22,15 +23,15 @@ import { Serde } from "../schemas/serde.ts";
 import { FileStore } from "../store/files.ts";
 import { minioClient } from "../store/objects.ts";
 import { PayloadKeys } from "../store/payload-keys.ts";
-import { ensureTopics } from "../topology/create.ts";
-import { PIPELINE_TOPOLOGY, PUNCTUATORS, type Punctuation, type PunctuatorDeps } from "../topology/pipeline.ts";
+import { ensureTopics } from "./create.ts";
+import { PIPELINE_TOPOLOGY, PUNCTUATORS, type Punctuation, type PunctuatorDeps } from "./pipeline.ts";
 import { ensureSinkBuckets } from "../processors/sinks.ts";
-import { TOPICS } from "../topology/topics.ts";
-import { setGroupOffsets, type TopicOffsets } from "../topology/group-offsets.ts";
+import { TOPICS } from "./topics.ts";
+import { setGroupOffsets, type TopicOffsets } from "./group-offsets.ts";
 import { describeKafkajsPatches, kafkajsPatches } from "../processors/runner/kafkajs-patches.ts";
 import { Shutdown } from "../lib/stopping.ts";
 
-export { PIPELINE_CONSUMERS, sinkFetchFromEnv } from "../topology/pipeline.ts";
+export { PIPELINE_CONSUMERS, sinkFetchFromEnv } from "./pipeline.ts";
 
 export interface Pipeline {
   readonly running: RunningProcessor[];
