@@ -14,7 +14,6 @@ import { fileURLToPath } from "node:url";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { spawn } from "node:child_process";
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import { createServer as createHttpServer, request as httpRequest } from "node:http";
@@ -33,6 +32,7 @@ import { minioClient } from "../../store/objects.ts";
 import { PayloadKeys } from "../../store/payload-keys.ts";
 import { endpoints } from "../support/kafka.ts";
 import { oz0 } from "../support/oz0.ts";
+import { startOz0 } from "../support/oz0-process.ts";
 
 const CONFIG_DIR = fileURLToPath(new URL("../fixtures/mcp-config/", import.meta.url));
 const ROOT = fileURLToPath(new URL("../../", import.meta.url));
@@ -298,16 +298,13 @@ describe("oz0 mcp: the gateway between the official SDK's client and the referen
     await new Promise<void>((resolve) => probe.listen(0, "127.0.0.1", resolve));
     const port = (probe.address() as AddressInfo).port;
     await new Promise<void>((resolve) => probe.close(() => resolve()));
-    const gatewayProcess = spawn("npx", ["tsx", "bin/oz0.ts", "mcp", "--plugin", join(CONFIG_DIR, "plugins/mcp_fs.yaml"), "--tenant", tenant, "--agent", "mcp-stopper", "--listen", `127.0.0.1:${port}`, "--timeout-ms", String(CALL_MS), "--", "node", FS_SERVER, dir], {
-      cwd: ROOT,
-      env: { ...process.env, ...endpointsEnv(endpoints()), OZ0_LOG_LEVEL: "warn" },
-      stdio: ["ignore", "ignore", "pipe"],
+    const gatewayProcess = startOz0(["mcp", "--plugin", join(CONFIG_DIR, "plugins/mcp_fs.yaml"), "--tenant", tenant, "--agent", "mcp-stopper", "--listen", `127.0.0.1:${port}`, "--timeout-ms", String(CALL_MS), "--", "node", FS_SERVER, dir], {
+      ...process.env,
+      ...endpointsEnv(endpoints()),
+      OZ0_LOG_LEVEL: "warn",
     });
-    let stderr = "";
-    gatewayProcess.stderr.on("data", (c: Buffer) => (stderr += c.toString()));
     try {
-      for (let waited = 0; !stderr.includes("oz0 mcp: listening on") && waited < 120_000; waited += 200) await new Promise((r) => setTimeout(r, 200));
-      expect(stderr).toContain(`oz0 mcp: listening on http://127.0.0.1:${port}/mcp`);
+      await gatewayProcess.said(`oz0 mcp: listening on http://127.0.0.1:${port}/mcp`, 120_000);
       const url = new URL(`http://127.0.0.1:${port}/mcp`);
       // A page served from another name that resolves to loopback (DNS rebinding) sends its own Host.
       const refused = await new Promise<number>((resolve, reject) => {
@@ -329,7 +326,7 @@ describe("oz0 mcp: the gateway between the official SDK's client and the referen
         // Twice in each session: a third in one run would be a loop (on_loop: stop, repeats 3).
         for (let i = 0; i < 2; i++) {
           const answer = await call(client, "write_file", args).catch((err: unknown) => {
-            throw new Error(`session ${n}, call ${i + 1}: ${err instanceof Error ? err.message : String(err)}; the gateway said: ${stderr.slice(-3000)}`);
+            throw new Error(`session ${n}, call ${i + 1}: ${err instanceof Error ? err.message : String(err)}; the gateway said: ${gatewayProcess.stderr().slice(-3000)}`);
           });
           expect(answer.isError, JSON.stringify(answer)).toBeFalsy();
         }
@@ -337,7 +334,8 @@ describe("oz0 mcp: the gateway between the official SDK's client and the referen
       }
       expect(await readFile(target, "utf8")).toBe("two sessions, same call");
     } finally {
-      gatewayProcess.kill("SIGTERM");
+      // The gateway and the filesystem server it started stop together, within a bound.
+      await gatewayProcess.stop();
     }
   }, 300_000);
 
