@@ -32,6 +32,7 @@ import { PayloadKeys } from "../store/payload-keys.ts";
 import { redisClient } from "../store/redis/client.ts";
 import { Exit, parse, usage } from "./cli.ts";
 import { servicesForCommand } from "../topology/services.ts";
+import { Shutdown } from "../lib/stopping.ts";
 
 export const MCP_HELP = `oz0 mcp --plugin <oz0-plugin.yaml> [--tool ID] --tenant T --agent A [--job J] [options]
 oz0 mcp --tenant T --agent A [--name NAME] [options] -- <server command...>
@@ -66,6 +67,8 @@ labels and those of the result's _meta["oz0/labels"].
                      expired or revoked key, or none, is answered 401; a session used with another
                      key, or a key of another tenant or agent than --tenant or --agent name, 403.
                      Listening on a host that is not loopback takes --keys.
+                     On SIGINT or SIGTERM it closes its sessions and exits; past OZ0_MCP_STOP_MS
+                     (default 10000) it exits 1, naming what had not stopped.
 
 Under oz0 run, what these flags leave out comes from the job it started: OZ0_TENANT, OZ0_AGENT,
 OZ0_JOB, OZ0_TREE and OZ0_RUN (not OZ0_RUN with --listen), so the tool calls join its job.
@@ -263,14 +266,48 @@ export async function mcpCommand(argv: string[]): Promise<number> {
     return { server, client, close };
   };
 
+  // --listen runs until SIGINT or SIGTERM; from then its stop has OZ0_MCP_STOP_MS (Kafka or a
+  // server may not answer), after which it exits 1 naming what had not stopped.
+  const shutdown = new Shutdown("oz0 mcp");
+  const signalled = listen ? stopOnSignal(shutdown, stopWithinMs(process.env)) : undefined;
   try {
-    if (listen) await serveHttp(listen, open, log, keyed ? keyCheck(endpoints, { tenant: flags.tenant, agent: flags.agent }) : undefined);
+    if (listen && signalled) await serveHttp(listen, open, log, signalled, shutdown, keyed ? keyCheck(endpoints, { tenant: flags.tenant, agent: flags.agent }) : undefined);
     else await serveStdio(await open(0));
   } finally {
-    await runtime.close().catch(() => undefined);
-    closeFiles();
+    await shutdown.stop("the runtime client (Kafka)", () => runtime.close());
+    await shutdown.stop("the files' Redis client", () => closeFiles());
   }
+  for (const f of shutdown.failures) log.warn("a part of the gateway failed to stop", { part: f.part, error: f.error instanceof Error ? f.error.message : String(f.error) });
   return 0;
+}
+
+/** How long `oz0 mcp --listen` has to stop once signalled: OZ0_MCP_STOP_MS, else 10 s. */
+export function stopWithinMs(env: NodeJS.ProcessEnv): number {
+  const given = env.OZ0_MCP_STOP_MS?.trim();
+  if (!given) return 10_000;
+  const n = Number(given);
+  if (!Number.isInteger(n) || n <= 0) throw usage(`OZ0_MCP_STOP_MS=${given}: expected a whole number of milliseconds above 0\n`);
+  return n;
+}
+
+/**
+ * The first SIGINT or SIGTERM. From then the stop has `ms`: past it the process exits 1, saying
+ * on stderr which parts had not stopped.
+ */
+function stopOnSignal(shutdown: Shutdown, ms: number): Promise<NodeJS.Signals> {
+  return new Promise((resolve) => {
+    const on = (signal: NodeJS.Signals): void => {
+      process.off("SIGINT", on);
+      process.off("SIGTERM", on);
+      shutdown.within(ms, (stopping) => {
+        process.stderr.write(`oz0 mcp: did not stop within ${ms} ms of ${signal}: ${stopping.length > 0 ? `${stopping.join(", ")} had not stopped` : "the process did not exit"}\n`);
+        process.exit(1);
+      });
+      resolve(signal);
+    };
+    process.on("SIGINT", on);
+    process.on("SIGTERM", on);
+  });
 }
 
 /** What `--keys` answers a request: the key's binding, or the status and JSON body that refuse it. */
@@ -338,9 +375,17 @@ const LOOPBACK = new Set(["127.0.0.1", "::1", "localhost"]);
  * server. Listening on loopback, a request whose Host is not a loopback name is refused (a page
  * in a browser cannot reach it by DNS rebinding). With `checkKey` (--keys) every request's key
  * is checked first: a session is its key's job and run, and is used with that key only. Runs
- * until SIGINT or SIGTERM.
+ * until `signalled`; then closes every session (ending its streams) and the listener with every
+ * connection still open, each a part of `shutdown`.
  */
-async function serveHttp(at: { host: string; port: number }, open: (n: number, key?: KeyBinding) => Promise<Session>, log: Logger, checkKey?: (headers: Parameters<typeof requestKey>[0]) => Promise<KeyAnswer>): Promise<void> {
+async function serveHttp(
+  at: { host: string; port: number },
+  open: (n: number, key?: KeyBinding) => Promise<Session>,
+  log: Logger,
+  signalled: Promise<unknown>,
+  shutdown: Shutdown,
+  checkKey?: (headers: Parameters<typeof requestKey>[0]) => Promise<KeyAnswer>,
+): Promise<void> {
   const sessions = new Map<string, { transport: StreamableHTTPServerTransport; session: Session; key: string | null }>();
   const refuse = (res: ServerResponse, status: 401 | 403, body: KeyRefusal) =>
     void res.writeHead(status, { "content-type": "application/json", ...(status === 401 ? { "www-authenticate": `Bearer realm="oz0", error="invalid_token"` } : {}) }).end(`${JSON.stringify(body)}\n`);
@@ -390,10 +435,11 @@ async function serveHttp(at: { host: string; port: number }, open: (n: number, k
   const address = http.address() as AddressInfo;
   log.info("the gateway listens", { url: `http://${address.family === "IPv6" ? `[${address.address}]` : address.address}:${address.port}/mcp` });
   process.stderr.write(`oz0 mcp: listening on http://${at.host.includes(":") ? `[${at.host}]` : at.host}:${address.port}/mcp\n`);
-  await new Promise<void>((resolve) => {
-    process.once("SIGINT", () => resolve());
-    process.once("SIGTERM", () => resolve());
-  });
-  await new Promise<void>((resolve) => http.close(() => resolve()));
-  await Promise.allSettled([...sessions.values()].map((s) => s.session.close()));
+  await signalled;
+  // No new connection; an agent's open stream (its GET, a call's answer) would hold the
+  // listener open, so the sessions close first, then every connection left.
+  const listener = shutdown.stop("the HTTP listener", () => new Promise<void>((resolve, reject) => http.close((err) => (err ? reject(err) : resolve()))));
+  await Promise.all([...sessions.entries()].map(([sid, s]) => shutdown.stop(`the MCP session ${sid}`, () => s.session.close())));
+  http.closeAllConnections();
+  await listener;
 }

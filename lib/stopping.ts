@@ -36,6 +36,8 @@ export class StopFailed extends Oz0Error {
 export class Shutdown {
   readonly #what: string;
   readonly #failures: StopFailure[] = [];
+  readonly #stopping = new Map<number, string>();
+  #next = 0;
 
   /** `what` is what stops, as the error names it ("the pipeline"). */
   constructor(what: string) {
@@ -44,11 +46,31 @@ export class Shutdown {
 
   /** Stops `part`; a throw or rejection is kept, not passed on. */
   async stop(part: string, stop: () => unknown): Promise<void> {
+    const n = this.#next++;
+    this.#stopping.set(n, part);
     try {
       await stop();
     } catch (error) {
       this.#failures.push({ part, error });
+    } finally {
+      this.#stopping.delete(n);
     }
+  }
+
+  /** The parts whose stop is under way, in the order they began. */
+  get stopping(): readonly string[] {
+    return [...this.#stopping.values()];
+  }
+
+  /**
+   * A bound on the whole stop: after `ms`, unless the returned function was called first,
+   * `giveUp` is called with the parts still stopping (a process then exits, naming them). The
+   * timer keeps no process alive by itself.
+   */
+  within(ms: number, giveUp: (stopping: readonly string[]) => void): () => void {
+    const timer = setTimeout(() => giveUp(this.stopping), ms);
+    timer.unref();
+    return () => clearTimeout(timer);
   }
 
   /** The parts that failed so far. */

@@ -22,6 +22,8 @@ export interface Oz0Process {
    * group still alive once oz0 exited is SIGKILLed too. Resolves with how it ended.
    */
   stop(graceMs?: number): Promise<{ code: number | null; signal: NodeJS.Signals | null; killed: boolean }>;
+  /** Whether any process of its group (oz0, or what it started) is alive. */
+  groupAlive(): boolean;
 }
 
 /** Whether any process of the group `pgid` is alive. */
@@ -78,5 +80,5 @@ export function startOz0(args: readonly string[], env: NodeJS.ProcessEnv): Oz0Pr
     return { ...end, killed: !inTime };
   };
 
-  return { child, stderr: () => stderr, said, exited, stop };
+  return { child, stderr: () => stderr, said, exited, stop, groupAlive: () => groupAlive(pgid) };
 }

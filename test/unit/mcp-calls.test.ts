@@ -12,7 +12,7 @@ import {
   waitUntil,
   type ListedTool,
 } from "../../client/mcp/calls.ts";
-import { listenAddress, pickTool } from "../../bin/oz0-mcp.ts";
+import { listenAddress, pickTool, stopWithinMs } from "../../bin/oz0-mcp.ts";
 import type { PluginManifest } from "../../config/plugin.ts";
 import type { Decision, ResultDelivered } from "../../schemas/types.ts";
 
@@ -90,6 +90,13 @@ describe("the MCP gateway's pure half", () => {
     expect(listenAddress("[::1]:8930")).toEqual({ host: "::1", port: 8930 });
     expect(() => listenAddress("127.0.0.1:http")).toThrow(/expected \[HOST:\]PORT/);
     expect(() => listenAddress("70000")).toThrow(/expected \[HOST:\]PORT/);
+  });
+
+  it("--listen has 10 s to stop once signalled, or OZ0_MCP_STOP_MS, a whole number above 0", () => {
+    expect(stopWithinMs({})).toBe(10_000);
+    expect(stopWithinMs({ OZ0_MCP_STOP_MS: " 2500 " })).toBe(2500);
+    expect(() => stopWithinMs({ OZ0_MCP_STOP_MS: "0" })).toThrow(/OZ0_MCP_STOP_MS=0: expected a whole number of milliseconds above 0/);
+    expect(() => stopWithinMs({ OZ0_MCP_STOP_MS: "soon" })).toThrow(/OZ0_MCP_STOP_MS=soon/);
   });
 
   it("the session's tool is the one named, else the manifest's only one; otherwise the error lists the tools", () => {

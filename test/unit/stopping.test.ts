@@ -46,3 +46,18 @@ describe("a shutdown of several parts", () => {
     expect(shutdown.failures).toEqual([]);
   });
 });
+
+describe("a bound on a shutdown", () => {
+  it("gives up after its time with the parts still stopping, and not at all once disarmed", async () => {
+    const shutdown = new Shutdown("oz0 mcp");
+    const gaveUp: Array<readonly string[]> = [];
+    void shutdown.stop("the MCP session s1", () => new Promise(() => undefined));
+    const quick = shutdown.stop("the HTTP listener", () => Promise.resolve());
+    shutdown.within(30, (stopping) => gaveUp.push(stopping));
+    await quick;
+    const disarm = shutdown.within(30, () => gaveUp.push(["disarmed"]));
+    disarm();
+    await new Promise((r) => setTimeout(r, 80));
+    expect(gaveUp).toEqual([["the MCP session s1"]]);
+  });
+});
