@@ -38,6 +38,8 @@ const zero = <K extends string>(keys: readonly K[]): Record<K, number> => Object
 
 export class Recorder {
   readonly latencies = Object.fromEntries(MEASURED_KINDS.map((k) => [k, [] as number[]])) as Record<Measured, number[]>;
+  /** When each answer of `latencies` came (ms since epoch), in the same order: a soak windows them. */
+  readonly answeredAt = Object.fromEntries(MEASURED_KINDS.map((k) => [k, [] as number[]])) as Record<Measured, number[]>;
   readonly unanswered = zero(MEASURED_KINDS);
   /** Events published by step kind. */
   readonly published = zero<StepKind>(STEP_KINDS);
@@ -62,6 +64,7 @@ export class Recorder {
 
   answered(kind: Measured, sentAt: number, at: number, outcome: string): void {
     this.latencies[kind].push(at - sentAt);
+    this.answeredAt[kind].push(at);
     this.lastAt = Math.max(this.lastAt ?? at, at);
     this.count(`${kind}:${outcome}`);
   }
