@@ -7,7 +7,8 @@
  * with who and why).
  */
 import kafkajs from "kafkajs";
-import { redisUnknownOutcomeStore, type UnknownOutcomeStore } from "../processors/limits/unknown-outcome-store.ts";
+import { redisUnknownOutcomeStore } from "../processors/limits/redis-store.ts";
+import type { UnknownOutcomeStore } from "../processors/limits/store.ts";
 import { answeredWords, outcomeOf, unknownAnswerDecision, unknownAuditEntry, type UnknownOutcomeAnswer, type UnknownOutcomeRequest } from "../processors/limits/unknown-outcomes.ts";
 import { kafkaConfig } from "../processors/runner/endpoints.ts";
 import { createLogger } from "../processors/runner/log.ts";

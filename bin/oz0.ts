@@ -25,7 +25,9 @@ import { formatBudgetRequests, isBudgetApproval } from "../processors/limits/bud
 import { formatUnknownOutcomes, isUnknownApproval } from "../processors/limits/unknown-outcomes.ts";
 import { answerUnknownOutcome, unknownOutcomesWaiting } from "./oz0-unknown.ts";
 import { servicesForCommand } from "../topology/services.ts";
-import { redisStandingStore, type Ending, type StandingStore } from "../processors/limits/standing.ts";
+import { redisStandingStore } from "../processors/limits/redis-store.ts";
+import type { Ending } from "../processors/limits/standing.ts";
+import type { StandingStore } from "../processors/limits/store.ts";
 import { jobEnding } from "../processors/loops/closing.ts";
 import { RUN_HELP } from "./oz0-run.ts";
 

@@ -28,7 +28,8 @@ import { deriveId } from "../runner/ids.ts";
 import { defineProcessor, type Emit, type InputRecord, type Outcome } from "../runner/processor.ts";
 import type { FilesStore } from "../files/store.ts";
 import { chosenTreeRule, handingRule, type StartRule } from "./rules.ts";
-import { endingsOf, type StandingStore } from "../limits/standing.ts";
+import { endingsOf } from "../limits/standing.ts";
+import type { StandingStore } from "../limits/store.ts";
 
 export const FILES_JOBS = "files-jobs";
 export const FILES_HANDED = "job.files_handed";

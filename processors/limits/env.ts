@@ -3,9 +3,7 @@ import type { AgentDefinition } from "../../config/agent.ts";
 import type { TenantSettings } from "../../config/tenant.ts";
 import type { ConfigView } from "../runner/config-table.ts";
 import type { PriceTable } from "./prices.ts";
-import type { StandingStore } from "./standing.ts";
-import type { JobClock, LimitsStore } from "./store.ts";
-import type { UnknownOutcomeStore } from "./unknown-outcome-store.ts";
+import type { StandingStore, JobClock, LimitsStore, UnknownOutcomeStore } from "./store.ts";
 import { resolveTreeSettings, type TreeSettings } from "./tree-settings.ts";
 
 export interface LimitsEnv {

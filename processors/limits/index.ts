@@ -8,9 +8,7 @@ import { Keys } from "../../store/redis/keys.ts";
 import type { ConfigView } from "../runner/config-table.ts";
 import type { LimitsEnv } from "./env.ts";
 import { DEFAULT_PRICES, type PriceTable } from "./prices.ts";
-import { redisLimitsStore, type RedisLimitsOptions } from "./redis-store.ts";
-import { redisStandingStore } from "./standing.ts";
-import { redisUnknownOutcomeStore } from "./unknown-outcome-store.ts";
+import { redisLimitsStore, type RedisLimitsOptions, redisStandingStore, redisUnknownOutcomeStore } from "./redis-store.ts";
 
 export { limitsJobsProcessor } from "./jobs-processor.ts";
 export { limitsModelCallsProcessor } from "./model-calls-processor.ts";

@@ -1,11 +1,15 @@
-/** The limits state in memory, over the pure logic of admission.ts, tenant-budget.ts and forecast.ts: for unit tests. */
+/**
+ * The limits state in memory, over the pure logic of admission.ts, tenant-budget.ts and
+ * forecast.ts, and the two smaller ports (jobs' standings, unknown outcomes): for unit tests.
+ */
 import { admitCall, askChild, endJob, newTreeState, rewarm, settleCall, startChild, startRoot, waitEvent, type TreeState } from "./admission.ts";
 import { newForecastState, recordTree, statsOf, type ForecastState } from "./forecast.ts";
 import { newQuotaMonth, quotaAsk, quotaCheck, quotaRelease, quotaSettle, type QuotaMonth } from "./quota.ts";
-import type { LimitsStore, QuotaHolder, TreeStepAnswer } from "./store.ts";
+import { standingFields, type LimitsStore, type QuotaHolder, type StandingStore, type TreeStepAnswer, type UnknownOutcomeStore } from "./store.ts";
 import { newTenantMonth, tenantAsk, tenantRelease, tenantSettle, type TenantMonth } from "./tenant-budget.ts";
 import type { BudgetAnswer, BudgetRequest } from "./budget-requests.ts";
 import { NO_LIMIT } from "./tree-settings.ts";
+import type { UnknownOutcomeAnswer, UnknownOutcomeRequest } from "./unknown-outcomes.ts";
 
 /** Held worst cases and kept answers of the tenant's month, as in Redis by default. */
 export const MEMORY_TENANT_TIMES = { holdMs: 3600_000, keepMs: 24 * 3600_000 } as const;
@@ -150,5 +154,61 @@ export function memoryLimitsStore(options: { forecastWindow?: number } = {}): Me
       const given = holder?.requestId === requestId;
       return Promise.resolve({ given, taken: holder !== undefined && !given, chance: given ? holder.chance : 0, spent: t.spent });
     },
+  };
+}
+
+/** Jobs' standings in memory, for the in-memory driver and unit tests: hashes by `<tenant>/<tree>`, as the limits hash holds them. */
+export function memoryStandingStore(hashes: Map<string, Map<string, string>> = new Map<string, Map<string, string>>()): StandingStore & { hashes: Map<string, Map<string, string>> } {
+  const hash = (tenant: string, tree: string) => {
+    const k = `${encodeURIComponent(tenant)}/${tree}`;
+    let h = hashes.get(k);
+    if (!h) hashes.set(k, (h = new Map<string, string>()));
+    return h;
+  };
+  return {
+    hashes,
+    read: (jobs) => Promise.resolve(jobs.map(({ tenant, tree, job }) => standingFields(job).map((f) => hash(tenant, tree).get(f) ?? null))),
+    record: (endings) => {
+      for (const { tenant, tree, job, ending } of endings) {
+        const h = hash(tenant, tree);
+        if (!h.has(`job:${job}:end`)) h.set(`job:${job}:end`, JSON.stringify(ending));
+      }
+      return Promise.resolve();
+    },
+  };
+}
+
+/** LIM-11: unknown outcomes in memory, for the test driver and unit tests. */
+export function memoryUnknownOutcomeStore(): UnknownOutcomeStore & { kept: Map<string, { request: UnknownOutcomeRequest; answered: UnknownOutcomeAnswer | null }> } {
+  const kept = new Map<string, { request: UnknownOutcomeRequest; answered: UnknownOutcomeAnswer | null }>();
+  const index = new Set<string>();
+  const open = () => [...kept.values()].filter((x) => x.answered === null && index.has(x.request.approval)).map((x) => x.request).sort((a, b) => a.deadline - b.deadline);
+  return {
+    kept,
+    put: (r) => {
+      if (!kept.has(r.approval)) {
+        kept.set(r.approval, { request: r, answered: null });
+        index.add(r.approval);
+      }
+      return Promise.resolve();
+    },
+    waiting: () => Promise.resolve(open()),
+    due: (now, limit) =>
+      Promise.resolve(
+        [...kept.values()]
+          .filter((x) => index.has(x.request.approval) && x.request.deadline <= now)
+          .sort((a, b) => a.request.deadline - b.request.deadline)
+          .slice(0, limit)
+          .map((x) => ({ ...x })),
+      ),
+    get: (approval) => Promise.resolve(kept.get(approval) ?? null),
+    answer: (approval, a, leave) => {
+      const x = kept.get(approval);
+      if (!x) return Promise.resolve(null);
+      if (leave) index.delete(approval);
+      if (!x.answered) x.answered = a;
+      return Promise.resolve(x.answered);
+    },
+    done: (approval) => Promise.resolve(void index.delete(approval)),
   };
 }

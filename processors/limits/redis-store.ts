@@ -4,19 +4,26 @@
  * Redis failure is classified by what the server said (`store/redis/errors.ts`): a
  * TransientError (the runner tries the batch again) or a StoreRefused naming the tree's key
  * (its inputs are dead-lettered; other trees go on).
+ *
+ * The two smaller ports follow: jobs' endings in the same hash (HMGET, the script jobEnding)
+ * and the unknown outcomes waiting for a person, one hash per approval and an index of those
+ * waiting by deadline, both in the `{outcomes}` slot, so answering and leaving the index are one
+ * step (the scripts unknownOutcomePut and unknownOutcomeAnswer).
  */
 import type { RedisClient } from "../../store/redis/client.ts";
 import type { Reserve, OnBudget } from "../../config/agent.ts";
 import type { Keys } from "../../store/redis/keys.ts";
 import { redisFailure } from "../../store/redis/errors.ts";
-import { defineScript, ignored, type Script } from "../../store/redis/script.ts";
+import { defineScript, flag, ignored, type Script } from "../../store/redis/script.ts";
 import { TransientError } from "../runner/errors.ts";
 import type { CallAnswer, ChildAnswer, SettleAnswer, WaitAnswer } from "./admission.ts";
 import { callCode, childCode } from "./codes.ts";
 import { redisBudgetStore, type RedisBudgetOptions } from "./redis-budget-store.ts";
 import type { BudgetAnswer, BudgetRequest } from "./budget-requests.ts";
-import type { LimitsStore, TreeStepAnswer } from "./store.ts";
+import type { EndingRecord } from "./standing.ts";
+import { standingFields, type LimitsStore, type StandingStore, type TreeStepAnswer, type UnknownOutcomeStore } from "./store.ts";
 import type { TreeSettings } from "./tree-settings.ts";
+import type { UnknownOutcomeAnswer, UnknownOutcomeRequest } from "./unknown-outcomes.ts";
 
 export interface RedisLimitsOptions extends RedisBudgetOptions {
   /** Seconds a tree's state lives after its last event. @default 7 days */
@@ -262,5 +269,113 @@ export function redisLimitsStore(redis: RedisClient, keys: Keys, options: RedisL
         const [auth, spent] = await redis.hmget(keys.limits(tenant, treeId), "s:auth", "spent");
         return auth === null ? null : Number(spent ?? 0);
       }),
+  };
+}
+
+/** Seconds an ending lives in a hash that has no TTL yet (a tree whose state it creates). */
+const ENDING_TTL_SECONDS = 7 * 24 * 3600;
+
+/** Keeps a job's ending once (the first one wins): true when this call kept it. */
+export const jobEnding = defineScript({
+  name: "jobEnding",
+  keys: (k, e: EndingRecord) => [k.limits(e.tenant, e.tree)],
+  args: (e) => [e.job, JSON.stringify(e.ending), ENDING_TTL_SECONDS],
+  reply: flag,
+  what: (e) => `keeping how job ${e.job} of tree ${e.tree} ended`,
+});
+
+export function redisStandingStore(redis: RedisClient, keys: Keys): StandingStore {
+  return {
+    async read(jobs) {
+      return Promise.all(
+        jobs.map(async ({ tenant, tree, job }) => {
+          const key = keys.limits(tenant, tree);
+          try {
+            return await redis.hmget(key, ...standingFields(job));
+          } catch (err) {
+            throw redisFailure(err, `reading how job ${job} of tree ${tree} stands`, key);
+          }
+        }),
+      );
+    },
+    async record(endings) {
+      await Promise.all(endings.map((e) => jobEnding.run(redis, keys, e)));
+    },
+  };
+}
+
+/** A request is kept this long past its deadline, so its answer is still read. */
+const KEPT_PAST_DEADLINE_SECONDS = 7 * 24 * 3600;
+
+/** Keeps an unknown outcome's request and puts it in the index of those waiting, by deadline. */
+export const unknownOutcomePut = defineScript({
+  name: "unknownOutcomePut",
+  keys: (k, i: { readonly request: UnknownOutcomeRequest; readonly ttl: number }) => [k.unknownOutcome(i.request.approval), k.unknownOutcomes()],
+  args: (i) => [JSON.stringify(i.request), i.request.deadline, i.request.approval, i.ttl],
+  reply: ignored,
+  what: (i) => `keeping unknown outcome ${i.request.approval} of job ${i.request.job_id}`,
+});
+
+/** Answers an unknown outcome once: the answer that holds, or null when no such request is kept. */
+export const unknownOutcomeAnswer = defineScript({
+  name: "unknownOutcomeAnswer",
+  keys: (k, i: { readonly approval: string; readonly answer: UnknownOutcomeAnswer; readonly leave: boolean }) => [k.unknownOutcome(i.approval), k.unknownOutcomes()],
+  args: (i) => [i.approval, JSON.stringify(i.answer), i.leave ? 1 : 0],
+  reply: (raw, fail) => {
+    if (typeof raw !== "string") fail('the answer (JSON) or ""');
+    return raw === "" ? null : (JSON.parse(raw as string) as UnknownOutcomeAnswer);
+  },
+  what: (i) => `answering unknown outcome ${i.approval}`,
+});
+
+export function redisUnknownOutcomeStore(redis: RedisClient, keys: Keys): UnknownOutcomeStore {
+  async function guarded<T>(what: string, key: string, f: () => Promise<T>): Promise<T> {
+    try {
+      return await f();
+    } catch (err) {
+      throw redisFailure(err, what, key);
+    }
+  }
+  const parse = (text: string | null | undefined): UnknownOutcomeRequest | null => (text ? (JSON.parse(text) as UnknownOutcomeRequest) : null);
+  const requests = async (approvals: readonly string[]): Promise<UnknownOutcomeRequest[]> => {
+    const read = await Promise.all(approvals.map((a) => redis.hmget(keys.unknownOutcome(a), "request", "answer")));
+    const out: UnknownOutcomeRequest[] = [];
+    const gone: string[] = [];
+    read.forEach(([request, answer], i) => {
+      const r = parse(request);
+      // Answered, or expired: it waits no more.
+      if (r && !answer) out.push(r);
+      else gone.push(approvals[i] as string);
+    });
+    if (gone.length > 0) await redis.zrem(keys.unknownOutcomes(), ...gone);
+    return out;
+  };
+  return {
+    put: (r, now) =>
+      unknownOutcomePut.run(redis, keys, { request: r, ttl: Math.max(1, Math.ceil((r.deadline - now) / 1000)) + KEPT_PAST_DEADLINE_SECONDS }),
+    waiting: () => guarded("reading the unknown outcomes waiting", keys.unknownOutcomes(), async () => requests(await redis.zrange(keys.unknownOutcomes(), 0, -1))),
+    due: (now, limit) =>
+      guarded("reading the unknown outcomes past their deadline", keys.unknownOutcomes(), async () => {
+        const approvals = await redis.zrangebyscore(keys.unknownOutcomes(), "-inf", now, "LIMIT", 0, limit);
+        const read = await Promise.all(approvals.map((a) => redis.hmget(keys.unknownOutcome(a), "request", "answer")));
+        const out: Array<{ request: UnknownOutcomeRequest; answered: UnknownOutcomeAnswer | null }> = [];
+        const gone: string[] = [];
+        read.forEach(([request, answer], i) => {
+          const r = parse(request);
+          if (r) out.push({ request: r, answered: answer ? (JSON.parse(answer) as UnknownOutcomeAnswer) : null });
+          else gone.push(approvals[i] as string);
+        });
+        if (gone.length > 0) await redis.zrem(keys.unknownOutcomes(), ...gone);
+        return out;
+      }),
+    get: (approval) =>
+      guarded(`reading unknown outcome ${approval}`, keys.unknownOutcome(approval), async () => {
+        const [request, answer] = await redis.hmget(keys.unknownOutcome(approval), "request", "answer");
+        const r = parse(request);
+        return r ? { request: r, answered: answer ? (JSON.parse(answer) as UnknownOutcomeAnswer) : null } : null;
+      }),
+    answer: (approval, a, leave) =>
+      unknownOutcomeAnswer.run(redis, keys, { approval, answer: a, leave }),
+    done: (approval) => guarded(`taking unknown outcome ${approval} out of those waiting`, keys.unknownOutcomes(), async () => void (await redis.zrem(keys.unknownOutcomes(), approval))),
   };
 }

@@ -11,19 +11,17 @@
  * timeout (`limits.timeout`, `run --timeout`) is checked against each input's time, and a tree
  * past its soft wall (LIM-8) leaves only the answer: tool calls are refused with its words.
  *
- * The pure part reads the hash's fields; the store part reads and writes them in Redis (one
- * HMGET per job, one script per ending).
+ * Pure: this reads the hash's fields (`standingFields`, store.ts) and decides what they mean;
+ * the port that reads and keeps them is `StandingStore` (store.ts), in Redis (redis-store.ts:
+ * one HMGET per job, one script per ending) and in memory (memory-store.ts).
  */
 import type { AgentDefinition } from "../../config/agent.ts";
 import type { Decision } from "../../schemas/types.ts";
-import type { RedisClient } from "../../store/redis/client.ts";
-import { redisFailure } from "../../store/redis/errors.ts";
-import type { Keys } from "../../store/redis/keys.ts";
-import { defineScript, flag } from "../../store/redis/script.ts";
 import type { ConfigView } from "../runner/config-table.ts";
 import type { Emit } from "../runner/processor.ts";
 import { duration } from "./decisions.ts";
 import { jobTimeout } from "./job-timeout.ts";
+import type { StandingStore } from "./store.ts";
 import { NO_LIMIT } from "./tree-settings.ts";
 
 /** How a job ended: the reason code and limit of the decision that ended it, and its words. */
@@ -46,12 +44,6 @@ export interface Standing {
 
 export const NO_STANDING: Standing = { ending: null, finishOnly: null };
 
-/** The limits hash's fields a job's standing is read from, in `standingOf`'s order. */
-export function standingFields(jobId: string): string[] {
-  const j = `job:${jobId}:`;
-  return [`${j}end`, `${j}ended`, `${j}agent`, `${j}at`, `${j}tmo`, `${j}sess`, "s:budget", "s:wall", "spent"];
-}
-
 /** The words every later input of an ended job reads. */
 export function endedWords(jobId: string, ending: Pick<Ending, "code" | "message">): string {
   return `Job ${jobId} has ended (${ending.code}): nothing more runs in it. ${ending.message}`.trim();
@@ -73,7 +65,7 @@ function softWallLine(budget: number, partsPerMillion: number): bigint {
 }
 
 /**
- * A job's standing at `now` (the input's time), from the fields `standingFields` names, pure.
+ * A job's standing at `now` (the input's time), from the fields `standingFields` (store.ts) names, pure.
  * `agentOf` gives the definition of the job's agent (its limits.timeout), or of `fallbackAgent`
  * when the tree does not know the job's agent.
  */
@@ -158,67 +150,6 @@ export function endingsOf(emits: readonly Emit[], childSubjects: boolean): Endin
     out.push({ tenant: d.tenant, tree: d.tree_id, job, ending: { code: d.reason_code ?? "Refused", limit: d.limit, message: d.message, by: d.input_id, processor: d.processor } });
   }
   return out;
-}
-
-/** Reads and keeps jobs' standings. */
-export interface StandingStore {
-  /** The raw fields of `standingFields(job)`, for each job asked, in order. */
-  read(jobs: ReadonlyArray<{ readonly tenant: string; readonly tree: string; readonly job: string }>): Promise<Array<ReadonlyArray<string | null>>>;
-  /** Keeps each ending once (the first one of a job wins); idempotent. */
-  record(endings: readonly EndingRecord[]): Promise<void>;
-}
-
-/** Seconds an ending lives in a hash that has no TTL yet (a tree whose state it creates). */
-const ENDING_TTL_SECONDS = 7 * 24 * 3600;
-
-/** Keeps a job's ending once (the first one wins): true when this call kept it. */
-export const jobEnding = defineScript({
-  name: "jobEnding",
-  keys: (k, e: EndingRecord) => [k.limits(e.tenant, e.tree)],
-  args: (e) => [e.job, JSON.stringify(e.ending), ENDING_TTL_SECONDS],
-  reply: flag,
-  what: (e) => `keeping how job ${e.job} of tree ${e.tree} ended`,
-});
-
-export function redisStandingStore(redis: RedisClient, keys: Keys): StandingStore {
-  return {
-    async read(jobs) {
-      return Promise.all(
-        jobs.map(async ({ tenant, tree, job }) => {
-          const key = keys.limits(tenant, tree);
-          try {
-            return await redis.hmget(key, ...standingFields(job));
-          } catch (err) {
-            throw redisFailure(err, `reading how job ${job} of tree ${tree} stands`, key);
-          }
-        }),
-      );
-    },
-    async record(endings) {
-      await Promise.all(endings.map((e) => jobEnding.run(redis, keys, e)));
-    },
-  };
-}
-
-/** The same in memory, for the in-memory driver and unit tests: hashes by `<tenant>/<tree>`. */
-export function memoryStandingStore(hashes: Map<string, Map<string, string>> = new Map<string, Map<string, string>>()): StandingStore & { hashes: Map<string, Map<string, string>> } {
-  const hash = (tenant: string, tree: string) => {
-    const k = `${encodeURIComponent(tenant)}/${tree}`;
-    let h = hashes.get(k);
-    if (!h) hashes.set(k, (h = new Map<string, string>()));
-    return h;
-  };
-  return {
-    hashes,
-    read: (jobs) => Promise.resolve(jobs.map(({ tenant, tree, job }) => standingFields(job).map((f) => hash(tenant, tree).get(f) ?? null))),
-    record: (endings) => {
-      for (const { tenant, tree, job, ending } of endings) {
-        const h = hash(tenant, tree);
-        if (!h.has(`job:${job}:end`)) h.set(`job:${job}:end`, JSON.stringify(ending));
-      }
-      return Promise.resolve();
-    },
-  };
 }
 
 /** The standing of each of a batch's inputs, by its job (read once per job of the batch). */

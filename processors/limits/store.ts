@@ -6,13 +6,20 @@
  *
  * A tree is named by its tenant and its ID: tree IDs come from runtimes and may be chosen
  * (FILE-5), so two tenants' trees of one ID never share state.
+ *
+ * Two smaller ports of the limits follow it, with the same two implementations each: a job's
+ * standing (`StandingStore`: its ending, kept in the tree's limits hash and read by every
+ * processor that admits something of the job, standing.ts) and the unknown outcomes waiting for
+ * a person (`UnknownOutcomeStore`, LIM-11, unknown-outcomes.ts).
  */
 import type { CallAnswer, CallAsk, CallUsage, ChildAnswer, ChildAsk, SettleAnswer, WaitAnswer } from "./admission.ts";
 import type { TreeSettings } from "./tree-settings.ts";
 import type { ForecastStats } from "./forecast.ts";
 import type { BudgetAnswer, BudgetRequest } from "./budget-requests.ts";
 import type { QuotaAnswer } from "./quota.ts";
+import type { EndingRecord } from "./standing.ts";
 import type { TenantAnswer } from "./tenant-budget.ts";
+import type { UnknownOutcomeAnswer, UnknownOutcomeRequest } from "./unknown-outcomes.ts";
 
 export interface RootJob {
   readonly jobId: string;
@@ -140,4 +147,41 @@ export interface LimitsStore {
    * nobody has; null only asks.
    */
   forecastOnce(tenant: string, treeId: string, requestId: string, claim: { chance: number } | null): Promise<ForecastHolder>;
+}
+
+/** The limits hash's fields a job's standing is read from, in `standingOf`'s order. */
+export function standingFields(jobId: string): string[] {
+  const j = `job:${jobId}:`;
+  return [`${j}end`, `${j}ended`, `${j}agent`, `${j}at`, `${j}tmo`, `${j}sess`, "s:budget", "s:wall", "spent"];
+}
+
+/** Reads and keeps jobs' standings. */
+export interface StandingStore {
+  /** The raw fields of `standingFields(job)`, for each job asked, in order. */
+  read(jobs: ReadonlyArray<{ readonly tenant: string; readonly tree: string; readonly job: string }>): Promise<Array<ReadonlyArray<string | null>>>;
+  /** Keeps each ending once (the first one of a job wins); idempotent. */
+  record(endings: readonly EndingRecord[]): Promise<void>;
+}
+
+/**
+ * LIM-11: where unknown outcomes waiting for a person are kept (unknown-outcomes.ts): each
+ * request (and its answer once given) and an index of those waiting by deadline.
+ */
+export interface UnknownOutcomeStore {
+  /** Keeps a request once and puts it in the index by its deadline; a replay changes nothing. */
+  put(r: UnknownOutcomeRequest, now: number): Promise<void>;
+  /** Those nobody answered yet, soonest deadline first. */
+  waiting(): Promise<UnknownOutcomeRequest[]>;
+  /** Those in the index whose deadline passed by `now` (answered by the deadline and not yet published, too), soonest first, at most `limit`. */
+  due(now: number, limit: number): Promise<Array<{ request: UnknownOutcomeRequest; answered: UnknownOutcomeAnswer | null }>>;
+  /** One request and how it was answered (null while it waits); null when none is kept. */
+  get(approval: string): Promise<{ request: UnknownOutcomeRequest; answered: UnknownOutcomeAnswer | null } | null>;
+  /**
+   * Answers once: returns the answer that holds (this one, or the first); null when no such
+   * request is kept. `leave` takes it out of the index at once (a person's answer); the timer
+   * leaves it in until its decision is published (`done`).
+   */
+  answer(approval: string, a: UnknownOutcomeAnswer, leave: boolean): Promise<UnknownOutcomeAnswer | null>;
+  /** Takes it out of the index of those waiting. */
+  done(approval: string): Promise<void>;
 }

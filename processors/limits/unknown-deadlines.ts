@@ -11,7 +11,7 @@ import type { Kafka, Producer } from "kafkajs";
 import type { Serde } from "../../schemas/serde.ts";
 import type { AuditEvent, Decision } from "../../schemas/types.ts";
 import type { Logger } from "../runner/log.ts";
-import type { UnknownOutcomeStore } from "./unknown-outcome-store.ts";
+import type { UnknownOutcomeStore } from "./store.ts";
 import { UNKNOWN_DEADLINES, unknownAnswerDecision, unknownAuditEntry, type UnknownOutcomeAnswer } from "./unknown-outcomes.ts";
 
 export type PublishUnknown = (decisions: Decision[], audit: AuditEvent[]) => Promise<void>;

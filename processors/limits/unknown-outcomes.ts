@@ -1,7 +1,7 @@
 /**
  * LIM-11: a job whose outcome cannot be known (an `ended` event with `outcome: "unknown"`) and
  * whose `on_unknown` resolves to wait, waits for a person as an approval of kind `unknown`
- * (`u-...`). `limits-jobs` decides the wait and keeps the request (`unknown-outcome-store.ts`);
+ * (`u-...`). `limits-jobs` decides the wait and keeps the request (`UnknownOutcomeStore`, store.ts);
  * `oz0 approval list --kind unknown` shows it; a person answers it with `oz0 approval approve
  * <job> u-... --outcome happened|run_again` or `oz0 approval deny <job> u-...` (stop). The answer
  * is the person's own act, applied by the command as a budget request's is: kept once (the first

@@ -23,7 +23,7 @@ import type { Decision } from "../../schemas/types.ts";
 import { deriveId } from "../runner/ids.ts";
 import type { Logger } from "../runner/log.ts";
 import type { AgentDefinition } from "../../config/agent.ts";
-import type { StandingStore } from "../limits/standing.ts";
+import type { StandingStore } from "../limits/store.ts";
 import { closingAnswer, jobEnding } from "./closing.ts";
 import type { LoopStore, TimerEntry } from "./store.ts";
 

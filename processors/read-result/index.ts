@@ -9,7 +9,7 @@ import type { FileReader, FileStore } from "../../store/files.ts";
 import { Keys } from "../../store/redis/keys.ts";
 import type { ConfigView } from "../runner/config-table.ts";
 import type { ReadResultEnv } from "./processor.ts";
-import { redisStandingStore } from "../limits/standing.ts";
+import { redisStandingStore } from "../limits/redis-store.ts";
 import { RedisJobLabelsStore } from "./redis-store.ts";
 
 export { parseRange, readArguments, type ReadArguments } from "./arguments.ts";

@@ -29,7 +29,8 @@ import { defineProcessor, type Emit, type Outcome } from "../runner/processor.ts
 import { readArguments, type ReadArguments } from "./arguments.ts";
 import { aboveClearanceWords, labelsAboveClearance, offersReadResult } from "./offered.ts";
 import { isReadResult, READ_RESULT_NAME } from "./tool.ts";
-import { endedWords, endingFor, NO_STANDING, standingsOf, type Standing, type StandingStore } from "../limits/standing.ts";
+import { endedWords, endingFor, NO_STANDING, standingsOf, type Standing } from "../limits/standing.ts";
+import type { StandingStore } from "../limits/store.ts";
 
 export const READ_SECTION = "Results read back";
 const PROCESSOR = "read-result";

@@ -3,7 +3,7 @@
   (a person's happened, run again or stop, or the deadline's stop). A person's answer leaves the
   index of those waiting in the same step; the deadline's leaves it only once its decision is
   published (the timer's ZREM after), so a timer that fails in between publishes it again.
-  Mirrors answer in processors/limits/unknown-outcome-store.ts.
+  Mirrors answer of memoryUnknownOutcomeStore in processors/limits/memory-store.ts.
 
   KEYS[1]  the approval's hash (Keys.unknownOutcome)
   KEYS[2]  the index of those waiting (Keys.unknownOutcomes)

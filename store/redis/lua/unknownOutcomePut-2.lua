@@ -1,8 +1,8 @@
 --[[
   unknownOutcomePut: keeps a job's unknown outcome waiting for a person (LIM-11, an approval of
   kind unknown), once, and puts it in the index of those waiting by its deadline. A replay
-  changes nothing; a request answered already is not put back in the index. Mirrors put in
-  processors/limits/unknown-outcome-store.ts.
+  changes nothing; a request answered already is not put back in the index. Mirrors put of
+  memoryUnknownOutcomeStore in processors/limits/memory-store.ts.
 
   KEYS[1]  the approval's hash (Keys.unknownOutcome): field "request" (JSON), "answer" (JSON)
   KEYS[2]  the index of those waiting (Keys.unknownOutcomes), scored by deadline (epoch ms)

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import type { LimitsEnv } from "../../../processors/limits/env.ts";
 import { limitsJobsProcessor } from "../../../processors/limits/jobs-processor.ts";
 import { sweepUnknownOutcomes } from "../../../processors/limits/unknown-deadlines.ts";
-import { memoryUnknownOutcomeStore } from "../../../processors/limits/unknown-outcome-store.ts";
+import { memoryUnknownOutcomeStore } from "../../../processors/limits/memory-store.ts";
 import {
   DEFAULT_UNKNOWN_DEADLINE_MS,
   formatUnknownOutcomes,

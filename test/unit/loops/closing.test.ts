@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs";
 import { beforeEach, describe, expect, it } from "vitest";
 import { parsePlugin } from "../../../config/plugin.ts";
 import { fromCallDecision, fromLoopApproval } from "../../../processors/audit-sink/derive.ts";
-import { memoryStandingStore } from "../../../processors/limits/standing.ts";
+import { memoryStandingStore } from "../../../processors/limits/memory-store.ts";
 import { loopApprovalsProcessor } from "../../../processors/loops/approvals-processor.ts";
 import { loopCallsProcessor, type LoopEnv } from "../../../processors/loops/calls-processor.ts";
 import { APPROVAL_CLOSED, closingAnswer, closingOf, jobEnding } from "../../../processors/loops/closing.ts";

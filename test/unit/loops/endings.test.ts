@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { loopCallsProcessor, type LoopEnv } from "../../../processors/loops/calls-processor.ts";
 import { MemoryLoopStore } from "../../../processors/loops/memory-store.ts";
-import { memoryStandingStore } from "../../../processors/limits/standing.ts";
+import { memoryStandingStore } from "../../../processors/limits/memory-store.ts";
 import { staticConfig } from "../../../processors/runner/config-table.ts";
 import { TestDriver } from "../../../processors/runner/test-driver.ts";
 import type { Decision, ResultDelivered, ToolCall } from "../../../schemas/types.ts";

@@ -12,10 +12,8 @@ import { treeEraseBegin, treeHoldCovered, treeHoldSet, treeRelease } from "../..
 import { treeErase } from "../../../store/tree-data.ts";
 import { apiKeyCreate, apiKeyRevoke } from "../../../client/gateway/redis-store.ts";
 import { limitsForecastOnce, limitsForecastRecord, limitsQuota, limitsTenant, limitsTenantSpends } from "../../../processors/limits/redis-budget-store.ts";
-import { limitsAdmitCall, limitsBudgetAnswer, limitsChild, limitsInit, limitsJobEvent, limitsSettle, limitsTreeSteps } from "../../../processors/limits/redis-store.ts";
-import { jobEnding } from "../../../processors/limits/standing.ts";
+import { limitsAdmitCall, limitsBudgetAnswer, limitsChild, limitsInit, limitsJobEvent, limitsSettle, limitsTreeSteps, jobEnding, unknownOutcomeAnswer, unknownOutcomePut } from "../../../processors/limits/redis-store.ts";
 import { countLoops, loopCommit } from "../../../processors/loops/redis-store.ts";
-import { unknownOutcomeAnswer, unknownOutcomePut } from "../../../processors/limits/unknown-outcome-store.ts";
 
 const k = new Keys("test");
 const timers = { hold: 1, keep: 2, ttl: 3 };
