@@ -343,9 +343,10 @@ export function redisUnknownOutcomeStore(redis: RedisClient, keys: Keys): Unknow
     const gone: string[] = [];
     read.forEach(([request, answer], i) => {
       const r = parse(request);
-      // Answered, or expired: it waits no more.
-      if (r && !answer) out.push(r);
-      else gone.push(approvals[i] as string);
+      // Expired: it waits no more. Answered by the timer, it stays in the index until its
+      // decision is published (`done`), so a listing never takes it out before then.
+      if (!r) gone.push(approvals[i] as string);
+      else if (!answer) out.push(r);
     });
     if (gone.length > 0) await redis.zrem(keys.unknownOutcomes(), ...gone);
     return out;

@@ -141,4 +141,15 @@ export function unknownOutcomeStoreBehaviour(make: () => Promise<UnknownOutcomeS
     // Done leaves the request and its answer readable.
     expect((await store.get(timer))?.answered).toEqual(stop);
   });
+
+  it("LIM-11 listing those waiting (oz0 unknown list) leaves a timer's answer due until done: its decision is still published after a failed try", async () => {
+    const store = await make();
+    const timer = approval("listed");
+    await store.put(request(timer, now + HOUR), now);
+    const stop = answerOf("stop", "unknown-deadlines", now + 2 * HOUR);
+    await store.answer(timer, stop, false);
+    expect((await store.waiting()).filter((x) => x.approval === timer)).toEqual([]);
+    expect((await store.due(now + 2 * HOUR, 1000)).filter((x) => x.request.approval === timer)).toEqual([{ request: request(timer, now + HOUR), answered: stop }]);
+    await store.done(timer);
+  });
 }
