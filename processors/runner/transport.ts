@@ -113,7 +113,7 @@ export interface KafkaTransportOptions {
    * transactional producer (Kafka Streams' stream threads): the group's partitions are split
    * between them, so one's slow batch (a result offloaded to a slow store) does not hold up
    * the others' fetches, and one commits while another fetches. Default `OZ0_CONSUMERS`, else 1
-   * (the pipeline's own group takes 2 unless told, `bin/pipeline.ts`).
+   * (the pipeline's own group takes 2 unless told, `topology/pipeline.ts`).
    */
   consumers?: number;
   /** Which of an instance's consumers this is; names its transactional ID. @default 0 */
