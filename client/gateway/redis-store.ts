@@ -1,7 +1,7 @@
 /** The project's API keys in Redis (`store.ts`): a record per key and three indexes, in the `{keys}` slot. */
 import { KEY_PREFIX, checkBinding, keyHash, keyId, newKey, type KeyBinding } from "./keys.ts";
 import type { RedisClient } from "../../store/redis/client.ts";
-import { redisFailure } from "../../store/redis/errors.ts";
+import { redisCall } from "../../store/redis/errors.ts";
 import type { Keys } from "../../store/redis/keys.ts";
 import { defineScript } from "../../store/redis/script.ts";
 import { bindingOf, isKeyId, KEPT_PAST_EXPIRY_MS, newestFirst, newKeyProblem, sameHash, withRevocation, type KeyStore, type Revocation } from "./store.ts";
@@ -38,13 +38,6 @@ export const apiKeyRevoke = defineScript({
 });
 
 export function redisKeyStore(redis: RedisClient, keys: Keys): KeyStore {
-  async function guarded<T>(what: string, key: string, f: () => Promise<T>): Promise<T> {
-    try {
-      return await f();
-    } catch (err) {
-      throw redisFailure(err, what, key);
-    }
-  }
   const record = async (id: string): Promise<{ hash: string; binding: KeyBinding } | null> => {
     const [hash, binding, revoked] = await redis.hmget(keys.apiKey(id), "hash", "binding", "revoked");
     if (!hash || !binding) return null;
@@ -56,7 +49,7 @@ export function redisKeyStore(redis: RedisClient, keys: Keys): KeyStore {
   };
   return {
     create: (b, now) =>
-      guarded(`making an API key for job ${b.job_id} of tenant ${b.tenant}`, keys.apiKeys(), async () => {
+      redisCall(`making an API key for job ${b.job_id} of tenant ${b.tenant}`, keys.apiKeys(), async () => {
         const problem = newKeyProblem(b, now);
         if (problem) throw new Error(problem);
         for (let i = 0; i < ID_TRIES; i++) {
@@ -73,12 +66,12 @@ export function redisKeyStore(redis: RedisClient, keys: Keys): KeyStore {
       if (!key.startsWith(KEY_PREFIX)) return checkBinding(null, now);
       const hash = keyHash(key);
       const id = keyId(hash);
-      const found = await guarded(`checking API key ${id}`, keys.apiKey(id), () => record(id));
+      const found = await redisCall(`checking API key ${id}`, keys.apiKey(id), () => record(id));
       return checkBinding(found && sameHash(found.hash, hash) ? found.binding : null, now);
     },
     list: (filter) => {
       const index = filter.tenant === undefined ? keys.apiKeys() : filter.job_id === undefined ? keys.apiKeysOfTenant(filter.tenant) : keys.apiKeysOfJob(filter.tenant, filter.job_id);
-      return guarded("listing API keys", index, async () => {
+      return redisCall("listing API keys", index, async () => {
         const ids = await redis.zrangebyscore(index, Date.now(), "+inf");
         const found = await Promise.all(ids.map((id) => record(id)));
         return found
@@ -91,10 +84,10 @@ export function redisKeyStore(redis: RedisClient, keys: Keys): KeyStore {
     revoke: (id, by, now) => {
       if (!isKeyId(id)) return Promise.resolve(null);
       const within = { what: `revoking API key ${id}`, key: keys.apiKey(id) };
-      return guarded(within.what, within.key, async () => (await revokeOne(id, by, now, within))?.binding ?? null);
+      return redisCall(within.what, within.key, async () => (await revokeOne(id, by, now, within))?.binding ?? null);
     },
     revokeJob: (tenant, jobId, by, now) =>
-      guarded(`revoking the API keys of job ${jobId} of tenant ${tenant}`, keys.apiKeysOfJob(tenant, jobId), async () => {
+      redisCall(`revoking the API keys of job ${jobId} of tenant ${tenant}`, keys.apiKeysOfJob(tenant, jobId), async () => {
         const within = { what: `revoking the API keys of job ${jobId} of tenant ${tenant}`, key: keys.apiKeysOfJob(tenant, jobId) };
         // One script per key: each is idempotent, so a revocation cut short is finished by the next.
         const ids = await redis.zrangebyscore(keys.apiKeysOfJob(tenant, jobId), now, "+inf");

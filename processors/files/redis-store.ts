@@ -6,7 +6,7 @@ import type { RedisClient } from "../../store/redis/client.ts";
 import type { OffloadThreshold } from "../../config/resolve.ts";
 import type { FileReader } from "../../store/files.ts";
 import { Keys } from "../../store/redis/keys.ts";
-import { redisFailure } from "../../store/redis/errors.ts";
+import { redisCall } from "../../store/redis/errors.ts";
 import { defineScript, flag, text } from "../../store/redis/script.ts";
 import { earlierTurns } from "./lineage.ts";
 import { LINEAGE_TTL_S, parseThreshold, THRESHOLD_TTL_S, type FilesStore, type InputPosition, type TreeRecord } from "./store.ts";
@@ -21,12 +21,8 @@ function thresholdText(t: OffloadThreshold): string {
  * another kind of value, a script's own error) is a StoreRefused naming the key
  * (`store/redis/errors.ts`): the input is dead-lettered.
  */
-async function redisStep<T>(what: string, key: string, step: () => Promise<T>): Promise<T> {
-  try {
-    return await step();
-  } catch (err) {
-    throw redisFailure(err, `to ${what}`, key);
-  }
+function redisStep<T>(what: string, key: string, step: () => Promise<T>): Promise<T> {
+  return redisCall(`to ${what}`, key, step);
 }
 
 type TreeRef = { readonly tenant: string; readonly tree: string };

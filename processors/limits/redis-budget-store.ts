@@ -7,7 +7,7 @@
  */
 import type { RedisClient } from "../../store/redis/client.ts";
 import type { Keys } from "../../store/redis/keys.ts";
-import { redisFailure } from "../../store/redis/errors.ts";
+import { redisCall } from "../../store/redis/errors.ts";
 import { defineScript, integers, type ReplyDecoder } from "../../store/redis/script.ts";
 import { FORECAST_BUCKETS, FORECAST_WINDOW, type ForecastStats } from "./forecast.ts";
 import { QUOTA_CODES, type QuotaAnswer } from "./quota.ts";
@@ -114,14 +114,6 @@ export function redisBudgetStore(redis: RedisClient, keys: Keys, options: RedisB
   const forecastTtl = options.forecastTtlSeconds ?? 90 * 24 * 3600;
   const window = options.forecastWindow ?? FORECAST_WINDOW;
 
-  async function guarded<T>(what: string, key: string, f: () => Promise<T>): Promise<T> {
-    try {
-      return await f();
-    } catch (err) {
-      throw redisFailure(err, what, key);
-    }
-  }
-
   const timers: Timers = { hold, keep, ttl: tenantTtl };
   const tenant = (t: string, month: string, step: readonly [string, string, number, number, number]) => limitsTenant.run(redis, keys, { tenant: t, month, step, timers });
 
@@ -145,7 +137,7 @@ export function redisBudgetStore(redis: RedisClient, keys: Keys, options: RedisB
     quotaSettle: (who, month, s) => quota(who, month, s.kind, s.requestId, s.cost, [-1, -1], s.now),
 
     treeOutcome: (tenant, treeId) =>
-      guarded(`reading how tree ${treeId} ended`, keys.limits(tenant, treeId), async () => {
+      redisCall(`reading how tree ${treeId} ended`, keys.limits(tenant, treeId), async () => {
         const [auth, spent, budget, hit] = await redis.hmget(keys.limits(tenant, treeId), "s:auth", "spent", "s:budget", "budget_hit");
         return auth === null ? null : { spent: Number(spent ?? 0), budget: Number(budget ?? -1), hit: hit === "1" };
       }),
@@ -154,7 +146,7 @@ export function redisBudgetStore(redis: RedisClient, keys: Keys, options: RedisB
       limitsForecastRecord.run(redis, keys, { tenant: t, agent, tree: treeId, bucket, window, ttl: forecastTtl }),
 
     forecastStats: (t, agent) =>
-      guarded(`reading the forecast of ${agent}`, keys.forecast(t, agent), async (): Promise<ForecastStats> => {
+      redisCall(`reading the forecast of ${agent}`, keys.forecast(t, agent), async (): Promise<ForecastStats> => {
         const fields = ["finished", "hits", ...Array.from({ length: FORECAST_BUCKETS }, (_, i) => `b:${i}`)];
         const values = (await redis.hmget(keys.forecast(t, agent), ...fields)).map((v) => Number(v ?? 0));
         return { finished: values[0] ?? 0, hits: values[1] ?? 0, buckets: values.slice(2) };

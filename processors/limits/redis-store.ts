@@ -13,7 +13,7 @@
 import type { RedisClient } from "../../store/redis/client.ts";
 import type { Reserve, OnBudget } from "../../config/agent.ts";
 import type { Keys } from "../../store/redis/keys.ts";
-import { redisFailure } from "../../store/redis/errors.ts";
+import { redisCall, redisFailure } from "../../store/redis/errors.ts";
 import { defineScript, flag, ignored, type Script } from "../../store/redis/script.ts";
 import { TransientError } from "../runner/errors.ts";
 import type { CallAnswer, ChildAnswer, SettleAnswer, WaitAnswer } from "./admission.ts";
@@ -148,18 +148,10 @@ export function redisLimitsStore(redis: RedisClient, keys: Keys, options: RedisL
 
   const call = (script: TreeScript, tenant: string, treeId: string, args: Array<string | number>): Promise<number[]> => script.run(redis, keys, { tenant, tree: treeId, args });
 
-  async function guarded<T>(what: string, key: string, f: () => Promise<T>): Promise<T> {
-    try {
-      return await f();
-    } catch (err) {
-      throw redisFailure(err, what, key);
-    }
-  }
-
   return {
     ...redisBudgetStore(redis, keys, options),
     read: (tenant, treeId, jobId) =>
-      guarded(`reading tree ${treeId}`, keys.limits(tenant, treeId), async () => {
+      redisCall(`reading tree ${treeId}`, keys.limits(tenant, treeId), async () => {
         const values = await redis.hmget(keys.limits(tenant, treeId), ...SETTING_FIELDS, `job:${jobId}:agent`, `job:${jobId}:at`, `job:${jobId}:tmo`, `job:${jobId}:sess`);
         const [agent, at, timeout, session] = values.slice(SETTING_FIELDS.length);
         const orNone = (v: string | null | undefined) => (v === null || v === undefined ? -1 : Number(v));
@@ -168,7 +160,7 @@ export function redisLimitsStore(redis: RedisClient, keys: Keys, options: RedisL
 
     async init(tenant, treeId, settings, authoritative, root) {
       await limitsInit.run(redis, keys, { tenant, tree: treeId, settings, authoritative, ttl, root });
-      const now = await guarded(`reading tree ${treeId}`, keys.limits(tenant, treeId), () => redis.hmget(keys.limits(tenant, treeId), ...SETTING_FIELDS));
+      const now = await redisCall(`reading tree ${treeId}`, keys.limits(tenant, treeId), () => redis.hmget(keys.limits(tenant, treeId), ...SETTING_FIELDS));
       return settingsFrom(now) ?? settings;
     },
 
@@ -219,14 +211,14 @@ export function redisLimitsStore(redis: RedisClient, keys: Keys, options: RedisL
     },
 
     putBudgetRequest: (r) =>
-      guarded(`keeping budget request ${r.approval} of tree ${r.tree_id}`, keys.limits(r.tenant, r.tree_id), async () => {
+      redisCall(`keeping budget request ${r.approval} of tree ${r.tree_id}`, keys.limits(r.tenant, r.tree_id), async () => {
         await redis.hsetnx(keys.limits(r.tenant, r.tree_id), `breq:${r.approval}`, JSON.stringify(r));
         await redis.set(keys.budgetRequest(r.approval), `${r.tenant}\n${r.tree_id}`, "EX", ttl, "NX");
         await redis.zadd(keys.budgetRequests(), "NX", r.asked_at, indexMember(r));
       }),
 
     budgetRequests: () =>
-      guarded("reading the budget requests", keys.budgetRequests(), async () => {
+      redisCall("reading the budget requests", keys.budgetRequests(), async () => {
         const members = await redis.zrange(keys.budgetRequests(), 0, -1);
         // One read a tree, all at once (the trees' keys sit in slots of their own).
         const read = await Promise.all(
@@ -247,7 +239,7 @@ export function redisLimitsStore(redis: RedisClient, keys: Keys, options: RedisL
       }),
 
     budgetRequest: (approval) =>
-      guarded(`reading budget request ${approval}`, keys.budgetRequest(approval), async () => {
+      redisCall(`reading budget request ${approval}`, keys.budgetRequest(approval), async () => {
         const where = await redis.get(keys.budgetRequest(approval));
         if (where === null) return null;
         const [tenant = "", tree = ""] = where.split("\n");
@@ -257,7 +249,7 @@ export function redisLimitsStore(redis: RedisClient, keys: Keys, options: RedisL
       }),
 
     answerBudgetRequest: (r, a) =>
-      guarded(`answering budget request ${r.approval}`, keys.limits(r.tenant, r.tree_id), async () => {
+      redisCall(`answering budget request ${r.approval}`, keys.limits(r.tenant, r.tree_id), async () => {
         const held = await limitsBudgetAnswer.run(redis, keys, { request: r, answer: a, ttl });
         if (held === null) throw new Error(`tree ${r.tree_id} keeps no budget request ${r.approval}: it expired with the tree's state`);
         await redis.zrem(keys.budgetRequests(), indexMember(r));
@@ -265,7 +257,7 @@ export function redisLimitsStore(redis: RedisClient, keys: Keys, options: RedisL
       }),
 
     spent: (tenant, treeId) =>
-      guarded(`reading the spend of tree ${treeId}`, keys.limits(tenant, treeId), async () => {
+      redisCall(`reading the spend of tree ${treeId}`, keys.limits(tenant, treeId), async () => {
         const [auth, spent] = await redis.hmget(keys.limits(tenant, treeId), "s:auth", "spent");
         return auth === null ? null : Number(spent ?? 0);
       }),
@@ -329,13 +321,6 @@ export const unknownOutcomeAnswer = defineScript({
 });
 
 export function redisUnknownOutcomeStore(redis: RedisClient, keys: Keys): UnknownOutcomeStore {
-  async function guarded<T>(what: string, key: string, f: () => Promise<T>): Promise<T> {
-    try {
-      return await f();
-    } catch (err) {
-      throw redisFailure(err, what, key);
-    }
-  }
   const parse = (text: string | null | undefined): UnknownOutcomeRequest | null => (text ? (JSON.parse(text) as UnknownOutcomeRequest) : null);
   const requests = async (approvals: readonly string[]): Promise<UnknownOutcomeRequest[]> => {
     const read = await Promise.all(approvals.map((a) => redis.hmget(keys.unknownOutcome(a), "request", "answer")));
@@ -354,9 +339,9 @@ export function redisUnknownOutcomeStore(redis: RedisClient, keys: Keys): Unknow
   return {
     put: (r, now) =>
       unknownOutcomePut.run(redis, keys, { request: r, ttl: Math.max(1, Math.ceil((r.deadline - now) / 1000)) + KEPT_PAST_DEADLINE_SECONDS }),
-    waiting: () => guarded("reading the unknown outcomes waiting", keys.unknownOutcomes(), async () => requests(await redis.zrange(keys.unknownOutcomes(), 0, -1))),
+    waiting: () => redisCall("reading the unknown outcomes waiting", keys.unknownOutcomes(), async () => requests(await redis.zrange(keys.unknownOutcomes(), 0, -1))),
     due: (now, limit) =>
-      guarded("reading the unknown outcomes past their deadline", keys.unknownOutcomes(), async () => {
+      redisCall("reading the unknown outcomes past their deadline", keys.unknownOutcomes(), async () => {
         const approvals = await redis.zrangebyscore(keys.unknownOutcomes(), "-inf", now, "LIMIT", 0, limit);
         const read = await Promise.all(approvals.map((a) => redis.hmget(keys.unknownOutcome(a), "request", "answer")));
         const out: Array<{ request: UnknownOutcomeRequest; answered: UnknownOutcomeAnswer | null }> = [];
@@ -370,13 +355,13 @@ export function redisUnknownOutcomeStore(redis: RedisClient, keys: Keys): Unknow
         return out;
       }),
     get: (approval) =>
-      guarded(`reading unknown outcome ${approval}`, keys.unknownOutcome(approval), async () => {
+      redisCall(`reading unknown outcome ${approval}`, keys.unknownOutcome(approval), async () => {
         const [request, answer] = await redis.hmget(keys.unknownOutcome(approval), "request", "answer");
         const r = parse(request);
         return r ? { request: r, answered: answer ? (JSON.parse(answer) as UnknownOutcomeAnswer) : null } : null;
       }),
     answer: (approval, a, leave) =>
       unknownOutcomeAnswer.run(redis, keys, { approval, answer: a, leave }),
-    done: (approval) => guarded(`taking unknown outcome ${approval} out of those waiting`, keys.unknownOutcomes(), async () => void (await redis.zrem(keys.unknownOutcomes(), approval))),
+    done: (approval) => redisCall(`taking unknown outcome ${approval} out of those waiting`, keys.unknownOutcomes(), async () => void (await redis.zrem(keys.unknownOutcomes(), approval))),
   };
 }

@@ -71,3 +71,12 @@ export function redisFailure(err: unknown, what: string, key?: string, dependenc
   if (redisFailureKind(err) === "transient") return new TransientError(`Redis failed ${what}${where(key)}: ${words}; the batch is tried again`, { cause: err, dependency });
   return new StoreRefused(`Redis refused ${what}${where(key)}: "${words}": ${hint(replyCode(words), key)}`, { cause: err, dependency, key, server: words });
 }
+
+/** Runs one Redis step (`what`, on `key`), its failure classified by `redisFailure`. */
+export async function redisCall<T>(what: string, key: string | undefined, step: () => Promise<T>): Promise<T> {
+  try {
+    return await step();
+  } catch (err) {
+    throw redisFailure(err, what, key);
+  }
+}
