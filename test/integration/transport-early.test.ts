@@ -5,47 +5,32 @@
  * move and the batch comes again; a batch decided too slowly commits in a transaction of its own.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Admin, Consumer, Producer } from "kafkajs";
+import type { Admin } from "kafkajs";
 import { TransientError } from "../../lib/errors.ts";
 import { createLogger } from "../../processors/runner/log.ts";
 import { KafkaTransport, type RawRecord } from "../../processors/runner/transport.ts";
 import { kafka } from "../support/kafka.ts";
+import { transportTopics, type TransportTopics } from "../support/transport-topics.ts";
 import { uid } from "../support/events.ts";
 import { until } from "../support/promises.ts";
 
 const log = createLogger({ test: "transport-early" }, () => {});
 
 describe("SYS-1 a transaction begun while its batch is decided, on the real broker", () => {
-  const input = uid("test.early.in");
-  const output = uid("test.early.out");
+  let topics: TransportTopics;
+  let input: string;
+  let output: string;
   let admin: Admin;
-  let producer: Producer;
-  let reader: Consumer;
-  const seen: string[] = [];
+  let seen: string[];
+  let send: (value: string) => Promise<unknown>;
 
   beforeAll(async () => {
-    admin = kafka().admin();
-    await admin.connect();
-    await admin.createTopics({ topics: [{ topic: input, numPartitions: 1 }, { topic: output, numPartitions: 1 }], waitForLeaders: true });
-    producer = kafka().producer({ idempotent: true, maxInFlightRequests: 1 });
-    await producer.connect();
-    // Read committed: an answer is seen only once its transaction commits.
-    reader = kafka().consumer({ groupId: uid("early.reader"), readUncommitted: false, maxWaitTimeInMs: 200 });
-    await reader.connect();
-    await reader.subscribe({ topics: [output], fromBeginning: true });
-    await reader.run({
-      eachMessage: ({ message }) => {
-        seen.push(message.value?.toString() ?? "");
-        return Promise.resolve();
-      },
-    });
+    topics = await transportTopics("early");
+    ({ input, output, admin, seen, send } = topics);
   });
 
   afterAll(async () => {
-    await reader?.disconnect();
-    await producer?.disconnect();
-    await admin?.deleteTopics({ topics: [input, output] }).catch(() => undefined);
-    await admin?.disconnect();
+    await topics?.close();
   });
 
   async function committedOffset(group: string): Promise<string> {
@@ -72,7 +57,6 @@ describe("SYS-1 a transaction begun while its batch is decided, on the real brok
       return out;
     });
     try {
-      const send = (v: string) => producer.send({ topic: input, messages: [{ key: "k", value: Buffer.from(v) }] });
       await send("one");
       await until("the answer to one", () => seen.includes("answer one"), 30_000);
       expect(transport.early.used).toBeGreaterThanOrEqual(1);

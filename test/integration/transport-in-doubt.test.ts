@@ -6,10 +6,11 @@
  * and its answer is written once too.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Admin, Consumer, Kafka, Producer, Transaction } from "kafkajs";
+import type { Admin, Kafka, Producer, Transaction } from "kafkajs";
 import { createLogger } from "../../processors/runner/log.ts";
 import { KafkaTransport, type RawRecord } from "../../processors/runner/transport.ts";
 import { kafka } from "../support/kafka.ts";
+import { transportTopics, type TransportTopics } from "../support/transport-topics.ts";
 import { uid } from "../support/events.ts";
 import { until } from "../support/promises.ts";
 
@@ -45,36 +46,20 @@ function withFault(client: Kafka, fault: Fault): Kafka {
 }
 
 describe("SYS-1 a commit in doubt, on the real broker", () => {
-  const input = uid("test.doubt.in");
-  const output = uid("test.doubt.out");
+  let topics: TransportTopics;
+  let input: string;
+  let output: string;
   let admin: Admin;
-  let producer: Producer;
-  let reader: Consumer;
-  const seen: string[] = [];
+  let seen: string[];
+  let send: (value: string) => Promise<unknown>;
 
   beforeAll(async () => {
-    admin = kafka().admin();
-    await admin.connect();
-    await admin.createTopics({ topics: [{ topic: input, numPartitions: 1 }, { topic: output, numPartitions: 1 }], waitForLeaders: true });
-    producer = kafka().producer({ idempotent: true, maxInFlightRequests: 1 });
-    await producer.connect();
-    // Read committed: an answer is seen only once its transaction commits.
-    reader = kafka().consumer({ groupId: uid("doubt.reader"), readUncommitted: false, maxWaitTimeInMs: 200 });
-    await reader.connect();
-    await reader.subscribe({ topics: [output], fromBeginning: true });
-    await reader.run({
-      eachMessage: ({ message }) => {
-        seen.push(message.value?.toString() ?? "");
-        return Promise.resolve();
-      },
-    });
+    topics = await transportTopics("doubt");
+    ({ input, output, admin, seen, send } = topics);
   });
 
   afterAll(async () => {
-    await reader?.disconnect();
-    await producer?.disconnect();
-    await admin?.deleteTopics({ topics: [input, output] }).catch(() => undefined);
-    await admin?.disconnect();
+    await topics?.close();
   });
 
   it("writes the answer once whether the failed commit landed or not", async () => {
@@ -95,7 +80,6 @@ describe("SYS-1 a commit in doubt, on the real broker", () => {
       return Promise.resolve(out);
     });
     try {
-      const send = (v: string) => producer.send({ topic: input, messages: [{ key: "k", value: Buffer.from(v) }] });
       await send("answer-lost");
       await until("the answer to answer-lost", () => seen.includes("answer answer-lost"), 60_000);
       await send("not-sent");
