@@ -3,6 +3,7 @@ import type { CpuSpent } from "../pipeline/cpu.ts";
  * The load report: Markdown with every figure, and an SVG chart of consumer lag and events per
  * second over time. Pure: what a run measured in, text out.
  */
+import { causedByPipeline, causedTotal, describeCaused, extra, perEvent, recordsPerEvent, type Caused } from "./caused.ts";
 import { chartSvg, type Series } from "./chart.ts";
 import type { LagSample } from "./lag.ts";
 import { STEP_KINDS, TREE_KINDS, type StepKind, type TreeKind } from "./mix.ts";
@@ -18,7 +19,20 @@ export interface PhaseResult {
   readonly lag: readonly LagSample[];
   /** CPU spent from the phase's first publish to its last answer, where it could be sampled. */
   readonly cpu?: CpuSpent;
+  /**
+   * What the phase wrote, from just before its first publish to just after its last answer:
+   * `records`, the growth of its topics' end offsets (the pipeline's topics, or the passthrough's
+   * two) summed over their partitions, transaction markers included; `objects`, the objects the
+   * pipeline's process put to MinIO (the pipeline's phase only). null where it could not be read.
+   */
+  readonly written?: { readonly records: number | null; readonly objects?: number | null };
 }
+
+/** The name the CPU of a pipeline elsewhere (`--external`, from its `/metrics`) is sampled by. */
+export const PIPELINE_ELSEWHERE = "the pipeline's process (elsewhere; idle in the passthrough's phase)";
+
+/** The services whose CPU the pipeline causes beyond the passthrough's, by the names the local stack's are sampled by (`localStackReadings`). */
+const SERVICES = ["MinIO", "Redis", "the schema registry"] as const;
 
 /** CPU milliseconds per event published, of one reading; empty when it could not be read. */
 function msPerEvent(seconds: number | null | undefined, events: number): string {
@@ -34,8 +48,27 @@ function otherRows(pipe: CpuSpent, base: CpuSpent, row: (what: string, pick: (c:
   return names.filter((n) => (pipe.others?.[n] ?? null) !== null || (base.others?.[n] ?? null) !== null).map((n) => row(n, (c) => c.others?.[n] ?? null));
 }
 
+/**
+ * The CPU caused by the pipeline, in ms per event: its process (elsewhere, from its `/metrics`;
+ * in this process, what this process spent per event beyond the passthrough's phase) plus what
+ * the broker, MinIO, Redis and the registry spent per event beyond the passthrough's phase.
+ */
+export function causedCpu(pipe: PhaseResult, base: PhaseResult, external: boolean): Caused | undefined {
+  const a = pipe.cpu;
+  const b = base.cpu;
+  if (!a || !b) return undefined;
+  const ms = (seconds: number | null | undefined, events: number): number | null => perEvent(seconds === null || seconds === undefined ? null : seconds * 1000, events);
+  const reading = (pick: (c: CpuSpent) => number | null | undefined) => ({ pipeline: ms(pick(a), pipe.rec.events), passthrough: ms(pick(b), base.rec.events) });
+  const own = reading((c) => c.process);
+  const process = external
+    ? { name: "the pipeline's process", ms: ms(a.others[PIPELINE_ELSEWHERE], pipe.rec.events) }
+    : { name: "this process's extra", ms: extra(own) };
+  return causedByPipeline(process, [{ name: "the broker", ...reading((c) => c.broker) }, ...SERVICES.map((n) => ({ name: n, ...reading((c) => c.others[n]) }))]);
+}
+
 function cpuRows(pipe: PhaseResult, base: PhaseResult, external: boolean): string[] {
-  if (!pipe.cpu || !base.cpu) return [];
+  const caused = causedCpu(pipe, base, external);
+  if (!pipe.cpu || !base.cpu || !caused) return [];
   const row = (what: string, pick: (c: CpuSpent) => number | null) => {
     const a = pick(pipe.cpu as CpuSpent);
     const b = pick(base.cpu as CpuSpent);
@@ -55,6 +88,32 @@ function cpuRows(pipe: PhaseResult, base: PhaseResult, external: boolean): strin
     ...otherRows(pipe.cpu, base.cpu, row),
     row(external ? "this process (the runtimes; the pipeline runs elsewhere)" : "this process (the runtimes and the pipeline)", (c) => c.process),
     row("the whole machine (every core, every process)", (c) => c.machine),
+    `| caused by the pipeline | ${causedTotal(caused)} | | |`,
+    "",
+    `Caused by the pipeline, ms per event: ${describeCaused(caused)}. ${
+      external
+        ? "The pipeline's process is its CPU per event read from its `/metrics`, whole"
+        : "The pipeline runs in this process beside the runtimes, and the two cannot be told apart: its part is this process's CPU per event in the pipeline's phase less that in the passthrough's phase (which takes off the runtimes' cost, and the passthrough's own)"
+    }; each service's extra is what it spent per event in the pipeline's phase beyond the passthrough's phase, never below 0.`,
+  ];
+}
+
+/** Records written to Kafka and objects put to MinIO per event published, beside the CPU. */
+function writtenRows(pipe: PhaseResult, base: PhaseResult): string[] {
+  if (!pipe.written && !base.written) return [];
+  const cell = (n: number | null): string => (n === null ? "unknown" : fmt(n, 2));
+  const records = (p: PhaseResult) => recordsPerEvent(p.written?.records, p.rec.events);
+  const objects = perEvent(pipe.written?.objects, pipe.rec.events);
+  return [
+    "",
+    "### Records and objects per event",
+    "",
+    "| per event published | pipeline | passthrough | ratio |",
+    "| --- | ---: | ---: | ---: |",
+    `| records written to Kafka, beyond the event | ${cell(records(pipe))} | ${cell(records(base))} | ${ratio(records(pipe) ?? NaN, records(base) ?? NaN)} |`,
+    `| objects the pipeline's process put to MinIO | ${cell(objects)} | | |`,
+    "",
+    "Records: what every topic of the pipeline (`topology/topics.ts`; the passthrough's phase: its two topics) grew by from just before the first publish to just after the last answer (end offsets summed over partitions, so transaction markers count, and so does what others publish there meanwhile), less the events published, over the events published. Objects: the puts the pipeline's process counts (`oz0_object_puts_total`) over the same span: trace parts, audit objects, offloaded results and files; the sinks flush every few seconds, so a flush of the warm-up's may fall in and one of the phase's last events out.",
   ];
 }
 
@@ -195,6 +254,7 @@ export function loadMarkdown(r: LoadResult): string {
     "",
     ...(ag ? agentRows(r, ag) : ["The runtimes wait for each answer before their next step, as runtimes do, so the rate is set by", "the latency of the answers: the passthrough plays every step (nothing refuses), the pipeline fewer."]),
     ...cpuRows(pipe, base, r.external),
+    ...writtenRows(pipe, base),
     "",
     "## Latency from ask to decision",
     "",

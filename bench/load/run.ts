@@ -8,7 +8,7 @@ import { randomUUID } from "node:crypto";
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import kafkajs from "kafkajs";
+import kafkajs, { type Admin } from "kafkajs";
 import { pipelineLayout, startPipeline, type Pipeline } from "../../topology/run.ts";
 import { RuntimeClient } from "../../client/runtime-client.ts";
 import { kafkaConfig, type Endpoints } from "../../processors/runner/endpoints.ts";
@@ -17,7 +17,8 @@ import { opsAddressFromEnv } from "../../processors/ops/ops-server.ts";
 import { Serde } from "../../schemas/serde.ts";
 import type { ModelCall } from "../../schemas/types.ts";
 import { ensureTopics } from "../../topology/create.ts";
-import { topic as topicSpec, type TopicSpec } from "../../topology/topics.ts";
+import { TOPICS, topic as topicSpec, type TopicSpec } from "../../topology/topics.ts";
+import { objectPuts } from "../../store/objects.ts";
 import { CpuMeter, localBrokerPid, localStackReadings, metricsReading, type CpuReading } from "../pipeline/cpu.ts";
 import { startPassthrough } from "../pipeline/subjects.ts";
 import { loadCorpus } from "./corpus.ts";
@@ -28,7 +29,7 @@ import { agentStarts, agentsEvents, CAP_S, offered, offeredInRun, planWaits } fr
 import { MEASURED_KINDS, playAgents, playAll, Recorder, type LoadTarget } from "./play.ts";
 import { Progress } from "./progress.ts";
 import { publishLoadConfig } from "./publish-config.ts";
-import { loadChart, loadMarkdown, type LoadResult, type PhaseResult } from "./report.ts";
+import { loadChart, loadMarkdown, PIPELINE_ELSEWHERE, type LoadResult, type PhaseResult } from "./report.ts";
 import { sweepChart, sweepMarkdown, sweepPoint } from "./sweep.ts";
 
 export interface LoadOptions {
@@ -86,7 +87,29 @@ interface Pacing {
   readonly starts: readonly number[];
 }
 
-async function phase(name: string, plan: Plan, target: LoadTarget, sampler: LagSampler, o: LoadOptions, pacing?: Pacing): Promise<PhaseResult> {
+/** What a phase's writes are counted on: its topics' end offsets, and the pipeline's object puts (in its phase only). */
+interface Counted {
+  readonly admin: Admin;
+  readonly topics: readonly string[];
+  readonly objects?: CpuReading;
+}
+
+/** The end offsets of `topics` summed over their partitions; null when the broker did not give them. */
+async function endOffsets(admin: Admin, topics: readonly string[]): Promise<number | null> {
+  try {
+    const each = await Promise.all(topics.map((t) => admin.fetchTopicOffsets(t)));
+    return each.flat().reduce((sum, p) => sum + Number(p.high), 0);
+  } catch {
+    return null;
+  }
+}
+
+async function countWritten(c: Counted): Promise<{ records: number | null; objects: number | null }> {
+  const [records, objects] = await Promise.all([endOffsets(c.admin, c.topics), c.objects?.() ?? null]);
+  return { records, objects };
+}
+
+async function phase(name: string, plan: Plan, target: LoadTarget, sampler: LagSampler, counted: Counted, o: LoadOptions, pacing?: Pacing): Promise<PhaseResult> {
   const rec = new Recorder();
   const limitMs = o.seconds * 1000;
   const startedAt = Date.now();
@@ -104,20 +127,26 @@ async function phase(name: string, plan: Plan, target: LoadTarget, sampler: LagS
   progress?.start(state);
   // The broker's CPU where it runs here (the local stack), this process's and the machine's,
   // the local stack's other services', and a pipeline's elsewhere from its metrics.
-  const others: Record<string, CpuReading> = { ...(o.pipelineMetrics ? { "the pipeline's process (elsewhere; idle in the passthrough's phase)": metricsReading(o.pipelineMetrics) } : {}), ...localStackReadings() };
+  const others: Record<string, CpuReading> = { ...(o.pipelineMetrics ? { [PIPELINE_ELSEWHERE]: metricsReading(o.pipelineMetrics) } : {}), ...localStackReadings() };
   const cpu = new CpuMeter(null, 250, localBrokerPid(), others);
   await cpu.start();
+  let written: PhaseResult["written"];
   try {
+    // What the phase writes, counted from just before its first publish to just after its last answer.
+    const before = await countWritten(counted);
     // Agents play until the time is up: an answer asked for by then gets up to 10 s more to come.
     if (pacing) await playAgents(plan, target, rec, { deadline: startedAt + limitMs, graceMs: AGENTS_GRACE_MS, waits: pacing.waits, starts: pacing.starts });
     else await playAll(plan, target, rec, { deadline: startedAt + limitMs, runtimes: o.runtimes });
+    const after = await countWritten(counted);
+    const grown = (a: number | null, b: number | null): number | null => (a === null || b === null ? null : b - a);
+    written = { records: grown(before.records, after.records), ...(counted.objects ? { objects: grown(before.objects, after.objects) } : {}) };
   } finally {
     progress?.stop(state());
     await cpu.stop();
     await sampler.stop();
   }
   const spent = rec.firstAt !== undefined && rec.lastAt !== undefined ? cpu.between(rec.firstAt, rec.lastAt) : undefined;
-  return { startedAt, endedAt: Date.now(), rec, lag: sampler.samples, ...(spent ? { cpu: spent } : {}) };
+  return { startedAt, endedAt: Date.now(), rec, lag: sampler.samples, ...(spent ? { cpu: spent } : {}), ...(written ? { written } : {}) };
 }
 
 /**
@@ -195,7 +224,9 @@ export async function runLoad(o: LoadOptions): Promise<LoadOutcome> {
     await warmUp(client, uid, "pipeline", o.external ? 300_000 : 60_000);
     await warmUpPlan(warm, client, o);
     const watched: WatchedGroup[] = pipelineLayout().map((p) => ({ name: p.name, group: p.group, topic: p.consumes }));
-    const pipe = await phase("pipeline", plan, client, new LagSampler(admin, watched), o, pacing);
+    // The objects the pipeline puts: counted in this process, or read from the metrics of a pipeline elsewhere.
+    const objects: CpuReading = pipeline ? objectPuts : o.pipelineMetrics ? metricsReading(o.pipelineMetrics, 1_000, "oz0_object_puts_total") : () => null;
+    const pipe = await phase("pipeline", plan, client, new LagSampler(admin, watched), { admin, topics: TOPICS.map((t) => t.name), objects }, o, pacing);
     const processors = pipeline?.running.map((r) => ({ name: r.name, in: r.stats.in, out: r.stats.out, deadLetters: r.stats.deadLetters, retries: r.stats.retries }));
 
     // The baseline: the same plan through a bare passthrough on topics of this run, with the real topics' partitions.
@@ -210,7 +241,7 @@ export async function runLoad(o: LoadOptions): Promise<LoadOutcome> {
       await echo.start();
       await warmUp(echo, uid, "passthrough");
       await warmUpPlan(warm, echo, o);
-      base = await phase("passthrough", plan, echo, new LagSampler(admin, [{ name: "passthrough", group, topic: passIn }]), o, pacing);
+      base = await phase("passthrough", plan, echo, new LagSampler(admin, [{ name: "passthrough", group, topic: passIn }]), { admin, topics: [passIn, passOut] }, o, pacing);
     } finally {
       await echo.close().catch(() => undefined);
       await subject.stop().catch(() => undefined);

@@ -78,7 +78,7 @@ export function localBrokerPid(env: Record<string, string | undefined> = process
   return localStackPid("kafka", "kafka.Kafka", env);
 }
 
-/** A reading of CPU seconds so far: a process's, read however it can be; null when it cannot. */
+/** A reading of a process's counter so far (its CPU seconds, but for `metricsReading` of another metric), read however it can be; null when it cannot. */
 export type CpuReading = () => number | null | Promise<number | null>;
 
 /** The CPU readings of the local stack's MinIO, Redis and schema registry, where they run here. */
@@ -95,20 +95,28 @@ export function localStackReadings(env: Record<string, string | undefined> = pro
   return readings;
 }
 
-/** `process_cpu_seconds_total` in a Prometheus text exposition; null when it is not there. */
-export function exposedCpuSeconds(text: string): number | null {
-  const m = /^process_cpu_seconds_total(?:\{[^}]*\})? ([0-9.eE+-]+)$/m.exec(text);
+/** The first sample of the series `name` (a name of letters, digits and '_') in a Prometheus text exposition; null when it is not there. */
+export function exposedValue(text: string, name: string): number | null {
+  const m = new RegExp(`^${name}(?:\\{[^}]*\\})? ([0-9.eE+-]+)$`, "m").exec(text);
   if (m === null) return null;
   const v = Number(m[1]);
   return Number.isFinite(v) ? v : null;
 }
 
-/** The CPU seconds a process exports at its metrics URL (`process_cpu_seconds_total`); null when it does not answer. */
-export function metricsReading(url: string, timeoutMs = 1_000): CpuReading {
+/** `process_cpu_seconds_total` in a Prometheus text exposition; null when it is not there. */
+export function exposedCpuSeconds(text: string): number | null {
+  return exposedValue(text, "process_cpu_seconds_total");
+}
+
+/**
+ * What a process exports at its metrics URL as `metric`: by default its CPU seconds
+ * (`process_cpu_seconds_total`); null when it does not answer or has no such series.
+ */
+export function metricsReading(url: string, timeoutMs = 1_000, metric = "process_cpu_seconds_total"): CpuReading {
   return async () => {
     try {
       const res = await fetch(url, { signal: AbortSignal.timeout(timeoutMs) });
-      return res.ok ? exposedCpuSeconds(await res.text()) : null;
+      return res.ok ? exposedValue(await res.text(), metric) : null;
     } catch {
       return null;
     }

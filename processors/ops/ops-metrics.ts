@@ -41,9 +41,11 @@ export interface ProcessMetrics {
   /** Consumer lag of a processor's group; NaN when not known yet. */
   lag: (name: string) => number;
   readiness?: () => Readiness;
+  /** Objects the process has put to MinIO so far (`objectPuts` of store/objects.ts); left out when not given. */
+  objectPuts?: () => number;
 }
 
-export function pipelineFamilies({ processors: list, lag, readiness }: ProcessMetrics): MetricFamily[] {
+export function pipelineFamilies({ processors: list, lag, readiness, objectPuts }: ProcessMetrics): MetricFamily[] {
   const families: MetricFamily[] = [
     counter("oz0_processor_events_in_total", "Input records a processor consumed (a batch handled again after a failed commit counts again).", list, (s) => s.in),
     counter("oz0_processor_events_out_total", "Output records a processor produced, dead letters not included.", list, (s) => s.out),
@@ -93,6 +95,9 @@ export function pipelineFamilies({ processors: list, lag, readiness }: ProcessMe
       samples: list.flatMap((p): Sample[] => p.latency.samples({ processor: p.name })),
     },
   ];
+  if (objectPuts) {
+    families.push({ name: "oz0_object_puts_total", help: "Objects the process put to MinIO: trace parts, audit objects, offloaded results and files, their grants and markers.", type: "counter", samples: [{ value: objectPuts() }] });
+  }
   if (readiness) {
     const r = readiness();
     families.push({ name: "oz0_ready", help: "1 when every processor started and its consumer group is stable with a member, else 0.", type: "gauge", samples: [{ value: r.ready ? 1 : 0 }] });

@@ -13,6 +13,7 @@ import { pipelineFamilies, type Measured } from "./ops-metrics.ts";
 import { startOpsServer, type OpsAddress, type OpsServer } from "./ops-server.ts";
 import type { RunningProcessor } from "../runner/runner.ts";
 import { TOPICS } from "../../topology/topics.ts";
+import { objectPuts } from "../../store/objects.ts";
 
 export interface Ops {
   readonly health: Health;
@@ -45,7 +46,7 @@ export async function startOps({ address, log, admin, periodMs }: OpsOptions): P
   const measured: Measured[] = [];
   // The pipeline's own registry, with prom-client's default process metrics beside its families.
   const metrics = new MetricsRegistry();
-  metrics.add(() => pipelineFamilies({ processors: measured, lag: (n) => monitor.lag(n), readiness: () => health.ready() }));
+  metrics.add(() => pipelineFamilies({ processors: measured, lag: (n) => monitor.lag(n), readiness: () => health.ready(), objectPuts }));
   const server = await startOpsServer({ address, health, log, metrics });
   return {
     health,

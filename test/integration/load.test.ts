@@ -72,6 +72,16 @@ describe("the load test against the real services", () => {
       expect(Number(row(md, name)[5]), `lag samples of ${name}`).toBeGreaterThan(0);
     }
     expect(result.pipeline.lag.length).toBeGreaterThan(2);
+    // What the pipeline causes per event beyond the passthrough (its process and each service's
+    // extra), and what it writes per event: records to Kafka, objects to MinIO.
+    const caused = row(md, "caused by the pipeline");
+    expect(num(caused[1]?.replace(/^at least /, "")), caused.join(" | ")).toBeGreaterThan(0);
+    expect(md).toMatch(/Caused by the pipeline, ms per event: (at least )?[\d.]+ = this process's extra [\d.]+ \+ the broker's extra (unknown|[\d.]+) \+ MinIO's extra/);
+    const records = row(md, "records written to Kafka, beyond the event");
+    expect(num(records[1]), records.join(" | ")).toBeGreaterThan(0);
+    expect(num(records[2]), records.join(" | ")).toBeGreaterThan(0);
+    expect(num(row(md, "objects the pipeline's process put to MinIO")[1])).toBeGreaterThan(0);
+    expect(result.pipeline.written?.objects).toBeGreaterThan(0);
     expect(num(row(md, "results offloaded to MinIO")[1])).toBeGreaterThan(0);
     expect(result.pipeline.rec.offloadedBytes).toBeGreaterThan(10_000);
     // Reads of the offloaded results went to the refs their stubs named, and were answered.

@@ -1,0 +1,65 @@
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import type { Client } from "minio";
+import { describe, expect, it } from "vitest";
+import { metricsReading } from "../../../bench/pipeline/cpu.ts";
+import { pipelineFamilies } from "../../../processors/ops/ops-metrics.ts";
+import { renderMetrics } from "../../../processors/ops/metrics.ts";
+import { countingPuts, minioClient, objectPuts } from "../../../store/objects.ts";
+
+/** A client's putObject alone, answering as MinIO would or failing. */
+function fakeClient(fail: () => boolean) {
+  const calls: unknown[][] = [];
+  const client = {
+    putObject: async (...args: Parameters<Client["putObject"]>) => {
+      calls.push(args);
+      await Promise.resolve();
+      if (fail()) throw new Error("PreconditionFailed");
+      return { etag: `e${calls.length}`, versionId: null };
+    },
+  };
+  return { client, calls };
+}
+
+describe("objects put to MinIO, counted", () => {
+  it("SYS-2 SYS-5 counts each put MinIO accepted, once, passing the arguments and the answer through; a failed put is not counted", async () => {
+    let failing = false;
+    const { client, calls } = fakeClient(() => failing);
+    const counted = countingPuts(client);
+    expect(counted).toBe(client);
+    const before = objectPuts();
+    const info = await counted.putObject("oz0-traces", "t/a.json", Buffer.from("{}"), 2, { "Content-Type": "application/json" });
+    expect(info).toEqual({ etag: "e1", versionId: null });
+    expect(calls[0]).toEqual(["oz0-traces", "t/a.json", Buffer.from("{}"), 2, { "Content-Type": "application/json" }]);
+    await counted.putObject("oz0-audit", "a/b", Buffer.alloc(0), 0);
+    expect(objectPuts() - before).toBe(2);
+    failing = true;
+    await expect(counted.putObject("oz0-audit", "a/b", Buffer.alloc(0), 0)).rejects.toThrow("PreconditionFailed");
+    expect(objectPuts() - before).toBe(2);
+  });
+
+  it("SYS-2 SYS-5 every client minioClient makes counts its puts (one that fails to connect counts none)", async () => {
+    const client = minioClient({ kafkaBrokers: [], registryUrl: "", redisUrl: "", minioUrl: "http://127.0.0.1:1", minioAccessKey: "k", minioSecretKey: "s" });
+    expect(Object.prototype.hasOwnProperty.call(client, "putObject")).toBe(true);
+    const before = objectPuts();
+    await expect(client.putObject("oz0-files", "x", Buffer.from("x"), 1)).rejects.toThrow();
+    expect(objectPuts()).toBe(before);
+  });
+
+  it("SYS-2 SYS-5 the pipeline's metrics serve the count as oz0_object_puts_total, which the load reads", async () => {
+    const text = await renderMetrics(pipelineFamilies({ processors: [], lag: () => 0, objectPuts: () => 37 }));
+    expect(text.split("\n")).toContain("# TYPE oz0_object_puts_total counter");
+    expect(text.split("\n")).toContain("oz0_object_puts_total 37");
+    // Without a count given, no such series.
+    expect(await renderMetrics(pipelineFamilies({ processors: [], lag: () => 0 }))).not.toContain("oz0_object_puts_total");
+    const server = createServer((_, res) => res.end(text));
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const { port } = server.address() as AddressInfo;
+    try {
+      expect(await metricsReading(`http://127.0.0.1:${port}/metrics`, 1_000, "oz0_object_puts_total")()).toBe(37);
+      expect(await metricsReading(`http://127.0.0.1:${port}/metrics`, 1_000, "oz0_no_such_total")()).toBeNull();
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+});
