@@ -128,7 +128,9 @@ async function phase(name: string, plan: Plan, target: LoadTarget, sampler: LagS
   // The broker's CPU where it runs here (the local stack), this process's and the machine's,
   // the local stack's other services', and a pipeline's elsewhere from its metrics.
   const others: Record<string, CpuReading> = { ...(o.pipelineMetrics ? { [PIPELINE_ELSEWHERE]: metricsReading(o.pipelineMetrics) } : {}), ...localStackReadings() };
-  const cpu = new CpuMeter(null, 250, localBrokerPid(), others);
+  // Sampled once a second: each sample scrapes a pipeline elsewhere's whole /metrics, which costs
+  // that pipeline CPU (at four a second, about 7% of what a pipeline under 100 agents spent).
+  const cpu = new CpuMeter(null, 1_000, localBrokerPid(), others);
   await cpu.start();
   let written: PhaseResult["written"];
   try {
