@@ -10,7 +10,7 @@ import type { Keys } from "../../store/redis/keys.ts";
 import { defineScript, integers } from "../../store/redis/script.ts";
 import { defineScripts } from "../../store/redis/scripts.ts";
 import { execBySlot, type Reply, type SlotCommand } from "../../store/redis/slots.ts";
-import { redisFailure } from "../../store/redis/errors.ts";
+import { redisCall, redisFailure } from "../../store/redis/errors.ts";
 import { flagsFromHash, timerEntries, timerMember, type Lane, type LaneRead, type LaneSnapshot, type LaneWrite, type LoopCount, type LoopStore, type RunFlags, type TimerEntry } from "./store.ts";
 
 export interface RedisLoopStoreOptions {
@@ -81,12 +81,7 @@ export class RedisLoopStore implements LoopStore {
       commands.push({ key: flagsKey, name: "hgetall", args: [flagsKey] });
     }
     const what = `reading the ${lane} loop state of ${reads.length} runs`;
-    let values: unknown[];
-    try {
-      values = replies(await execBySlot(this.redis, [commands]), what, commands.map((c) => c.key));
-    } catch (err) {
-      throw redisFailure(err, what);
-    }
+    const values = await redisCall(what, undefined, async () => replies(await execBySlot(this.redis, [commands]), what, commands.map((c) => c.key)));
     return reads.map((r, i) => {
       const [state, at, ...memoValues] = values[2 * i] as Array<string | null>;
       const memos = new Map<string, string>();
@@ -139,71 +134,47 @@ export class RedisLoopStore implements LoopStore {
     }
     const what = `writing the ${lane} loop state of ${writes.length} runs`;
     const keyed = [...first.map((c) => c.key), ...runKeys, ...last.map((c) => c.key)];
-    try {
-      replies(await execBySlot(this.redis, [first, runs, last]), what, keyed);
-    } catch (err) {
-      throw redisFailure(err, what);
-    }
+    await redisCall(what, undefined, async () => replies(await execBySlot(this.redis, [first, runs, last]), what, keyed));
   }
 
   async dueDeadlines(now: number, limit: number): Promise<TimerEntry[]> {
-    try {
-      const members = await this.redis.zrangebyscore(this.keys.loopDeadlines(), "-inf", now, "LIMIT", 0, limit);
-      return members.map((m) => JSON.parse(m) as TimerEntry);
-    } catch (err) {
-      throw redisFailure(err, "reading loop deadlines", this.keys.loopDeadlines());
-    }
+    const key = this.keys.loopDeadlines();
+    const members = await redisCall("reading loop deadlines", key, () => this.redis.zrangebyscore(key, "-inf", now, "LIMIT", 0, limit));
+    return members.map((m) => JSON.parse(m) as TimerEntry);
   }
 
   /** Every deadline and escalation step the timer watches, soonest first (`oz0 approval list`). */
   async watched(): Promise<TimerEntry[]> {
-    try {
-      const members = await this.redis.zrange(this.keys.loopDeadlines(), 0, -1);
-      return members.map((m) => JSON.parse(m) as TimerEntry);
-    } catch (err) {
-      throw redisFailure(err, "reading loop deadlines", this.keys.loopDeadlines());
-    }
+    const key = this.keys.loopDeadlines();
+    const members = await redisCall("reading loop deadlines", key, () => this.redis.zrange(key, 0, -1));
+    return members.map((m) => JSON.parse(m) as TimerEntry);
   }
 
   /** The tenant and run an approval belongs to, or null when none is kept (never held, or expired). */
   async approvalRun(approval: string): Promise<{ tenant: string; run: string } | null> {
-    let value: string | null;
-    try {
-      value = await this.redis.get(this.keys.loopApproval(approval));
-    } catch (err) {
-      throw redisFailure(err, `reading approval ${approval}`, this.keys.loopApproval(approval));
-    }
+    const key = this.keys.loopApproval(approval);
+    const value = await redisCall(`reading approval ${approval}`, key, () => this.redis.get(key));
     const at = value?.indexOf("\n") ?? -1;
     return value && at > 0 ? { tenant: value.slice(0, at), run: value.slice(at + 1) } : null;
   }
 
   /** A run's flags: its stop, its holds and how each approval was answered. */
   async flags(tenant: string, run: string): Promise<RunFlags> {
-    try {
-      return flagsFromHash(await this.redis.hgetall(this.keys.loopFlags(tenant, run)));
-    } catch (err) {
-      throw redisFailure(err, `reading the loop flags of run ${run}`, this.keys.loopFlags(tenant, run));
-    }
+    const key = this.keys.loopFlags(tenant, run);
+    return flagsFromHash(await redisCall(`reading the loop flags of run ${run}`, key, () => this.redis.hgetall(key)));
   }
 
   /** The ID of the answer that decided an approval of a run, and how (the first answer wins); null while none has. */
   async decidedBy(tenant: string, run: string, approval: string): Promise<{ answer: "approved" | "denied"; id: string } | null> {
-    let approved: string | null | undefined, denied: string | null | undefined;
-    try {
-      [approved, denied] = await this.redis.hmget(this.keys.loopFlags(tenant, run), `approved:${approval}`, `denied:${approval}`);
-    } catch (err) {
-      throw redisFailure(err, `reading the answer to approval ${approval}`, this.keys.loopFlags(tenant, run));
-    }
+    const key = this.keys.loopFlags(tenant, run);
+    const [approved, denied] = await redisCall(`reading the answer to approval ${approval}`, key, () => this.redis.hmget(key, `approved:${approval}`, `denied:${approval}`));
     if (approved) return { answer: "approved", id: approved };
     return denied ? { answer: "denied", id: denied } : null;
   }
 
   async dropDeadlines(entries: readonly TimerEntry[]): Promise<void> {
     if (entries.length === 0) return;
-    try {
-      await this.redis.zrem(this.keys.loopDeadlines(), ...entries.map(timerMember));
-    } catch (err) {
-      throw redisFailure(err, "dropping loop deadlines", this.keys.loopDeadlines());
-    }
+    const key = this.keys.loopDeadlines();
+    await redisCall("dropping loop deadlines", key, () => this.redis.zrem(key, ...entries.map(timerMember)));
   }
 }

@@ -1,7 +1,7 @@
 /** The labels jobs have joined, in Redis (`store.ts`): one set per job, joined by a Lua script. */
 import type { RedisClient } from "../../store/redis/client.ts";
 import { Keys } from "../../store/redis/keys.ts";
-import { redisFailure } from "../../store/redis/errors.ts";
+import { redisCall } from "../../store/redis/errors.ts";
 import { defineScript, integers } from "../../store/redis/script.ts";
 import type { JobLabelsStore, JobRef } from "./store.ts";
 
@@ -25,11 +25,7 @@ export const joinJobLabelsScript = defineScript({
 export async function joinJobLabels(redis: RedisClient, keys: Keys, job: JobRef, labels: readonly string[]): Promise<number> {
   if (labels.length > 0) return (await joinJobLabelsScript.run(redis, keys, { job, labels })).total;
   const key = keys.jobLabels(job.tenant, job.tree, job.job);
-  try {
-    return await redis.scard(key);
-  } catch (err) {
-    throw redisFailure(err, `joining labels into job ${job.job} of tree ${job.tree}`, key);
-  }
+  return redisCall(`joining labels into job ${job.job} of tree ${job.tree}`, key, () => redis.scard(key));
 }
 
 /** The labels a job has joined (OFF-9), sorted. */
