@@ -396,13 +396,18 @@ export async function disruptDrill(s: Services, o: DisruptOptions): Promise<Dril
   const unreplicated = BROKER_DISRUPTIONS.has(o.disruption.kind) ? [...(await replicationProblems(s.admin, reference.specs.map((t) => t.name))), ...(await replicationProblems(s.admin, drill.specs.map((t) => t.name)))] : [];
   // The drill's outputs also as a runtime client takes them: before their commit (aborted ones too).
   const readers = [new OutputReader(s.kafka, s.serde, reference), new OutputReader(s.kafka, s.serde, drill), new OutputReader(s.kafka, s.serde, drill, { uncommitted: true })] as const;
+  const referenceWorkers: Worker[] = [];
   const workers: Worker[] = [];
+  let referenceStopped: Promise<number> = Promise.resolve(0);
   try {
     await Promise.all(readers.map((r) => r.start()));
     say(`${o.subject}: reference run (undisturbed), ${messages.length} inputs at ${o.rate}/s`);
-    await run(s, reference, messages, { ...o, times: 0 }, 0, workers);
+    await run(s, reference, messages, { ...o, times: 0 }, 0, referenceWorkers);
     const refMissing = await readers[0].waitFor(want, o.drainMs ?? 90_000);
-    await stopAll(workers);
+    // The reference's worker stops (seconds: its fetch in flight ends first) while the drill run
+    // starts: the reference's answers are read by now, and its lab is its own. Awaited below.
+    referenceStopped = stopAll(referenceWorkers);
+    referenceStopped.catch(() => undefined);
     say(`${o.subject}: drill run, ${describe(o.disruption, o.times)}`);
     const target: PlantTarget = (index) => {
       const e = events[index];
@@ -411,6 +416,7 @@ export async function disruptDrill(s: Services, o: DisruptOptions): Promise<Dril
     };
     const result = await run(s, drill, messages, o, o.times, workers, target);
     const lost = await readers[1].waitFor(want, o.drainMs ?? 90_000);
+    await referenceStopped;
     if (lost > 0) for (const w of workers) say(`  a worker's last log lines:\n${w.log.split("\n").slice(-12).join("\n")}`);
     // Late duplicates would arrive after the answers: give them a moment to show.
     await sleep(1_500);
@@ -502,6 +508,8 @@ export async function disruptDrill(s: Services, o: DisruptOptions): Promise<Dril
       command: command(o),
     };
   } finally {
+    await referenceStopped.catch(() => undefined);
+    await stopAll(referenceWorkers);
     await stopAll(workers);
     await Promise.all(readers.map((r) => r.stop().catch(() => undefined)));
     await reference.close();
