@@ -7,7 +7,7 @@ import type { Serde } from "../../schemas/serde.ts";
 import type { DeadLetter } from "../../schemas/types.ts";
 import { Keys } from "../../store/redis/keys.ts";
 import { uid } from "../support/events.ts";
-import { oz0 } from "../support/oz0.ts";
+import { oz0, oz0ViaNpx } from "../support/oz0.ts";
 import { endpoints, kafka, serde } from "../support/kafka.ts";
 import { redisClient, type RedisClient } from "../../store/redis/client.ts";
 
@@ -55,7 +55,8 @@ describe("oz0 doctor: the pipeline's health at a glance, read from the real serv
     expect(planted[0]?.last_at).toBeGreaterThan(Date.now() - 600_000);
     expect(report.looping?.tools.filter((t) => t.tool === tool)).toEqual([expect.objectContaining({ plugin: "doctor_docs", tenants: [`${tool}-t1`, `${tool}-t2`, `${tool}-t3`], loops: 3 })]);
 
-    const text = await oz0(["doctor", "--sample", "0"]);
+    // As the README runs it: npx oz0 (the other calls start the same bin with node).
+    const text = await oz0ViaNpx(["doctor", "--sample", "0"]);
     expect(text.code).toBe(0);
     expect(text.out).toContain(`${processor}  invalid  1`);
     expect(text.out).toContain(`doctor_docs/${tool}  3 tenants`);
