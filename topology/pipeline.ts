@@ -185,7 +185,7 @@ export const PUNCTUATORS: Record<"loopDeadlines" | "unknownOutcomes" | "retentio
       const holds = new TreeHolds(redis, new Keys());
       return startRetentionTimer({
         files,
-        traces: sinkStores(endpoints).traces,
+        traces: sinkStores(endpoints).traces.indexed(redis),
         traceRetentionMs: retention.traceRetentionMs,
         state: redisRetentionStore(redis, new Keys()),
         heldTrees: (tenant) => holds.heldTrees(tenant),
