@@ -137,7 +137,7 @@ describe("the trace store's objects of format 3 and their index", () => {
       j3AnyTenant: await traces.read(j3),
     });
     const first = await read();
-    const ids = (t: { jobs?: JobEvent[] }) => (t.jobs ?? []).map((e) => e.id).sort();
+    const ids = (t: { readonly jobs?: readonly JobEvent[] }) => (t.jobs ?? []).map((e) => e.id).sort();
     expect(ids(first.j1)).toEqual([events[0]?.id, events[3]?.id].sort());
     expect(ids(first.j2)).toEqual([events[1]?.id, events[5]?.id].sort());
     expect(ids(first.j3)).toEqual([events[2]?.id, events[4]?.id].sort());
