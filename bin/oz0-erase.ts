@@ -85,20 +85,20 @@ export async function tenantErase(args: string[]): Promise<string> {
   const endpoints = await servicesForCommand();
   const client = minioClient(endpoints);
   const files = new FileStore({ client, bucket: process.env.OZ0_BUCKET ?? "oz0-files", keys: PayloadKeys.fromEnv() });
-  const { traces } = sinkStores(endpoints);
   const redis = redisClient(endpoints, { maxRetriesPerRequest: 3 });
+  const traces = sinkStores(endpoints).traces.indexed(redis);
   let said: ErasureSaid;
   try {
     const keys = new Keys();
     const d = { files, traces, redis, keys, holds: new TreeHolds(redis, keys) };
     // Held trees first get a MinIO hold on what they store now, so the erasure below keeps it.
-    const held = (await client.bucketExists(files.bucket)) ? await protectHeldTrees(d, tenant) : { trees: [...(await d.holds.heldTrees(tenant))], keepTracePrefixes: [] };
+    const held = (await client.bucketExists(files.bucket)) ? await protectHeldTrees(d, tenant) : { trees: [...(await d.holds.heldTrees(tenant))], keepTracePrefixes: [], keepJobs: [] };
     const fileReport = (await client.bucketExists(files.bucket)) ? await files.eraseTenant(tenant) : { erased: [], held: [] };
     const traceReport = !(await client.bucketExists(traces.bucket))
       ? { erased: 0, legacy: 0, kept: 0 }
       : held.trees.length === 0
         ? { ...(await traces.eraseTenant(tenant)), kept: 0 }
-        : await eraseTenantTraces(traces, tenant, held.keepTracePrefixes);
+        : await eraseTenantTraces(traces, tenant, held);
     said = { tenant, by, reason: values.reason, files: { erased: fileReport.erased.length, held: fileReport.held }, traces: traceReport, heldTrees: held.trees };
   } finally {
     await redis.quit().catch(() => redis.disconnect());

@@ -53,7 +53,7 @@ export async function retentionStatus(args: string[]): Promise<string> {
     const holds = new TreeHolds(redis, keys);
     const deps: RetentionDeps = {
       files: (await client.bucketExists(files.bucket)) ? files : null,
-      traces: sinkStores(endpoints).traces,
+      traces: sinkStores(endpoints).traces.indexed(redis, keys),
       traceRetentionMs: daysToMs(traceDays),
       state: redisRetentionStore(redis, keys),
       heldTrees: (tenant) => holds.heldTrees(tenant),

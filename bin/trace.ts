@@ -1,7 +1,8 @@
 /**
  * `npm run trace -- <job-id> [--tenant T] [--json] [--scan]`: a job's trace as the trace sink
  * keeps it (MinIO, `OZ0_TRACE_BUCKET`), read without scanning a topic; `--tenant` reads that
- * tenant's job of the ID only (without it, every tenant's of that ID). `--scan` reads the topics
+ * tenant's job of the ID only (without it, every tenant's of that ID). The objects holding the
+ * job's records are found through the trace index in Redis (`OZ0_REDIS_URL`). `--scan` reads the topics
  * instead (oz0.trace, oz0.call-decisions, oz0.admissions, oz0.jobs), for a pipeline that runs
  * without the sink.
  */
@@ -13,6 +14,7 @@ import { kafkaConfig } from "../processors/runner/endpoints.ts";
 import { createLogger } from "../processors/runner/log.ts";
 import { sinkStores } from "../processors/sinks.ts";
 import { Serde } from "../schemas/serde.ts";
+import { redisClient } from "../store/redis/client.ts";
 import { servicesForCommand } from "../topology/services.ts";
 
 const { positionals, values } = parseArgs({
@@ -36,7 +38,12 @@ if (values.scan) {
     process.stderr.write(`bucket ${traces.bucket} does not exist: the trace sink has not run here (npm start runs it); --scan reads the topics instead\n`);
     process.exit(1);
   }
-  trace = await traces.read(jobId, values.tenant);
+  const redis = redisClient(endpoints, { maxRetriesPerRequest: 3 });
+  try {
+    trace = await traces.indexed(redis).read(jobId, values.tenant);
+  } finally {
+    await redis.quit().catch(() => redis.disconnect());
+  }
 }
 process.stdout.write(values.json ? `${JSON.stringify(trace, null, 2)}\n` : formatTrace(trace));
 process.exit(0);

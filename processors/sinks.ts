@@ -11,6 +11,7 @@
  * | `OZ0_TRACE_RETENTION_DAYS` | days a trace part is kept after it was written (0: kept) | 30 |
  */
 import { minioClient } from "../store/objects.ts";
+import type { RedisClient } from "../store/redis/client.ts";
 import { AuditLog, DEFAULT_AUDIT_RETENTION_DAYS, type LockMode } from "./audit-sink/store.ts";
 import { auditSinkAdmissions, auditSinkAudit, auditSinkCallDecisions, auditSinkConfig, auditSinkLoopApprovals } from "./audit-sink/processor.ts";
 import type { Endpoints } from "./runner/endpoints.ts";
@@ -65,19 +66,30 @@ export async function ensureSinkBuckets(endpoints: Endpoints): Promise<void> {
 
 export interface SinkEntry<In, Env> {
   readonly processor: Processor<In, Env>;
-  readonly env: (deps: { readonly endpoints: Endpoints }) => Env;
+  readonly env: (deps: { readonly endpoints: Endpoints; readonly redis: RedisClient }) => Env;
 }
 
-function sink<In, Env>(processor: Processor<In, Env>, env: (s: SinkStores) => Env): SinkEntry<In, Env> {
-  return { processor, env: ({ endpoints }) => env(sinkStores(endpoints)) };
+function sink<In, Env>(processor: Processor<In, Env>, env: (s: SinkStores, redis: RedisClient) => Env): SinkEntry<In, Env> {
+  return { processor, env: ({ endpoints, redis }) => env(sinkStores(endpoints), redis) };
+}
+
+const indexed = new WeakMap<TraceStore, WeakMap<RedisClient, TraceStore>>();
+
+/** The trace store with its index on the pipeline's Redis connection (the trace sink puts an object, then indexes it by job): one per store and connection. */
+function indexedTraces(s: SinkStores, redis: RedisClient): TraceStore {
+  let byRedis = indexed.get(s.traces);
+  if (!byRedis) indexed.set(s.traces, (byRedis = new WeakMap()));
+  let store = byRedis.get(redis);
+  if (!store) byRedis.set(redis, (store = s.traces.indexed(redis)));
+  return store;
 }
 
 /** The sinks' processors, each under its own consumer group like any processor. */
 export const SINKS = [
-  sink(traceSinkEntries, (s) => s.traces),
-  sink(traceSinkCallDecisions, (s) => s.traces),
-  sink(traceSinkAdmissions, (s) => s.traces),
-  sink(traceSinkJobs, (s) => s.traces),
+  sink(traceSinkEntries, indexedTraces),
+  sink(traceSinkCallDecisions, indexedTraces),
+  sink(traceSinkAdmissions, indexedTraces),
+  sink(traceSinkJobs, indexedTraces),
   sink(auditSinkAudit, (s) => s.audit),
   sink(auditSinkCallDecisions, (s) => s.audit),
   sink(auditSinkLoopApprovals, (s) => s.audit),

@@ -1,16 +1,22 @@
 /**
- * How the trace sink files what it reads: each batch of one input partition becomes one part
- * per tenant and job it touches, named by the tenant, the job and the batch's topic, partition
- * and offset range (`tenants/<tenant>/jobs/<job>/<topic>/<partition>/<first>-<last>.json`, the
- * IDs base64url), so a replay of the same batch writes the same part again, two tenants' jobs
- * of one ID never share a part, and a tenant's traces are one prefix to erase. Parts written
- * before traces were kept by tenant (`jobs/<job>/...`, format 1) are read too, until they expire. A job's trace is the union of its parts,
- * each record once (every record carries an ID derived from its input).
+ * How the trace sink files what it reads: each batch of one input partition becomes one object
+ * per tenant it touches (format 3), named by the tenant and the batch's topic, partition and
+ * offset range (`tenants/<tenant>/batches/<topic>/<partition>/<first>-<last>.json`, the tenant
+ * base64url), holding each job's records apart (`{v: 3, tenant, jobs: [{job_id, entries,
+ * decisions, jobs}]}`), so a replay of the same batch writes the same object again, two
+ * tenants never share one, and a tenant's traces are one prefix to erase. Which objects hold a
+ * job's records is kept in Redis (`TraceStore`, the trace index).
+ *
+ * Objects written before are read too: format 2, one part per tenant and job per batch
+ * (`tenants/<tenant>/jobs/<job>/<topic>/<partition>/<first>-<last>.json`), found by listing
+ * the job's prefix; and format 1 (`jobs/<job>/...`, no tenant), until they expire. A job's
+ * trace is the union of its parts, each record once (every record carries an ID derived from
+ * its input).
  */
 import type { JobTrace } from "../schemas/trace.ts";
 import type { Decision, JobEvent, TraceEntry } from "../schemas/types.ts";
 
-/** One job's records from one batch: what one stored object holds. */
+/** One job's records from one batch: what an object of format 1 or 2 holds, and one job's share of an object of format 3. */
 export interface TracePart {
   /** 2: kept by tenant; 1: written before, under `jobs/` with no tenant. */
   readonly v: 1 | 2;
@@ -22,6 +28,21 @@ export interface TracePart {
   readonly jobs: JobEvent[];
 }
 
+/** One job's records in an object of format 3. */
+export interface BatchJob {
+  readonly job_id: string;
+  readonly entries: TraceEntry[];
+  readonly decisions: Decision[];
+  readonly jobs: JobEvent[];
+}
+
+/** What an object of format 3 holds: one tenant's records of one batch, job by job. */
+export interface TraceBatch {
+  readonly v: 3;
+  readonly tenant: string;
+  readonly jobs: BatchJob[];
+}
+
 /** Where a batch came from: one partition of one topic, from `first` to `last` offset. */
 export interface BatchRange {
   readonly topic: string;
@@ -29,6 +50,9 @@ export interface BatchRange {
   readonly first: string;
   readonly last: string;
 }
+
+/** A record a trace keeps, whatever its kind. */
+export type TraceRecord = TraceEntry | Decision | JobEvent;
 
 /** A record the trace keeps, by what it is. */
 export type TraceItem = { readonly entry: TraceEntry } | { readonly decision: Decision } | { readonly job: JobEvent };
@@ -70,8 +94,54 @@ export function jobPrefix(tenant: string, jobId: string): string {
   return `${tenantPrefix(tenant)}jobs/${jobPart(jobId)}/`;
 }
 
+function rangePath(range: BatchRange): string {
+  return `${range.topic}/${range.partition}/${padOffset(range.first)}-${padOffset(range.last)}.json`;
+}
+
+/** The name of a part of format 2: one tenant's job's records of one batch (written before format 3; still read). */
 export function partName(tenant: string, jobId: string, range: BatchRange): string {
-  return `${jobPrefix(tenant, jobId)}${range.topic}/${range.partition}/${padOffset(range.first)}-${padOffset(range.last)}.json`;
+  return `${jobPrefix(tenant, jobId)}${rangePath(range)}`;
+}
+
+/** Where a tenant's objects of format 3 are. */
+export function batchPrefix(tenant: string): string {
+  return `${tenantPrefix(tenant)}batches/`;
+}
+
+/** The name of an object of format 3: one tenant's records of one batch. */
+export function batchName(tenant: string, range: BatchRange): string {
+  return `${batchPrefix(tenant)}${rangePath(range)}`;
+}
+
+/** Whether a name under `tenants/` is an object of format 3. */
+export function isBatchName(name: string): boolean {
+  return /^tenants\/[^/]+\/batches\//.test(name);
+}
+
+/** One tenant's parts of a batch as one object of format 3, the jobs in the order given. */
+export function batchOf(tenant: string, parts: Iterable<TracePart>): TraceBatch {
+  const jobs: BatchJob[] = [];
+  for (const p of parts) {
+    if (p.tenant !== tenant) throw new Error(`a part of tenant ${p.tenant} cannot go into an object of tenant ${tenant}`);
+    jobs.push({ job_id: p.job_id, entries: p.entries, decisions: p.decisions, jobs: p.jobs });
+  }
+  return { v: 3, tenant, jobs };
+}
+
+/** A batch's parts (one per tenant and job) as one object of format 3 per tenant, by tenant. */
+export function batchesByTenant(parts: Iterable<TracePart>): Map<string, TraceBatch> {
+  const byTenant = new Map<string, TracePart[]>();
+  for (const p of parts) {
+    const list = byTenant.get(p.tenant);
+    if (list) list.push(p);
+    else byTenant.set(p.tenant, [p]);
+  }
+  return new Map([...byTenant].map(([tenant, list]) => [tenant, batchOf(tenant, list)]));
+}
+
+/** The parts an object of format 3 holds, one per job (each as a part of format 2). */
+export function partsOfBatch(batch: TraceBatch): TracePart[] {
+  return batch.jobs.map((j) => ({ v: 2, tenant: batch.tenant, job_id: j.job_id, entries: j.entries, decisions: j.decisions, jobs: j.jobs }));
 }
 
 function whose(item: TraceItem): { tenant: string; job: string } {
@@ -120,17 +190,46 @@ export function mergeParts(jobId: string, parts: readonly TracePart[]): JobTrace
   };
 }
 
-/** Reads a stored part back, refusing anything that is not one. */
-export function parsePart(text: string, name: string): TracePart {
-  let value: unknown;
+function parseJson(text: string, name: string): unknown {
   try {
-    value = JSON.parse(text);
+    return JSON.parse(text);
   } catch (err) {
     throw new Error(`trace part ${name} is not JSON: ${(err as Error).message}`, { cause: err });
   }
+}
+
+function isRecords(p: Partial<BatchJob>): boolean {
+  return typeof p.job_id === "string" && Array.isArray(p.entries) && Array.isArray(p.decisions) && Array.isArray(p.jobs);
+}
+
+/** Reads a stored part of format 1 or 2 back, refusing anything that is not one. */
+export function parsePart(text: string, name: string): TracePart {
+  return partFrom(parseJson(text, name), name);
+}
+
+function partFrom(value: unknown, name: string): TracePart {
   const p = value as Partial<TracePart> | null;
-  if (!p || (p.v !== 1 && p.v !== 2) || (p.v === 2 && typeof p.tenant !== "string") || typeof p.job_id !== "string" || !Array.isArray(p.entries) || !Array.isArray(p.decisions) || !Array.isArray(p.jobs)) {
+  if (!p || (p.v !== 1 && p.v !== 2) || (p.v === 2 && typeof p.tenant !== "string") || !isRecords(p)) {
     throw new Error(`trace part ${name} is not a trace part of format 1 or 2`);
   }
   return { ...p, tenant: p.v === 1 ? "" : p.tenant } as TracePart;
+}
+
+/** Reads a stored object of format 3 back, refusing anything that is not one. */
+export function parseBatch(text: string, name: string): TraceBatch {
+  return batchFrom(parseJson(text, name), name);
+}
+
+function batchFrom(value: unknown, name: string): TraceBatch {
+  const b = value as Partial<TraceBatch> | null;
+  if (!b || b.v !== 3 || typeof b.tenant !== "string" || !Array.isArray(b.jobs) || !b.jobs.every((j) => j !== null && typeof j === "object" && isRecords(j))) {
+    throw new Error(`trace object ${name} is not a trace object of format 3`);
+  }
+  return { v: 3, tenant: b.tenant, jobs: b.jobs };
+}
+
+/** The parts a stored object holds, whatever its format: one of format 1 or 2, or every job's of format 3. */
+export function parseStored(text: string, name: string): TracePart[] {
+  const value = parseJson(text, name) as { v?: unknown } | null;
+  return value && value.v === 3 ? partsOfBatch(batchFrom(value, name)) : [partFrom(value, name)];
 }

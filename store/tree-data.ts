@@ -7,7 +7,9 @@
  * | where | what | found by |
  * | --- | --- | --- |
  * | file bucket `files/<tenant>/...` | its files and offloaded results (one store, `FileStore`) | its markers `trees/<tree>/<hex>` |
- * | trace bucket `tenants/<tenant>/jobs/<job>/...` | the trace parts of each of its jobs | its jobs, below |
+ * | trace bucket `tenants/<tenant>/batches/...` | the objects holding its jobs' records (format 3, shared with other jobs of the tenant) | its jobs' trace index in Redis |
+ * | trace bucket `tenants/<tenant>/jobs/<job>/...` | the trace parts of each of its jobs (format 2, written before) | its jobs, below |
+ * | Redis `{trace:<tenant>/<job>}:objects` | the trace index of each of its jobs | its jobs |
  * | Redis `{tree:<tenant>/<tree>}` | limits, file rules' record, job labels, offload thresholds | SCAN of the hash tag |
  * | Redis `{run:<tenant>/<run>}:loop:*` | the loop state of the runs its jobs ran in | `job:<id>:run` in its limits state |
  *
@@ -18,14 +20,16 @@
  * trace bucket has none (replays overwrite parts, the retention sweep removes them, an erasure
  * removes a prefix) and a bucket cannot gain object locking once made, so a held tree's trace
  * parts are copied into the file bucket under `holds/<tenant>/<tree>/traces/<part name>`, each
- * copy under a legal hold: the sweep holds a held tree's parts back (processors/retention), and
+ * copy under a legal hold (from an object of format 3, which other trees' jobs share, only the
+ * tree's jobs' records are copied, one part of format 2 per job, under the name that part
+ * would have had: `tenants/<tenant>/jobs/<job>/<topic>/<partition>/<range>.json`): the sweep holds a held tree's parts back (processors/retention), and
  * the copies outlive anything that reaches the trace bucket behind it (a person with MinIO's
  * own tools, a tenant's erasure) until the hold is cleared, which lifts and removes them. Names under `holds/` are outside `files/`, so the
  * file store's sweep and erasure never reach them.
  */
 import type { Client } from "minio";
 import type { TraceStore } from "./trace-store.ts";
-import { jobPrefix, parsePart, tenantPrefix as tenantPrefixOf, TRACE_ROOT } from "./trace-parts.ts";
+import { isBatchName, jobPart, jobPrefix, tenantPrefix as tenantPrefixOf, TRACE_ROOT, type TracePart, type TraceRecord } from "./trace-parts.ts";
 import { Oz0Error } from "../lib/errors.ts";
 import { FileNotFound } from "./file-errors.ts";
 import { fileNames, type FileStore } from "./files.ts";
@@ -53,7 +57,7 @@ export interface TreeInventory {
   readonly files: readonly string[];
   readonly jobs: readonly string[];
   readonly runs: readonly string[];
-  /** Names of its trace parts in the trace bucket. */
+  /** Names of its trace parts in the trace bucket: its jobs' parts of format 2 and the objects of format 3 its jobs' index names (which may hold other jobs' records too). */
   readonly traceParts: readonly string[];
   /** Its keys of its hash tag, the hold record left out. */
   readonly redisKeys: readonly string[];
@@ -101,6 +105,21 @@ async function versionsUnder(client: Client, bucket: string, prefix: string): Pr
     throw minioFailure(err, `list the versions under ${prefix}`, `bucket ${bucket}`);
   }
   return out;
+}
+
+/** The trace store with its index on the tree's Redis connection. */
+function indexed(d: TreeDataDeps): TraceStore {
+  return d.traces.index ? d.traces : d.traces.indexed(d.redis, d.keys);
+}
+
+/** The name a held copy of one job's records of an object of format 3 takes: the name of the part of format 2 of that job and batch. */
+export function heldCopyName(batch: string, job: string): string {
+  return batch.replace(/^(tenants\/[^/]+\/)batches\//, (_, tenant: string) => `${tenant}jobs/${jobPart(job)}/`);
+}
+
+/** Whether a record is of the tree: of one of its jobs, or naming it as its tree. */
+function ofTree(tree: string, jobs: ReadonlySet<string>): (r: TraceRecord) => boolean {
+  return (r) => jobs.has(r.job_id) || r.tree_id === tree;
 }
 
 /** Removes trace parts by name, in bulk deletes of 1,000; one the store could not remove fails the erasure, which may be run again. */
@@ -169,8 +188,12 @@ export async function inventory(d: TreeDataDeps, tenant: string, tree: string): 
     const p = fileNames.parse(name);
     if (p?.kind === "marker") files.push(`${REF_PREFIX}${p.hex}`);
   }
-  const traceParts: string[] = [];
-  for (const job of jobs) traceParts.push(...(await bucketNames(d.traces.client, d.traces.bucket, jobPrefix(tenant, job))));
+  const traces = indexed(d);
+  const traceParts = new Set<string>();
+  for (const job of jobs) {
+    for (const name of await bucketNames(d.traces.client, d.traces.bucket, jobPrefix(tenant, job))) traceParts.add(name);
+    for (const name of await traces.indexedObjects(tenant, job)) traceParts.add(name);
+  }
   const loopKeys: string[] = [];
   for (const run of runs) {
     for (const k of d.keys.loopKeys(tenant, run)) {
@@ -181,7 +204,7 @@ export async function inventory(d: TreeDataDeps, tenant: string, tree: string): 
       }
     }
   }
-  return { tenant, tree, files, jobs, runs, traceParts, redisKeys, loopKeys, running: filesRecord.status === "running" };
+  return { tenant, tree, files, jobs, runs, traceParts: [...traceParts].sort(), redisKeys, loopKeys, running: filesRecord.status === "running" };
 }
 
 /**
@@ -196,18 +219,16 @@ export async function treeOfJob(d: TreeDataDeps, tenant: string, job: string): P
   } catch (err) {
     throw redisFailure(err, "to find a job's tree", d.keys.limits(tenant, job));
   }
-  for (const name of await bucketNames(d.traces.client, d.traces.bucket, jobPrefix(tenant, job))) {
-    let text: string;
-    try {
-      const chunks: Buffer[] = [];
-      for await (const c of await d.traces.client.getObject(d.traces.bucket, name)) chunks.push(c as Buffer);
-      text = Buffer.concat(chunks).toString("utf8");
-    } catch (err) {
-      throw minioFailure(err, `read ${name}`, `bucket ${d.traces.bucket}`);
+  const traces = indexed(d);
+  const names = [...(await traces.indexedObjects(tenant, job)), ...(await bucketNames(d.traces.client, d.traces.bucket, jobPrefix(tenant, job)))];
+  for (const name of names) {
+    // Gone since it was indexed (erased, past retention): nothing to learn from it.
+    const parts = (await traces.readObject(name)) ?? [];
+    for (const part of parts) {
+      if (part.job_id !== job) continue;
+      const record = [...part.jobs, ...part.entries, ...part.decisions].find((r) => r.job_id === job && r.tree_id);
+      if (record) return record.tree_id;
     }
-    const part = parsePart(text, name);
-    const record = [...part.jobs, ...part.entries, ...part.decisions].find((r) => r.job_id === job && r.tree_id);
-    if (record) return record.tree_id;
   }
   return null;
 }
@@ -268,8 +289,37 @@ export async function holdTree(d: TreeDataDeps, tenant: string, tree: string, ho
   }
   const prefix = heldTracePrefix(tenant, tree);
   const copied = new Set(await bucketNames(d.files.client, d.files.bucket, prefix));
+  const traces = indexed(d);
+  const treeJobs = new Set(inv.jobs);
+  const mine = ofTree(tree, treeJobs);
   let traceCopies = 0;
+  const copy = async (name: string, body: Buffer, from: string): Promise<void> => {
+    let put: { versionId: string | null };
+    try {
+      put = await d.files.client.putObject(d.files.bucket, name, body, body.length, { "Content-Type": "application/json" });
+    } catch (err) {
+      throw minioFailure(err, `copy ${from} under the hold`, `bucket ${d.files.bucket}`);
+    }
+    await legalHold(d.files.client, d.files.bucket, name, put.versionId, true);
+    copied.add(name);
+    traceCopies++;
+  };
   for (const part of inv.traceParts) {
+    if (isBatchName(part)) {
+      // Shared with other jobs: only the tree's jobs' records are copied, one part per job.
+      if (inv.jobs.every((job) => copied.has(`${prefix}${heldCopyName(part, job)}`))) continue;
+      const parts = await traces.readObject(part);
+      // Expired or erased since the index named it: nothing left to hold.
+      if (parts === null) continue;
+      for (const p of parts) {
+        const name = `${prefix}${heldCopyName(part, p.job_id)}`;
+        if (copied.has(name)) continue;
+        const own: TracePart = { v: 2, tenant, job_id: p.job_id, entries: p.entries.filter(mine), decisions: p.decisions.filter(mine), jobs: p.jobs.filter(mine) };
+        if (own.entries.length + own.decisions.length + own.jobs.length === 0) continue;
+        await copy(name, Buffer.from(JSON.stringify(own), "utf8"), part);
+      }
+      continue;
+    }
     const name = `${prefix}${part}`;
     if (copied.has(name)) continue;
     let body: Buffer;
@@ -282,15 +332,7 @@ export async function holdTree(d: TreeDataDeps, tenant: string, tree: string, ho
       if (codeOf(err) === "NoSuchKey") continue;
       throw minioFailure(err, `read ${part}`, `bucket ${d.traces.bucket}`);
     }
-    let put: { versionId: string | null };
-    try {
-      put = await d.files.client.putObject(d.files.bucket, name, body, body.length, { "Content-Type": "application/json" });
-    } catch (err) {
-      throw minioFailure(err, `copy ${part} under the hold`, `bucket ${d.files.bucket}`);
-    }
-    await legalHold(d.files.client, d.files.bucket, name, put.versionId, true);
-    copied.add(name);
-    traceCopies++;
+    await copy(name, body, part);
   }
   const covered = { files: filesHeld.length, traceParts: copied.size, jobs: inv.jobs.length };
   await d.holds.covered(tenant, tree, hold.by, hold.at, covered);
@@ -409,7 +451,16 @@ export const treeErase = defineScript({
 
 async function eraseMarked(d: TreeDataDeps, tenant: string, tree: string, inv: TreeInventory): Promise<EraseReport> {
   const files = (await d.files.client.bucketExists(d.files.bucket)) ? await d.files.eraseTree(tenant, tree) : { erased: [], held: [] };
-  await removeParts(d.traces, inv.traceParts, `tree ${tree}`);
+  await removeParts(
+    d.traces,
+    inv.traceParts.filter((n) => !isBatchName(n)),
+    `tree ${tree}`,
+  );
+  // Objects of format 3 are shared with other jobs: each is written again without the tree's records (removed when none are left).
+  const traces = indexed(d);
+  const mine = ofTree(tree, new Set(inv.jobs));
+  for (const name of inv.traceParts.filter(isBatchName)) await traces.keepOnly(name, (r) => !mine(r));
+  await traces.dropFromIndex(tenant, inv.jobs);
   const tag = d.keys.treeHold(tenant, tree).slice(0, -"hold".length);
   const removed: string[] = [];
   for (let i = 0; i < inv.redisKeys.length || i === 0; i += 500) {
@@ -435,14 +486,22 @@ async function eraseMarked(d: TreeDataDeps, tenant: string, tree: string, inv: T
   return { outcome: "erased", inventory: inv, filesErased: files.erased, filesHeld: files.held, traceParts: inv.traceParts.length, redisKeys: removed };
 }
 
+/** What a tenant's erasure keeps of its traces: the held trees, their jobs, and their jobs' prefixes of format 2. */
+export interface KeptTraces {
+  readonly trees: readonly string[];
+  readonly keepTracePrefixes: readonly string[];
+  readonly keepJobs: readonly string[];
+}
+
 /**
  * Before a tenant-wide erasure: every held tree of the tenant gets a MinIO legal hold on each
  * file it holds now (what it stored since its hold was set included), so the file store's
- * erasure keeps them; returns the held trees and the trace prefixes of their jobs, to be kept.
+ * erasure keeps them; returns the held trees, their jobs and the trace prefixes of their jobs, to be kept.
  */
-export async function protectHeldTrees(d: TreeDataDeps, tenant: string): Promise<{ readonly trees: readonly string[]; readonly keepTracePrefixes: readonly string[] }> {
+export async function protectHeldTrees(d: TreeDataDeps, tenant: string): Promise<KeptTraces> {
   const trees = [...(await d.holds.heldTrees(tenant))].sort();
   const keep: string[] = [];
+  const keepJobs = new Set<string>();
   for (const tree of trees) {
     const inv = await inventory(d, tenant, tree);
     for (const ref of inv.files) {
@@ -453,16 +512,43 @@ export async function protectHeldTrees(d: TreeDataDeps, tenant: string): Promise
       }
     }
     keep.push(...inv.jobs.map((job) => jobPrefix(tenant, job)));
+    for (const job of inv.jobs) keepJobs.add(job);
   }
-  return { trees, keepTracePrefixes: keep };
+  return { trees, keepTracePrefixes: keep, keepJobs: [...keepJobs].sort() };
 }
 
-/** A tenant's trace parts erased but those under `keep` (the jobs of its held trees): the erased and the kept counted. */
-export async function eraseTenantTraces(traces: TraceStore, tenant: string, keep: readonly string[]): Promise<{ readonly erased: number; readonly kept: number; readonly legacy: number }> {
+/**
+ * A tenant's trace parts erased but those under `keep.keepTracePrefixes` (the jobs of its held
+ * trees); an object of format 3 holding records of a held tree (of its jobs, or naming it) is
+ * written again with those records only, the others removed; then the tenant's trace index but
+ * the kept jobs'. The erased and the kept counted.
+ */
+export async function eraseTenantTraces(traces: TraceStore, tenant: string, keep: Pick<KeptTraces, "trees" | "keepTracePrefixes" | "keepJobs">): Promise<{ readonly erased: number; readonly kept: number; readonly legacy: number }> {
   const all = await bucketNames(traces.client, traces.bucket, tenantPrefixOf(tenant));
-  const gone = all.filter((n) => !keep.some((k) => n.startsWith(k)));
+  const gone = all.filter((n) => !isBatchName(n) && !keep.keepTracePrefixes.some((k) => n.startsWith(k)));
+  let kept = all.filter((n) => !isBatchName(n)).length - gone.length;
+  let erased = gone.length;
+  const heldTrees = new Set(keep.trees);
+  const heldJobs = new Set(keep.keepJobs);
+  const left = new Set<string>(heldJobs);
+  for (const name of all.filter(isBatchName)) {
+    if (heldTrees.size === 0 && heldJobs.size === 0) {
+      gone.push(name);
+      erased++;
+      continue;
+    }
+    const r = await traces.keepOnly(name, (rec) => heldJobs.has(rec.job_id) || heldTrees.has(rec.tree_id));
+    if (r === null) continue;
+    if (r.left.length === 0) {
+      erased++;
+      continue;
+    }
+    kept++;
+    for (const job of r.left) left.add(job);
+  }
   await removeParts(traces, gone, `tenant ${tenant}`);
+  await traces.dropTenantIndex(tenant, left);
   // Parts written before traces were kept by tenant name no tenant: left to their expiry, counted as TraceStore.eraseTenant counts them.
   const legacy = (await bucketNames(traces.client, traces.bucket, `${TRACE_ROOT}/`)).length;
-  return { erased: gone.length, kept: all.length - gone.length, legacy };
+  return { erased, kept, legacy };
 }

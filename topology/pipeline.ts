@@ -150,7 +150,7 @@ export const DECIDING: PipelineEntry[] = [
 
 /** SYS-5: the trace and audit sinks write MinIO and emit nothing, in the `sinks` application. */
 export const SINK_ENTRIES: PipelineEntry[] = SINKS.map((s) =>
-  entry(s.processor as Processor<unknown, unknown>, s.env, s.processor.name.startsWith("audit-") ? "the audit log in MinIO, under object lock (`docs/sinks.md`)" : "each job's trace in MinIO (`docs/sinks.md`)"),
+  entry(s.processor as Processor<unknown, unknown>, s.env, s.processor.name.startsWith("audit-") ? "the audit log in MinIO, under object lock (`docs/sinks.md`)" : "the jobs' traces in MinIO, one object per tenant a batch, indexed by job in Redis (`docs/sinks.md`)"),
 );
 
 export const PUNCTUATORS: Record<"loopDeadlines" | "unknownOutcomes" | "retention", PipelinePunctuator> = {
@@ -185,7 +185,7 @@ export const PUNCTUATORS: Record<"loopDeadlines" | "unknownOutcomes" | "retentio
       const holds = new TreeHolds(redis, new Keys());
       return startRetentionTimer({
         files,
-        traces: sinkStores(endpoints).traces,
+        traces: sinkStores(endpoints).traces.indexed(redis),
         traceRetentionMs: retention.traceRetentionMs,
         state: redisRetentionStore(redis, new Keys()),
         heldTrees: (tenant) => holds.heldTrees(tenant),

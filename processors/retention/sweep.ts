@@ -20,6 +20,7 @@ import { deriveId } from "../runner/ids.ts";
 import type { MetricFamily } from "../ops/metrics.ts";
 import type { RetentionStore } from "./store.ts";
 import type { Due, HeldCounts, SweepCounts, SweepRecord } from "./status.ts";
+import { TraceStore } from "../../store/trace-store.ts";
 import { sweepTenantTraces, traceTenants, type TraceSweepReport } from "./traces.ts";
 
 /** The audit entry's actor: the sweep itself (which instance is in `facts.instance`). */
@@ -32,7 +33,8 @@ export const LOCK_MS = 5 * 60 * 1000;
 export interface RetentionDeps {
   /** Null when the file bucket does not exist (nothing stored yet). */
   readonly files: FileStore | null;
-  readonly traces: { readonly client: FileStore["client"]; readonly bucket: string };
+  /** The trace store; with its index (TraceStore.indexed), an expired object of format 3 shared with a held tree is written again with the held records only. */
+  readonly traces: { readonly client: FileStore["client"]; readonly bucket: string } | TraceStore;
   /** Days-in-ms a trace part is kept after it was written; 0 keeps them. */
   readonly traceRetentionMs: number;
   readonly state: RetentionStore;
@@ -73,6 +75,11 @@ export interface RoundOptions {
   readonly stopping?: () => boolean;
 }
 
+/** The trace store when it is one with its index. */
+function storeOf(traces: RetentionDeps["traces"]): TraceStore | undefined {
+  return traces instanceof TraceStore && traces.index ? traces : undefined;
+}
+
 const none: SweepCounts = { files: 0, grants: 0, traces: 0 };
 const noneHeld: HeldCounts = { files: 0, traces: 0 };
 
@@ -94,7 +101,7 @@ const refOfLabel = (label: string): string => label.slice(label.indexOf(":") + 1
 export async function dueOf(deps: RetentionDeps, tenant: string, now: number): Promise<Due> {
   const held = (await deps.heldTrees?.(tenant)) ?? new Set<string>();
   const files: SweepReport | null = deps.files === null ? null : await deps.files.sweep(now, { tenant, dryRun: true, heldTree: (_t, tree) => held.has(tree) });
-  const traces = await sweepTenantTraces({ client: deps.traces.client, bucket: deps.traces.bucket, tenant, now, retentionMs: deps.traceRetentionMs, dryRun: true, heldTrees: held });
+  const traces = await sweepTenantTraces({ client: deps.traces.client, bucket: deps.traces.bucket, tenant, now, retentionMs: deps.traceRetentionMs, dryRun: true, heldTrees: held, store: storeOf(deps.traces) });
   return { files: files?.deletedFiles.length ?? 0, grants: files?.expiredGrants ?? 0, traces: traces.removed, held: { files: files?.held.length ?? 0, traces: traces.held.length } };
 }
 
@@ -132,7 +139,7 @@ export async function sweepTenant(deps: RetentionDeps, tenant: string, o: RoundO
         }
       }
       try {
-        traces = await sweepTenantTraces({ client: deps.traces.client, bucket: deps.traces.bucket, tenant, now: o.now, retentionMs: deps.traceRetentionMs, heldTrees: held });
+        traces = await sweepTenantTraces({ client: deps.traces.client, bucket: deps.traces.bucket, tenant, now: o.now, retentionMs: deps.traceRetentionMs, heldTrees: held, store: storeOf(deps.traces) });
       } catch (err) {
         errors.push(`traces: ${message(err)}`);
       }

@@ -7,12 +7,22 @@
  * - its job or a tree of its records is under a hold kept in Redis (`heldTree`, `oz0 hold`):
  *   the part is read to learn its trees only when the tenant has a held tree.
  *
+ * An object of format 3 (`tenants/<tenant>/batches/...`, one tenant's records of one batch,
+ * many jobs' and trees') past retention is removed whole unless it holds records of a held tree
+ * (of one of its jobs, or naming it as their tree): then it is written again with only those
+ * records, which renews it, and the jobs left in it are indexed again (their index keys
+ * renewed), so nothing held is lost and nothing else is kept past its retention. One holding
+ * only held records is kept as it is, as a part of format 2 is. The jobs of a removed object of
+ * format 3 are named only when the tenant has a held tree (the object is read then); otherwise
+ * it is removed unread.
+ *
  * Tenants' parts are under `tenants/<tenant>/` (trace-parts.ts). Parts of format 1 (`jobs/...`,
  * no tenant) are left to the bucket's lifecycle rule (TraceStore.ensureBucket).
  */
 import type { Client } from "minio";
 import { codeOf, minioFailure } from "../../store/minio-errors.ts";
-import { parsePart, TENANT_ROOT, tenantPrefix } from "../../store/trace-parts.ts";
+import { isBatchName, parseStored, TENANT_ROOT, tenantPrefix } from "../../store/trace-parts.ts";
+import type { TraceStore } from "../../store/trace-store.ts";
 
 export interface TraceSweepReport {
   /** Parts removed (in a dry run: that would be). */
@@ -33,6 +43,8 @@ export interface TraceSweepOptions {
   readonly dryRun?: boolean;
   /** Trees (or jobs: a tree is named by its first job) of the tenant under a hold kept in Redis. */
   readonly heldTrees?: ReadonlySet<string>;
+  /** The trace store with its index: writes an expired object of format 3 again with only its held records, and renews their jobs' index. Without it such an object is kept whole. */
+  readonly store?: TraceStore;
 }
 
 interface Listed {
@@ -109,8 +121,8 @@ async function treesOf(client: Client, bucket: string, name: string): Promise<Se
   } catch (err) {
     throw minioFailure(err, `read ${name}`, `bucket ${bucket}`);
   }
-  const part = parsePart(Buffer.concat(chunks).toString("utf8"), name);
-  return new Set([...part.entries, ...part.decisions, ...part.jobs].map((r) => r.tree_id).filter((t): t is string => typeof t === "string"));
+  const parts = parseStored(Buffer.concat(chunks).toString("utf8"), name);
+  return new Set(parts.flatMap((part) => [...part.entries, ...part.decisions, ...part.jobs]).map((r) => r.tree_id).filter((t): t is string => typeof t === "string"));
 }
 
 function jobOf(name: string, prefix: string): string {
@@ -131,6 +143,38 @@ export async function sweepTenantTraces(o: TraceSweepOptions): Promise<TraceSwee
   const gone: Array<{ name: string; versionId: string | null }> = [];
   const jobs = new Set<string>();
   for (const p of expired) {
+    if (isBatchName(p.name)) {
+      if (heldTrees.size > 0) {
+        const keep = (r: { job_id: string; tree_id: string | null }): boolean => heldTrees.has(r.job_id) || (r.tree_id !== null && heldTrees.has(r.tree_id));
+        if (!o.store) {
+          // No store to write it again: kept whole when it holds anything held.
+          if ([...(await treesOf(o.client, o.bucket, p.name))].some((t) => heldTrees.has(t))) {
+            held.push(p.name);
+            continue;
+          }
+        } else {
+          const parts = await o.store.readObject(p.name);
+          if (parts === null) continue;
+          const records = parts.flatMap((part) => [...part.entries, ...part.decisions, ...part.jobs]);
+          if (records.some(keep)) {
+            held.push(p.name);
+            if (o.dryRun || records.every(keep)) continue;
+            const r = await o.store.keepOnly(p.name, keep);
+            for (const job of r?.dropped ?? []) jobs.add(job);
+            if (r) await o.store.addToIndex(r.left.map((job) => [o.tenant, job, p.name] as const));
+            continue;
+          }
+          for (const part of parts) jobs.add(part.job_id);
+        }
+      }
+      const versions = versioned ? await versionsOf(o.client, o.bucket, p.name) : [null];
+      if (versioned && (await legallyHeld(o.client, o.bucket, p.name, versions))) {
+        held.push(p.name);
+        continue;
+      }
+      for (const versionId of versions) gone.push({ name: p.name, versionId });
+      continue;
+    }
     const job = jobOf(p.name, prefix);
     if (heldTrees.size > 0 && (heldTrees.has(job) || [...(await treesOf(o.client, o.bucket, p.name))].some((t) => heldTrees.has(t)))) {
       held.push(p.name);

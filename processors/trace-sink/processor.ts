@@ -1,7 +1,8 @@
 /**
  * The trace sink (SYS-5): one processor per topic a trace is made of, each writing its batch's
- * records into the jobs' traces (`TraceSinkEnv.write`) and emitting nothing. The runner commits
- * the batch's offsets after the write, so a crash in between writes the same parts again.
+ * records into the jobs' traces (`TraceSinkEnv.write`: one object per tenant per batch, each
+ * job's records apart, indexed by job in Redis) and emitting nothing. The runner commits the
+ * batch's offsets after the write, so a crash in between writes the same objects again.
  *
  * | processor | reads | keeps |
  * | --- | --- | --- |
@@ -16,7 +17,7 @@ import { defineProcessor, type InputRecord, type Outcome, type Processor } from 
 import { partsByJob, TRACED_JOB_KINDS, type BatchRange, type TraceItem, type TracePart } from "../../store/trace-parts.ts";
 
 export interface TraceSinkEnv {
-  /** Stores one batch's parts, one per job; the same batch again leaves the same objects. */
+  /** Stores one batch's parts (one per tenant and job) as one object per tenant, and indexes them; the same batch again leaves the same objects. */
   write(range: BatchRange, parts: ReadonlyMap<string, TracePart>): Promise<void>;
 }
 

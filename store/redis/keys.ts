@@ -12,7 +12,7 @@ export class Keys {
     this.prefix = prefix;
   }
 
-  private tagged(kind: "run" | "tree" | "tenant" | "agent" | "conv", id: string): string {
+  private tagged(kind: "run" | "tree" | "tenant" | "agent" | "conv" | "trace", id: string): string {
     if (id.length === 0) throw new Error(`an empty ${kind} ID cannot name Redis state`);
     // Braces inside the ID would change the hash tag; they are escaped away.
     return `${this.prefix}:{${kind}:${id.replace(/[{}]/g, "_")}}`;
@@ -221,6 +221,23 @@ export class Keys {
   /** FILE-6, OFF-10: each tenant's last retention sweep (a hash, tenant to the sweep's record as JSON). `{retention}` slot. */
   retentionLast(): string {
     return `${this.prefix}:{retention}:last`;
+  }
+
+  /**
+   * SYS-5: the trace index of a tenant's job: the names of the trace objects of format 3 that
+   * hold its records (a set, store/trace-store.ts), in a slot of its own, `{trace:<tenant>/<job>}`,
+   * both IDs URI-encoded so that no pair reads as another. Expires a day past the trace retention.
+   */
+  traceJob(tenant: string, jobId: string): string {
+    if (tenant.length === 0) throw new Error("an empty tenant cannot name a trace index");
+    if (jobId.length === 0) throw new Error("an empty job ID cannot name a trace index");
+    return `${this.tagged("trace", `${encodeURIComponent(tenant)}/${encodeURIComponent(jobId)}`)}:objects`;
+  }
+
+  /** A SCAN pattern matching the trace index of every job of a tenant (`traceJob`). */
+  traceJobsPattern(tenant: string): string {
+    if (tenant.length === 0) throw new Error("an empty tenant cannot name a trace index");
+    return `${this.prefix}:{trace:${encodeURIComponent(tenant).replace(/[*?[\]\\]/g, "\\$&")}/*}:objects`;
   }
 
   /** OFF-13: the offload threshold a job of a tenant's tree started with. */

@@ -27,6 +27,7 @@ import { READ_SECTION } from "../../processors/read-result/processor.ts";
 import { kafkaConfig } from "../../processors/runner/endpoints.ts";
 import { createLogger } from "../../processors/runner/log.ts";
 import { sinkStores, type SinkStores } from "../../processors/sinks.ts";
+import { redisClient, type RedisClient } from "../../store/redis/client.ts";
 import { Serde } from "../../schemas/serde.ts";
 import type { AuditEvent, Decision, ResultDelivered, ToolCall } from "../../schemas/types.ts";
 import { uid } from "../support/events.ts";
@@ -67,6 +68,8 @@ describe("end to end through the runtime client, on the whole pipeline in this p
   let pipeline: Pipeline | undefined;
   let client: RuntimeClient;
   let stores: SinkStores;
+  // The trace index is read from Redis beside the objects in MinIO.
+  let traceIndex: RedisClient | undefined;
 
   beforeAll(async () => {
     for (const [k, v] of Object.entries(SINK_ENV)) {
@@ -80,12 +83,14 @@ describe("end to end through the runtime client, on the whole pipeline in this p
     await publishLoadConfig(kafka, serde, log, { dir: CONFIG_DIR, reason: "end-to-end test agents" });
     pipeline = await startPipeline(e, log, { ops: { host: "127.0.0.1", port: 0 }, groupPrefix: `oz0.e2e-${run}.`, startAt: "end" });
     await untilReady(pipeline, 120_000);
-    stores = sinkStores(e);
+    traceIndex = redisClient(e);
+    stores = { ...sinkStores(e), traces: sinkStores(e).traces.indexed(traceIndex) };
     client = await RuntimeClient.connect(e, { log, timeoutMs: ANSWER_MS });
   }, 240_000);
 
   afterAll(async () => {
     await client?.close().catch(() => undefined);
+    traceIndex?.disconnect();
     if (pipeline) {
       const p = pipeline;
       await p.stop().catch(() => undefined);

@@ -1,7 +1,7 @@
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, onTestFinished } from "vitest";
 import { fromConfig } from "../../processors/audit-sink/derive.ts";
 import { CONFIG_TOPIC } from "../../processors/runner/config-table.ts";
 import { TraceStore } from "../../store/trace-store.ts";
@@ -11,6 +11,8 @@ import { FileNotFound } from "../../store/file-errors.ts";
 import { FileStore } from "../../store/files.ts";
 import { minioClient } from "../../store/objects.ts";
 import { PayloadKeys } from "../../store/payload-keys.ts";
+import { redisClient } from "../../store/redis/client.ts";
+import { Keys } from "../../store/redis/keys.ts";
 import { jobEvent, uid } from "../support/events.ts";
 import { oz0 } from "../support/oz0.ts";
 import { collect, endpoints, serde } from "../support/kafka.ts";
@@ -81,7 +83,9 @@ describe("oz0 tenant and oz0 quota set: a tenant's settings changed from the com
     const client = minioClient(endpoints());
     const files = new FileStore({ client, bucket, keys: PayloadKeys.fromEnv() });
     await files.ensureBucket();
-    const traces = new TraceStore({ client, bucket: traceBucket, retentionDays: 1 });
+    const redis = redisClient(endpoints());
+    onTestFinished(() => redis.disconnect());
+    const traces = new TraceStore({ client, bucket: traceBucket, retentionDays: 1, index: { redis, keys: new Keys() } });
     await traces.ensureBucket();
     const [gone, kept] = [uid("tenant"), uid("tenant")];
     const tree = uid("tree");

@@ -83,9 +83,9 @@ describe("retention that runs (FILE-6, OFF-10)", () => {
     client = minioClient(endpoints());
     files = new FileStore({ client, bucket: fileBucket, keys: PayloadKeys.fromMaster(Buffer.alloc(32, 9)), now: () => clock });
     await files.ensureBucket();
-    traces = new TraceStore({ client, bucket: traceBucket, retentionDays: 1 });
-    await traces.ensureBucket();
     redis = redisClient(endpoints());
+    traces = new TraceStore({ client, bucket: traceBucket, retentionDays: 1, index: { redis, keys } });
+    await traces.ensureBucket();
     holds = new TreeHolds(redis, keys);
   });
 
@@ -121,11 +121,15 @@ describe("retention that runs (FILE-6, OFF-10)", () => {
     // Trace parts written up to the cut are past retention at `now`; later ones are not.
     const traceRetentionMs = now - cut;
     const partsBefore = { a: await traceNames(client, traceBucket, a), b: await traceNames(client, traceBucket, b) };
-    expect([partsBefore.a.length, partsBefore.b.length]).toEqual([2, 3]);
+    // One object per tenant per batch: b's first holds treeB's records and the held tree's.
+    expect([partsBefore.a.length, partsBefore.b.length]).toEqual([2, 2]);
 
     const first = byTenant(await sweepRound(deps(traceRetentionMs), { instance: "pipe-1", now, tenants: [a, b] }));
     expect(first.get(a)).toMatchObject({ outcome: "swept", removed: { files: 1, grants: 1, traces: 1 }, held: { files: 1, traces: 0 }, refs: { filesRemoved: [oldA.ref], filesHeld: [legalHeld.ref] }, errors: [] });
-    expect(first.get(b)).toMatchObject({ outcome: "swept", removed: { files: 1, grants: 1, traces: 1 }, held: { files: 1, traces: 1 }, refs: { filesRemoved: [oldB.ref], filesHeld: [ofHeldTree.ref] }, errors: [] });
+    // b's expired object holds the held tree's records: written again with those only (renewed), treeB's gone from it.
+    expect(first.get(b)).toMatchObject({ outcome: "swept", removed: { files: 1, grants: 1, traces: 0 }, held: { files: 1, traces: 1 }, refs: { filesRemoved: [oldB.ref], filesHeld: [ofHeldTree.ref], traceJobsRemoved: [treeB] }, errors: [] });
+    expect((await traces.read(treeB, b)).jobs?.map((j) => j.kind)).toEqual(["ended"]);
+    expect((await traces.read(heldTree, b)).jobs?.map((j) => j.kind)).toEqual(["started"]);
 
     const data = (tenant: string, ref: string): string => fileNames.data(tenant, parseRef(ref));
     expect(await exists(client, fileBucket, data(a, oldA.ref))).toBe(false);
@@ -136,7 +140,7 @@ describe("retention that runs (FILE-6, OFF-10)", () => {
     const partsAfter = { a: await traceNames(client, traceBucket, a), b: await traceNames(client, traceBucket, b) };
     expect(partsAfter.a).toHaveLength(1);
     expect(partsAfter.a[0]).toMatch(/-00000000000000000004\.json$/);
-    // b: its later part and the held tree's early part stay.
+    // b: its later object and the early one, now holding the held tree's records only, stay.
     expect(partsAfter.b).toHaveLength(2);
     expect(partsAfter.b.filter((n) => n.endsWith("-00000000000000000002.json"))).toHaveLength(1);
 
@@ -153,7 +157,8 @@ describe("retention that runs (FILE-6, OFF-10)", () => {
     const again = byTenant(await sweepRound(deps(traceRetentionMs), { instance: "pipe-2", now, tenants: [a, b] }));
     for (const t of [a, b]) expect(again.get(t)?.removed).toEqual({ files: 0, grants: 0, traces: 0 });
     expect(again.get(a)?.held).toEqual({ files: 1, traces: 0 });
-    expect(again.get(b)?.held).toEqual({ files: 1, traces: 1 });
+    // b's early object was renewed when written again: not past its retention now.
+    expect(again.get(b)?.held).toEqual({ files: 1, traces: 0 });
     expect(await traceNames(client, traceBucket, b)).toEqual(partsAfter.b);
 
     // Holds cleared: the next sweep removes what they kept.
@@ -161,7 +166,7 @@ describe("retention that runs (FILE-6, OFF-10)", () => {
     await holds.clear(b, heldTree);
     const released = byTenant(await sweepRound(deps(traceRetentionMs), { instance: "pipe-1", now, tenants: [a, b] }));
     expect(released.get(a)).toMatchObject({ removed: { files: 1, grants: 1, traces: 0 }, held: { files: 0, traces: 0 } });
-    expect(released.get(b)).toMatchObject({ removed: { files: 1, grants: 1, traces: 1 }, held: { files: 0, traces: 0 } });
+    expect(released.get(b)).toMatchObject({ removed: { files: 1, grants: 1, traces: 0 }, held: { files: 0, traces: 0 } });
     expect(await exists(client, fileBucket, data(b, ofHeldTree.ref))).toBe(false);
   });
 

@@ -14,7 +14,9 @@ import { startProcessor, type RunningProcessor } from "../../processors/runner/r
 import { KafkaTransport } from "../../processors/runner/transport.ts";
 import { traceSinkAdmissions, traceSinkCallDecisions, traceSinkEntries, traceSinkJobs } from "../../processors/trace-sink/processor.ts";
 import { TraceStore } from "../../store/trace-store.ts";
-import { jobPrefix, tenantPrefix } from "../../store/trace-parts.ts";
+import { batchPrefix, tenantPrefix } from "../../store/trace-parts.ts";
+import { redisClient, type RedisClient } from "../../store/redis/client.ts";
+import { Keys } from "../../store/redis/keys.ts";
 import type { Serde } from "../../schemas/serde.ts";
 import type { AuditEvent, ConfigRecord, Decision, ToolResult, TraceEntry } from "../../schemas/types.ts";
 import { minioClient } from "../../store/objects.ts";
@@ -116,6 +118,7 @@ describe("the trace and audit sinks on the real broker and MinIO", () => {
   let producer: Producer;
   let client: Client;
   let traces: TraceStore;
+  let redis: RedisClient;
   let audit: AuditLog;
   const running: RunningProcessor[] = [];
 
@@ -141,7 +144,8 @@ describe("the trace and audit sinks on the real broker and MinIO", () => {
     producer = kafka().producer(EXACTLY_ONCE_PRODUCER);
     await producer.connect();
     client = minioClient(endpoints());
-    traces = new TraceStore({ client, bucket: TRACE_BUCKET, retentionDays: 1 });
+    redis = redisClient(endpoints());
+    traces = new TraceStore({ client, bucket: TRACE_BUCKET, retentionDays: 1, index: { redis, keys: new Keys() } });
     audit = new AuditLog({ client, bucket: AUDIT_BUCKET, mode: "COMPLIANCE", retentionDays: 1 });
     await traces.ensureBucket();
     await audit.ensureBucket();
@@ -158,6 +162,7 @@ describe("the trace and audit sinks on the real broker and MinIO", () => {
   afterAll(async () => {
     await Promise.all(running.map((r) => r.stop()));
     await producer?.disconnect();
+    redis?.disconnect();
   });
 
   it("SYS-5 FIT-14 OFF-11 a job's trace is read back through the trace command's function once the sink consumed it: fitted steps without the omitted sentence, offloads by size and digest, loop findings, admissions, refusals and how the job ended", async () => {
@@ -242,7 +247,7 @@ describe("the trace and audit sinks on the real broker and MinIO", () => {
   });
 
   it("SYS-5 a replay of the same input from the same offsets leaves one copy of each record in the trace and of each entry in the audit log", async () => {
-    const traceObjects = await names(client, TRACE_BUCKET, jobPrefix("acme", job));
+    const traceObjects = await traces.indexedObjects("acme", job);
     const auditBefore = await audit.read();
     const replays: Array<{ running: RunningProcessor; group: string; topic: string }> = [];
     try {
@@ -262,7 +267,7 @@ describe("the trace and audit sinks on the real broker and MinIO", () => {
     const trace = await traces.read(job, "acme");
     expect([trace.entries.length, trace.decisions.length, trace.jobs?.length]).toEqual([3, 3, 2]);
     // Replayed batches may end at other offsets than the first run's: their parts hold the same records, shown once.
-    expect((await names(client, TRACE_BUCKET, jobPrefix("acme", job))).length).toBeGreaterThanOrEqual(traceObjects.length);
+    expect((await traces.indexedObjects("acme", job)).length).toBeGreaterThanOrEqual(traceObjects.length);
     // Counted before removing duplicates: a second copy of any entry would show here. (Other
     // tests may publish to the same topics meanwhile, so only this test's tenant is counted.)
     const copies = (log: { entries: AuditEvent[] }) => log.entries.filter((e) => e.tenant === tenant).length;
@@ -284,9 +289,12 @@ describe("the trace and audit sinks on the real broker and MinIO", () => {
     const partition = records[0]?.partition ?? 0;
     const batch = records.map((r) => ({ ...r, partition }));
     await traceSinkAdmissions.process(batch, traces);
-    const first = await names(client, TRACE_BUCKET, jobPrefix(tenant, replayJob));
+    const first = await names(client, TRACE_BUCKET, `${batchPrefix(tenant)}${topic}/${partition}/`);
+    expect(first).toHaveLength(1);
+    expect(await traces.indexedObjects(tenant, replayJob)).toEqual(first);
     await traceSinkAdmissions.process(batch, traces);
-    expect(await names(client, TRACE_BUCKET, jobPrefix(tenant, replayJob))).toEqual(first);
+    expect(await names(client, TRACE_BUCKET, `${batchPrefix(tenant)}${topic}/${partition}/`)).toEqual(first);
+    expect(await traces.indexedObjects(tenant, replayJob)).toEqual(first);
     expect((await traces.read(replayJob, tenant)).decisions).toHaveLength(3);
 
     await auditSinkAdmissions.process(batch.slice(0, 2), audit);
@@ -348,6 +356,7 @@ describe("the trace and audit sinks on the real broker and MinIO", () => {
     expect((await traces.read(job, mine)).decisions.map((d) => d.tenant)).toEqual([mine]);
     expect(await traces.eraseTenant(mine)).toMatchObject({ erased: 1 });
     expect(await names(client, TRACE_BUCKET, tenantPrefix(mine))).toEqual([]);
+    expect([await redis.exists(new Keys().traceJob(mine, job)), await redis.exists(new Keys().traceJob(theirs, job))]).toEqual([0, 1]);
     expect((await traces.read(job)).decisions.map((d) => d.tenant)).toEqual([theirs]);
     expect(await traces.eraseTenant(mine)).toMatchObject({ erased: 0 });
   });

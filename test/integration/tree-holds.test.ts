@@ -41,12 +41,12 @@ async function stores(name: string): Promise<Setup> {
   const client = minioClient(endpoints());
   const files = new FileStore({ client, bucket: `oz0-${name}-files-test`, keys: PayloadKeys.fromEnv() });
   await files.ensureBucket();
-  const traces = new TraceStore({ client, bucket: `oz0-${name}-traces-test`, retentionDays: 1 });
+  const traces = new TraceStore({ client, bucket: `oz0-${name}-traces-test`, retentionDays: 1, index: { redis, keys } });
   await traces.ensureBucket();
   return { files, traces, env: { OZ0_BUCKET: files.bucket, OZ0_TRACE_BUCKET: traces.bucket } };
 }
 
-/** A tree as the pipeline leaves it once its root job ended: limits state with a child job and a run, the file rules' record, labels, loop state, trace parts. */
+/** A tree as the pipeline leaves it once its root job ended: limits state with a child job and a run, the file rules' record, labels, loop state, trace records (one object: its two jobs share the batch). */
 async function tree(s: Setup, filesState: FilesStore, tenant: string, root: string, child: string, run: string, offset: number): Promise<void> {
   await redis.hset(keys.limits(tenant, root), { [`job:${root}:agent`]: "a", [`job:${root}:run`]: run, [`job:${child}:agent`]: "b", spent: "1234" });
   await filesState.start(tenant, root, { event: uid("evt"), job: root, conversation: null }, { source: "t:0", offset: String(offset) });
@@ -120,7 +120,7 @@ describe("oz0 hold and oz0 job erase: legal holds on one tree's data and erasure
 
     const erased = await oz0(["job", "erase", "--tenant", tenant, "--tree", root, "--reason", "subject's request", "--yes", "--json"], s.env);
     expect(erased.code, erased.err).toBe(0);
-    expect(JSON.parse(erased.out)).toMatchObject({ files: { erased: [early.ref, late.ref].sort(), held: [] }, traces: { erased: 2 } });
+    expect(JSON.parse(erased.out)).toMatchObject({ files: { erased: [early.ref, late.ref].sort(), held: [] }, traces: { erased: 1 } });
     await expect(s.files.read({ tenant, tree: root }, early.ref)).rejects.toThrow(new FileNotFound(early.ref).message);
 
     const audit = await collect<AuditEvent>("oz0.audit", "AuditEvent", await serde(), (e) => e.tenant === tenant && e.kind.startsWith("tree."), 4, 60_000);
@@ -128,7 +128,7 @@ describe("oz0 hold and oz0 job erase: legal holds on one tree's data and erasure
     expect(audit.filter((e) => e.kind === "tree.held").map((e) => e.facts.first).sort()).toEqual(["false", "true"]);
     expect(audit.find((e) => e.kind === "tree.held" && e.facts.first === "true")).toMatchObject({ actor: "dana", reason: "litigation hold, matter 114", tree_id: root, facts: { refs: early.ref }, numbers: { files_held: 1, trace_parts_held: 2 } });
     expect(byKind.get("tree.released")).toMatchObject({ actor: "eve", reason: "matter 114 settled", facts: { held_by: "dana" }, numbers: { files_released: 2 } });
-    expect(byKind.get("tree.erased")).toMatchObject({ reason: "subject's request", numbers: { files_erased: 2, trace_parts_erased: 2 } });
+    expect(byKind.get("tree.erased")).toMatchObject({ reason: "subject's request", numbers: { files_erased: 2, trace_parts_erased: 1 } });
     for (const e of audit) expect(JSON.stringify(e)).not.toContain(`result of ${root}`);
   });
 
@@ -149,7 +149,7 @@ describe("oz0 hold and oz0 job erase: legal holds on one tree's data and erasure
 
     const noYes = await oz0(["job", "erase", "--tenant", tenant, "--tree", a, "--reason", "subject's request"], s.env);
     expect(noYes.code).toBe(2);
-    expect(noYes.err).toMatch(new RegExp(`job erase removes tree ${a} of tenant ${tenant} for good: 2 file\\(s\\) and offloaded result\\(s\\), 2 trace part\\(s\\) of 2 job\\(s\\) .*Give --yes to erase`));
+    expect(noYes.err).toMatch(new RegExp(`job erase removes tree ${a} of tenant ${tenant} for good: 2 file\\(s\\) and offloaded result\\(s\\), 1 trace part\\(s\\) of 2 job\\(s\\) .*Give --yes to erase`));
     const noReason = await oz0(["job", "erase", "--tenant", tenant, "--tree", a, "--yes"], s.env);
     expect([noReason.code, noReason.err]).toEqual([2, `job erase: give --reason "why"; it is audited with it\n`]);
     const unknownJob = await oz0(["job", "erase", "--tenant", tenant, "--job", uid("job"), "--reason", "r", "--yes"], s.env);
@@ -164,7 +164,7 @@ describe("oz0 hold and oz0 job erase: legal holds on one tree's data and erasure
     const erased = await oz0(["job", "erase", "--tenant", tenant, "--job", aChild, "--reason", "subject's request", "--yes", "--as", "eve", "--json"], s.env);
     expect(erased.code, erased.err).toBe(0);
     const said = JSON.parse(erased.out) as { tree: string; job: string; files: { erased: string[] }; traces: { erased: number }; redis: { erased: string[] } };
-    expect(said).toMatchObject({ tree: a, job: aChild, files: { erased: [aOwn.ref, aShared.ref].sort() }, traces: { erased: 2 } });
+    expect(said).toMatchObject({ tree: a, job: aChild, files: { erased: [aOwn.ref, aShared.ref].sort() }, traces: { erased: 1 } });
     expect(said.redis.erased).toEqual(expect.arrayContaining([keys.limits(tenant, a), keys.filesTree(tenant, a), keys.jobLabels(tenant, a, aChild), keys.loopFlags(tenant, aRun)]));
 
     // Tree a: not found, as for a file never stored; no trace, no key of its hash tag, no loop state.
@@ -193,7 +193,7 @@ describe("oz0 hold and oz0 job erase: legal holds on one tree's data and erasure
     expect(twice.err).toMatch(/has no tree .*nothing to erase/);
 
     const [entry] = await collect<AuditEvent>("oz0.audit", "AuditEvent", await serde(), (e) => e.tenant === tenant && e.kind === "tree.erased", 1, 60_000);
-    expect(entry).toMatchObject({ actor: "eve", reason: "subject's request", tree_id: a, job_id: aChild, numbers: { files_erased: 2, trace_parts_erased: 2 } });
+    expect(entry).toMatchObject({ actor: "eve", reason: "subject's request", tree_id: a, job_id: aChild, numbers: { files_erased: 2, trace_parts_erased: 1 } });
     expect(entry?.facts.redis_keys).toContain(keys.limits(tenant, a));
     expect(JSON.stringify(entry)).not.toContain("own result");
   });
@@ -273,7 +273,7 @@ describe("oz0 hold and oz0 job erase: legal holds on one tree's data and erasure
 
     const erased = await oz0(["tenant", "erase", tenant, "--reason", "contract ended", "--yes", "--json"], s.env);
     expect(erased.code, erased.err).toBe(0);
-    expect(JSON.parse(erased.out)).toMatchObject({ files: { erased: 1, held: [early.ref, late.ref].sort() }, traces: { erased: 2, kept: 2 }, heldTrees: [held] });
+    expect(JSON.parse(erased.out)).toMatchObject({ files: { erased: 1, held: [early.ref, late.ref].sort() }, traces: { erased: 1, kept: 1 }, heldTrees: [held] });
     expect((await s.files.read({ tenant, tree: held }, late.ref)).bytes.toString()).toBe(`late ${held}`);
     expect((await s.files.read({ tenant, tree: held }, early.ref)).bytes.toString()).toBe(`early ${held}`);
     expect((await s.traces.read(heldChild, tenant)).jobs).toHaveLength(1);
@@ -283,7 +283,7 @@ describe("oz0 hold and oz0 job erase: legal holds on one tree's data and erasure
     expect((await oz0(["hold", "clear", "--tenant", tenant, "--tree", held, "--reason", "inquiry closed"], s.env)).code).toBe(0);
     const after = await oz0(["tenant", "erase", tenant, "--reason", "contract ended", "--yes", "--json"], s.env);
     expect(after.code, after.err).toBe(0);
-    expect(JSON.parse(after.out)).toMatchObject({ files: { erased: 2, held: [] }, traces: { erased: 2 }, heldTrees: [] });
+    expect(JSON.parse(after.out)).toMatchObject({ files: { erased: 2, held: [] }, traces: { erased: 1 }, heldTrees: [] });
     await expect(s.files.read({ tenant, tree: held }, late.ref)).rejects.toThrow(FileNotFound);
   });
 });

@@ -1,3 +1,4 @@
+import { Redis } from "ioredis";
 import { describe, expect, it } from "vitest";
 import { PIPELINE } from "../../../processors/pipeline.ts";
 import { AuditLog } from "../../../processors/audit-sink/store.ts";
@@ -22,10 +23,12 @@ describe("the sinks' wiring", () => {
     expect(new Set(PIPELINE.map((e) => e.processor.name)).size).toBe(PIPELINE.length);
   });
 
-  it("SYS-5 the sinks share one trace store and one audit log per set of endpoints, from the environment's buckets", () => {
+  it("SYS-5 the sinks share one trace store (indexed on the pipeline's Redis) and one audit log per set of endpoints, from the environment's buckets", () => {
     const endpoints = endpointsFromEnv({});
-    const envs = SINKS.map((s) => s.env({ endpoints }));
-    expect(envs.slice(0, 4).every((e) => e instanceof TraceStore && e === envs[0])).toBe(true);
+    // Never connected: the stores only keep the connection.
+    const redis = new Redis({ lazyConnect: true });
+    const envs = SINKS.map((s) => s.env({ endpoints, redis }));
+    expect(envs.slice(0, 4).every((e) => e instanceof TraceStore && e === envs[0] && e.index?.redis === redis)).toBe(true);
     expect(envs.slice(4).every((e) => e instanceof AuditLog && e === envs[4])).toBe(true);
     const other = sinkStores(endpointsFromEnv({}), { OZ0_TRACE_BUCKET: "t", OZ0_AUDIT_BUCKET: "a", OZ0_AUDIT_LOCK_MODE: "GOVERNANCE", OZ0_AUDIT_RETENTION_DAYS: "7" });
     expect([other.traces.bucket, other.audit.bucket, other.audit.mode, other.audit.retentionDays]).toEqual(["t", "a", "GOVERNANCE", 7]);
