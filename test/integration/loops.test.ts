@@ -19,7 +19,7 @@ import type { Serde } from "../../schemas/serde.ts";
 import type { Decision, ToolCall, ToolResult } from "../../schemas/types.ts";
 import { Keys } from "../../store/redis/keys.ts";
 import { toolCall, uid } from "../support/events.ts";
-import { collect, endpoints, groupAtEnd, kafka, serde } from "../support/kafka.ts";
+import { collect, endpoints, groupAtEnd, kafka, serde, TEST_FETCH_WAIT_MS } from "../support/kafka.ts";
 import { EMPTY_RESULT, toolResult } from "../support/loop-events.ts";
 import { redisClient, type RedisClient } from "../../store/redis/client.ts";
 import { scanKeys } from "../../store/redis/slots.ts";
@@ -47,7 +47,7 @@ describe("loop detector on the real broker and Redis", () => {
       await admin.connect();
       await setGroupOffsets(k, admin, group, [{ topic: p.input, partitions: at }]).finally(() => admin.disconnect());
     }
-    const transport = new KafkaTransport({ kafka: kafka(group), groupId: group, topics: [p.input], log });
+    const transport = new KafkaTransport({ kafka: kafka(group), groupId: group, topics: [p.input], log, maxWaitMs: TEST_FETCH_WAIT_MS });
     return startProcessor(p, env, { transport, serde: s, log });
   }
 

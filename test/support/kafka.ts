@@ -11,6 +11,14 @@ import { startProcessor, type RunningProcessor } from "../../processors/runner/r
 import { KafkaTransport } from "../../processors/runner/transport.ts";
 import { uid } from "./events.ts";
 
+/**
+ * How long a test's fetch waits when there is nothing to read (kafkajs's default is 5 s): a
+ * consumer's disconnect, and so a processor's stop, waits for its fetch in flight to return, so
+ * an idle one with the default took about 3.5 s to stop. A record that comes is read at once
+ * either way (minBytes 1); only the idle wait is shorter.
+ */
+export const TEST_FETCH_WAIT_MS = 200;
+
 export function endpoints() {
   return inject("endpoints");
 }
@@ -43,7 +51,7 @@ export async function collect<T>(
   /** After `want` matched, keep reading this long so extra (duplicate) records show too. */
   settleMs = 0,
 ): Promise<T[]> {
-  const consumer: Consumer = kafka().consumer({ groupId: uid("collect"), readUncommitted: false });
+  const consumer: Consumer = kafka().consumer({ groupId: uid("collect"), readUncommitted: false, maxWaitTimeInMs: TEST_FETCH_WAIT_MS });
   const found: T[] = [];
   await consumer.connect();
   try {
@@ -95,6 +103,6 @@ export async function groupAtEnd(groupId: string, topic: string): Promise<void> 
 export async function startOnKafka<In, Env>(p: Processor<In, Env>, env: Env, s: Serde, group = uid(p.name)): Promise<RunningProcessor> {
   await groupAtEnd(group, p.input);
   const log = createLogger({ test: p.name }, () => {});
-  const transport = new KafkaTransport({ kafka: kafka(group), groupId: group, topics: [p.input], log, exactlyOnce: p.outputs.length > 0 });
+  const transport = new KafkaTransport({ kafka: kafka(group), groupId: group, topics: [p.input], log, exactlyOnce: p.outputs.length > 0, maxWaitMs: TEST_FETCH_WAIT_MS });
   return startProcessor(p, env, { transport, serde: s, log });
 }
