@@ -13,7 +13,7 @@ import type { Serde } from "../../schemas/serde.ts";
 import type { Decision, JobEvent, ModelCall } from "../../schemas/types.ts";
 import { Keys } from "../../store/redis/keys.ts";
 import { uid } from "../support/events.ts";
-import { collect, endpoints, kafka, serde, startOnKafka } from "../support/kafka.ts";
+import { collect, endpoints, kafka, serde, startOnKafka, TEST_FETCH_WAIT_MS } from "../support/kafka.ts";
 import { redisClient, type RedisClient } from "../../store/redis/client.ts";
 
 describe("limits processors on real Kafka and Redis", () => {
@@ -60,7 +60,7 @@ describe("limits processors on real Kafka and Redis", () => {
     await calls.stop();
     await send(asks.slice(3));
     // The same group again, not moved to the end: it resumes at the offsets it committed.
-    calls = await startProcessor(limitsModelCallsProcessor, env, { transport: new KafkaTransport({ kafka: kafka(callsGroup), groupId: callsGroup, topics: ["oz0.model-calls"], log }), serde: s, log });
+    calls = await startProcessor(limitsModelCallsProcessor, env, { transport: new KafkaTransport({ kafka: kafka(callsGroup), groupId: callsGroup, topics: ["oz0.model-calls"], log, maxWaitMs: TEST_FETCH_WAIT_MS }), serde: s, log });
 
     const decided = await collect<Decision>("oz0.admissions", "Decision", s, (d) => d.tree_id === tree, 8 + 3, 90_000, 2_000);
     await calls.stop();

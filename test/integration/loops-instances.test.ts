@@ -13,7 +13,7 @@ import type { Serde } from "../../schemas/serde.ts";
 import type { Decision, ToolCall } from "../../schemas/types.ts";
 import { Keys } from "../../store/redis/keys.ts";
 import { toolCall, uid } from "../support/events.ts";
-import { endpoints, groupAtEnd, kafka, serde } from "../support/kafka.ts";
+import { endpoints, groupAtEnd, kafka, serde, TEST_FETCH_WAIT_MS } from "../support/kafka.ts";
 import { redisClient, type RedisClient } from "../../store/redis/client.ts";
 import { until } from "../support/promises.ts";
 
@@ -86,7 +86,7 @@ describe("the loop processors as several instances", () => {
     const group = uid("loop-calls");
     await groupAtEnd(group, "oz0.tool-calls");
     const env: LoopEnv = { config, store: new RedisLoopStore(redis, keys) };
-    const instance = async (): Promise<RunningProcessor> => startProcessor(loopCallsProcessor, env, { transport: new KafkaTransport({ kafka: kafka(group), groupId: group, topics: ["oz0.tool-calls"], log }), serde: s, log });
+    const instance = async (): Promise<RunningProcessor> => startProcessor(loopCallsProcessor, env, { transport: new KafkaTransport({ kafka: kafka(group), groupId: group, topics: ["oz0.tool-calls"], log, maxWaitMs: TEST_FETCH_WAIT_MS }), serde: s, log });
     const instances = [await instance(), await instance()];
     try {
       const admin = kafka().admin();

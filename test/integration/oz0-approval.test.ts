@@ -15,7 +15,7 @@ import type { Decision, ToolCall } from "../../schemas/types.ts";
 import { Keys } from "../../store/redis/keys.ts";
 import { toolCall, uid } from "../support/events.ts";
 import { oz0 } from "../support/oz0.ts";
-import { collect, endpoints, groupAtEnd, kafka, serde } from "../support/kafka.ts";
+import { collect, endpoints, groupAtEnd, kafka, serde, TEST_FETCH_WAIT_MS } from "../support/kafka.ts";
 import { redisClient, type RedisClient } from "../../store/redis/client.ts";
 
 
@@ -31,7 +31,7 @@ describe("oz0 approval: a loop that waits for a person is listed, approved or de
   async function start<In>(p: Processor<In, LoopEnv>): Promise<void> {
     const group = uid(p.name);
     await groupAtEnd(group, p.input);
-    running.push(await startProcessor(p, env, { transport: new KafkaTransport({ kafka: kafka(group), groupId: group, topics: [p.input], log }), serde: s, log }));
+    running.push(await startProcessor(p, env, { transport: new KafkaTransport({ kafka: kafka(group), groupId: group, topics: [p.input], log, maxWaitMs: TEST_FETCH_WAIT_MS }), serde: s, log }));
   }
 
   const sendCalls = (runId: string, calls: ToolCall[]) => producer.send({ topic: "oz0.tool-calls", messages: calls.map((c) => ({ key: runId, value: s.encode("ToolCall", c) })) });

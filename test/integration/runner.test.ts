@@ -8,7 +8,7 @@ import { startProcessor, type RunningProcessor } from "../../processors/runner/r
 import { KafkaThread } from "../../processors/runner/kafka-thread.ts";
 import { KafkaTransport, type Transport } from "../../processors/runner/transport.ts";
 import { Keys } from "../../store/redis/keys.ts";
-import { collect, endpoints, groupAtEnd, kafka, serde } from "../support/kafka.ts";
+import { collect, endpoints, groupAtEnd, kafka, serde, TEST_FETCH_WAIT_MS } from "../support/kafka.ts";
 import { redisTally, tallyProcessor } from "../support/tally-processor.ts";
 import { toolCall, uid } from "../support/events.ts";
 import { redisClient, type RedisClient } from "../../store/redis/client.ts";
@@ -26,7 +26,7 @@ describe.each([
   const log = createLogger({ test: "runner" }, () => {});
 
   async function start(): Promise<RunningProcessor> {
-    const options = { groupId: group, topics: ["oz0.tool-calls"] };
+    const options = { groupId: group, topics: ["oz0.tool-calls"], maxWaitMs: TEST_FETCH_WAIT_MS };
     let transport: Transport;
     if (threaded) {
       thread ??= new KafkaThread(group, endpoints(), log);
