@@ -36,7 +36,7 @@ import { Keys } from "../../store/redis/keys.ts";
 import { toolCall, uid } from "../support/events.ts";
 import { startTestPipeline, stopTestPipeline } from "../support/pipeline.ts";
 import { startMcpHttpServer, type McpHttpServer } from "../support/mcp-http-server.ts";
-import { collect, endpoints, groupAtEnd, kafka, serde } from "../support/kafka.ts";
+import { collect, endpoints, groupAtEnd, kafka, serde, TEST_FETCH_WAIT_MS } from "../support/kafka.ts";
 import { oz0 } from "../support/oz0.ts";
 
 const manifest = parsePlugin(readFileSync("config/examples/plugins/acme_docs.yaml", "utf8"), "acme_docs.yaml");
@@ -54,7 +54,7 @@ describe("TOOL-1 and TOOL-3 on the real stack, answered with oz0 approval as a p
   async function start<In>(p: Processor<In, LoopEnv>): Promise<void> {
     const group = uid(p.name);
     await groupAtEnd(group, p.input);
-    running.push(await startProcessor(p, env, { transport: new KafkaTransport({ kafka: kafka(group), groupId: group, topics: [p.input], log }), serde: s, log }));
+    running.push(await startProcessor(p, env, { transport: new KafkaTransport({ kafka: kafka(group), groupId: group, topics: [p.input], log, maxWaitMs: TEST_FETCH_WAIT_MS }), serde: s, log }));
   }
 
   const send = (c: ToolCall) => producer.send({ topic: "oz0.tool-calls", messages: [{ key: c.run_id, value: s.encode("ToolCall", c) }] });
@@ -186,8 +186,8 @@ describe("TOOL-1 and TOOL-3 through oz0 mcp (the SDK's client and server, the wh
     const manifest = join(dir, "ta_bank.yaml");
     await writeFile(manifest, `name: ta_bank\ntools:\n  - id: ta_bank\n    mcp: "${bank.url}"\n    results: {fit: false}\n`);
     const transport = new StdioClientTransport({
-      command: "npx",
-      args: ["tsx", "bin/oz0.ts", "mcp", "--plugin", manifest, "--tenant", tenant, "--agent", agent, "--job", job, "--timeout-ms", String(CALL_MS)],
+      command: process.execPath,
+      args: ["--import", "tsx", "bin/oz0.ts", "mcp", "--plugin", manifest, "--tenant", tenant, "--agent", agent, "--job", job, "--timeout-ms", String(CALL_MS)],
       cwd: ROOT,
       env: { ...(process.env as Record<string, string>), ...endpointsEnv(endpoints()), OZ0_LOG_LEVEL: "warn" },
       stderr: "inherit",
