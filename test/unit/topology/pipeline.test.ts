@@ -52,7 +52,7 @@ describe("SYS-1 the topology is declared once and checked when declared", () => 
     expect(PIPELINE_TOPOLOGY.application("pipeline").consumers.fromEnv({})).toBe(2);
     expect(PIPELINE_TOPOLOGY.application("pipeline").consumers.fromEnv({ OZ0_CONSUMERS: "3" })).toBe(3);
     expect(PIPELINE_TOPOLOGY.application("sinks").consumers.fromEnv({ OZ0_CONSUMERS: "3" })).toBe(1);
-    expect(PIPELINE_TOPOLOGY.application("sinks").fetch?.fromEnv({})).toEqual({ minBytes: 1024 * 1024, maxWaitMs: 2000 });
+    expect(PIPELINE_TOPOLOGY.application("sinks").fetch?.fromEnv({})).toEqual({ minBytes: 8 * 1024 * 1024, maxWaitMs: 10_000 });
     expect(PIPELINE_TOPOLOGY.application("pipeline").fetch).toBeUndefined();
     expect(() => PIPELINE_TOPOLOGY.node("no-such")).toThrow(TopologyError);
   });
