@@ -30,7 +30,7 @@ import { redisClient, type RedisClient } from "../../store/redis/client.ts";
 import { runScript } from "../../store/redis/scripts.ts";
 import { Keys } from "../../store/redis/keys.ts";
 import { toolCall, uid } from "../support/events.ts";
-import { endpoints, groupAtEnd, kafka, serde } from "../support/kafka.ts";
+import { endpoints, groupAtEnd, kafka, serde, TEST_FETCH_WAIT_MS } from "../support/kafka.ts";
 import { startPrivateRedis, type PrivateRedis } from "../support/private-redis.ts";
 import { TcpProxy } from "../support/tcp-proxy.ts";
 
@@ -112,7 +112,7 @@ describe("secrets in logs, events and errors, with the processors on the real br
           const group = uid(`sec-${entry.processor.name}`);
           await groupAtEnd(group, entry.processor.input);
           const k: Kafka = new kafkajs.Kafka(kafkaConfig(group, e, {}, log));
-          const transport = new KafkaTransport({ kafka: k, groupId: group, topics: [entry.processor.input], log });
+          const transport = new KafkaTransport({ kafka: k, groupId: group, topics: [entry.processor.input], log, maxWaitMs: TEST_FETCH_WAIT_MS });
           return startProcessor(entry.processor, await entry.env({ endpoints: e, redis, config, files }), { transport, serde: s, log, maxBackoffMs: 1_000 });
         }),
       )),
@@ -120,7 +120,7 @@ describe("secrets in logs, events and errors, with the processors on the real br
   });
 
   afterAll(async () => {
-    for (const r of running) await r.stop().catch(() => undefined);
+    await Promise.all(running.map((r) => r.stop().catch(() => undefined)));
     await producer?.disconnect();
     redis?.disconnect();
     await minioProxy?.stop();
@@ -240,7 +240,7 @@ describe("secrets in logs, events and errors, with the processors on the real br
     const records: Buffer[] = [];
     const group = uid("sec-read");
     await setGroupOffsets(k, admin, group, [...start].map(([topic, offsets]) => ({ topic, partitions: offsets.map((o) => ({ partition: o.partition, offset: o.offset })) })));
-    const consumer = kafka().consumer({ groupId: group, readUncommitted: false });
+    const consumer = kafka().consumer({ groupId: group, readUncommitted: false, maxWaitTimeInMs: TEST_FETCH_WAIT_MS });
     await consumer.connect();
     let last = Date.now();
     await consumer.subscribe({ topics: [...OUTPUTS], fromBeginning: false });
