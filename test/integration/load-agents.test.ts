@@ -22,9 +22,12 @@ describe("the load test's agents against the real services", () => {
     if (out) await rm(out, { recursive: true, force: true });
   });
 
+  // SYS-6's agents in a short form: 10 s a phase runs every part of an agents' run (both phases,
+  // their warm-ups, the agents stopped by the time, the report's rows); the runs that measure are
+  // `npm run load -- --agents N --seconds S` (docs/load.md).
   it("SYS-6 plays 40 agents with their waits scaled by 0.02 through the in-process pipeline and the passthrough: every awaited answer comes, and the report has the agents' rows", async () => {
     out = await mkdtemp(join(tmpdir(), "oz0-load-agents-"));
-    const seconds = 20;
+    const seconds = 10;
     const started = Date.now();
     const { result, markdown, files } = await runLoad({
       endpoints: endpoints(),
@@ -39,7 +42,7 @@ describe("the load test's agents against the real services", () => {
       progress: false,
       log: createLogger({ test: "load-agents" }, () => {}),
     });
-    // Bounded: two warm-ups of 100 events (seconds), two phases of 20 s and their grace, starting the pipeline.
+    // Bounded: two warm-ups of 100 events (seconds), two phases of 10 s and their grace, starting the pipeline.
     expect(Date.now() - started).toBeLessThan(240_000);
     for (const [name, p] of [
       ["pipeline", result.pipeline],
