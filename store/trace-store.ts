@@ -19,7 +19,7 @@ import { codeOf, minioCall } from "./minio-errors.ts";
 import { readBytes } from "./objects.ts";
 import { TransientError } from "../lib/errors.ts";
 import type { RedisClient } from "./redis/client.ts";
-import { redisFailure } from "./redis/errors.ts";
+import { redisCall, replyValues } from "./redis/errors.ts";
 import { Keys } from "./redis/keys.ts";
 import { deleteKeys, execBySlot, scanKeys, type SlotCommand } from "./redis/slots.ts";
 import { batchesByTenant, batchName, batchOf, jobPrefix, legacyJobPrefix, mergeParts, parseStored, TENANT_ROOT, tenantPrefix, TRACE_ROOT, type BatchRange, type TracePart, type TraceRecord } from "./trace-parts.ts";
@@ -47,6 +47,11 @@ export interface TraceStoreOptions {
   readonly retentionDays?: number;
   /** The trace index in Redis: needed to write, read and erase traces. */
   readonly index?: TraceIndex;
+}
+
+/** MinIO said the object is not there: as it answered, or as the cause of the error `minioCall` made of that answer. */
+function gone(err: unknown): boolean {
+  return codeOf(err) === "NoSuchKey" || codeOf((err as { cause?: unknown }).cause) === "NoSuchKey";
 }
 
 function transient<T>(what: string, run: () => Promise<T>): Promise<T> {
@@ -101,25 +106,15 @@ export class TraceStore {
       commands.push({ key, name: "sadd", args: [key, ...names] });
       commands.push(ttl === null ? { key, name: "persist", args: [key] } : { key, name: "expire", args: [key, ttl] });
     }
-    let replies: Awaited<ReturnType<typeof execBySlot>>;
-    try {
-      replies = await execBySlot(index.redis, [commands]);
-    } catch (err) {
-      throw redisFailure(err, `to index ${entries.length} trace objects`, commands[0]?.key);
-    }
-    const failed = replies.findIndex(([err]) => err !== null);
-    if (failed >= 0) throw redisFailure(replies[failed]?.[0], "to index trace objects", commands[failed]?.key);
+    const what = `to index ${entries.length} trace objects`;
+    await redisCall(what, commands[0]?.key, async () => replyValues(await execBySlot(index.redis, [commands]), what, commands.map((c) => c.key)));
   }
 
   /** The names of the objects of format 3 that the index says hold a tenant's job's records. */
   async indexedObjects(tenant: string, jobId: string): Promise<string[]> {
     const index = this.need("read a job's trace");
     const key = index.keys.traceJob(tenant, jobId);
-    try {
-      return (await index.redis.smembers(key)).sort();
-    } catch (err) {
-      throw redisFailure(err, "to read a job's trace index", key);
-    }
+    return (await redisCall("to read a job's trace index", key, () => index.redis.smembers(key))).sort();
   }
 
   /**
@@ -144,7 +139,7 @@ export class TraceStore {
     const tenant = parts[0]?.tenant ?? "";
     if (kept.length === 0) {
       await transient(`remove ${name}`, () => this.client.removeObject(this.bucket, name)).catch((err: unknown) => {
-        if (codeOf(err) !== "NoSuchKey" && codeOf((err as { cause?: unknown }).cause) !== "NoSuchKey") throw err;
+        if (!gone(err)) throw err;
       });
     } else if (changed || renew) {
       await this.putJson(name, batchOf(tenant, kept));
@@ -157,11 +152,7 @@ export class TraceStore {
     if (jobs.length === 0) return;
     const index = this.need("erase a trace index");
     const keys = jobs.map((j) => index.keys.traceJob(tenant, j));
-    try {
-      await deleteKeys(index.redis, keys);
-    } catch (err) {
-      throw redisFailure(err, "to erase a trace index", keys[0]);
-    }
+    await redisCall("to erase a trace index", keys[0], () => deleteKeys(index.redis, keys));
   }
 
   /** Removes every index key of a tenant (a tenant's erasure) but those of the jobs in `except`, on every node; gives how many it removed. */
@@ -169,13 +160,11 @@ export class TraceStore {
     const index = this.need("erase a tenant's trace index");
     const pattern = index.keys.traceJobsPattern(tenant);
     const spared = new Set([...except].map((j) => index.keys.traceJob(tenant, j)));
-    let n = 0;
-    try {
+    return redisCall("to erase a tenant's trace index", pattern, async () => {
+      let n = 0;
       for await (const keys of scanKeys(index.redis, pattern)) n += await deleteKeys(index.redis, keys.filter((k) => !spared.has(k)));
-    } catch (err) {
-      throw redisFailure(err, "to erase a tenant's trace index", pattern);
-    }
-    return n;
+      return n;
+    });
   }
 
   /** Puts one object (JSON), the same name again leaving the same object. */
@@ -190,7 +179,7 @@ export class TraceStore {
     try {
       text = await transient(`read ${name}`, async () => (await readBytes(await this.client.getObject(this.bucket, name))).toString("utf8"));
     } catch (err) {
-      if (codeOf(err) === "NoSuchKey" || codeOf((err as { cause?: unknown }).cause) === "NoSuchKey") return null;
+      if (gone(err)) return null;
       throw err;
     }
     return parseStored(text, name);

@@ -9,8 +9,8 @@ import type { RedisClient } from "../../store/redis/client.ts";
 import type { Keys } from "../../store/redis/keys.ts";
 import { defineScript, integers } from "../../store/redis/script.ts";
 import { defineScripts } from "../../store/redis/scripts.ts";
-import { execBySlot, type Reply, type SlotCommand } from "../../store/redis/slots.ts";
-import { redisCall, redisFailure } from "../../store/redis/errors.ts";
+import { execBySlot, type SlotCommand } from "../../store/redis/slots.ts";
+import { redisCall, replyValues } from "../../store/redis/errors.ts";
 import { flagsFromHash, timerEntries, timerMember, type Lane, type LaneRead, type LaneSnapshot, type LaneWrite, type LoopCount, type LoopStore, type RunFlags, type TimerEntry } from "./store.ts";
 
 export interface RedisLoopStoreOptions {
@@ -23,13 +23,6 @@ export interface RedisLoopStoreOptions {
 /** Loops counted per script call. */
 const COUNTS_PER_SCRIPT = 500;
 
-/** Each command's reply; the first that failed, as the error its reply means, naming the command's key. */
-function replies(result: Reply[], what: string, keys: readonly string[]): unknown[] {
-  return result.map(([err, value], i) => {
-    if (err) throw redisFailure(err, what, keys[i]);
-    return value;
-  });
-}
 
 /** Stores one run's loop lane after a batch, once per input offset: whether applied, and the offset stored. */
 export const loopCommit = defineScript({
@@ -81,7 +74,7 @@ export class RedisLoopStore implements LoopStore {
       commands.push({ key: flagsKey, name: "hgetall", args: [flagsKey] });
     }
     const what = `reading the ${lane} loop state of ${reads.length} runs`;
-    const values = await redisCall(what, undefined, async () => replies(await execBySlot(this.redis, [commands]), what, commands.map((c) => c.key)));
+    const values = await redisCall(what, undefined, async () => replyValues(await execBySlot(this.redis, [commands]), what, commands.map((c) => c.key)));
     return reads.map((r, i) => {
       const [state, at, ...memoValues] = values[2 * i] as Array<string | null>;
       const memos = new Map<string, string>();
@@ -134,7 +127,7 @@ export class RedisLoopStore implements LoopStore {
     }
     const what = `writing the ${lane} loop state of ${writes.length} runs`;
     const keyed = [...first.map((c) => c.key), ...runKeys, ...last.map((c) => c.key)];
-    await redisCall(what, undefined, async () => replies(await execBySlot(this.redis, [first, runs, last]), what, keyed));
+    await redisCall(what, undefined, async () => replyValues(await execBySlot(this.redis, [first, runs, last]), what, keyed));
   }
 
   async dueDeadlines(now: number, limit: number): Promise<TimerEntry[]> {

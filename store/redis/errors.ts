@@ -15,6 +15,7 @@
  *   of a command, `NOPERM` (an ACL denies the key), `CROSSSLOT`.
  */
 import { type Dependency, StoreRefused, TransientError, messageOf } from "../../lib/errors.ts";
+import type { Reply } from "./slots.ts";
 
 export type FailureKind = "transient" | "permanent";
 
@@ -79,4 +80,12 @@ export async function redisCall<T>(what: string, key: string | undefined, step: 
   } catch (err) {
     throw redisFailure(err, what, key);
   }
+}
+
+/** A pipeline's replies as values; the first that failed thrown as the error its reply means (`redisFailure`), naming its command's key. */
+export function replyValues(result: readonly Reply[], what: string, keys: readonly string[]): unknown[] {
+  return result.map(([err, value], i) => {
+    if (err) throw redisFailure(err, what, keys[i]);
+    return value;
+  });
 }
