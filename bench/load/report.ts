@@ -23,9 +23,10 @@ export interface PhaseResult {
    * What the phase wrote, from just before its first publish to just after its last answer:
    * `records`, the growth of its topics' end offsets (the pipeline's topics, or the passthrough's
    * two) summed over their partitions, transaction markers included; `objects`, the objects the
-   * pipeline's process put to MinIO (the pipeline's phase only). null where it could not be read.
+   * pipeline's process put to MinIO (the pipeline's phase only); `internal`, the growth of
+   * Kafka's own topics (`__consumer_offsets`, `__transaction_state`). null where it could not be read.
    */
-  readonly written?: { readonly records: number | null; readonly objects?: number | null };
+  readonly written?: { readonly records: number | null; readonly internal?: number | null; readonly objects?: number | null };
 }
 
 /** The name the CPU of a pipeline elsewhere (`--external`, from its `/metrics`) is sampled by. */
@@ -103,7 +104,9 @@ function writtenRows(pipe: PhaseResult, base: PhaseResult): string[] {
   if (!pipe.written && !base.written) return [];
   const cell = (n: number | null): string => (n === null ? "unknown" : fmt(n, 2));
   const records = (p: PhaseResult) => recordsPerEvent(p.written?.records, p.rec.events);
+  const internal = (p: PhaseResult) => perEvent(p.written?.internal, p.rec.events);
   const objects = perEvent(pipe.written?.objects, pipe.rec.events);
+  const internalRow = pipe.written?.internal !== undefined || base.written?.internal !== undefined;
   return [
     "",
     "### Records and objects per event",
@@ -111,9 +114,10 @@ function writtenRows(pipe: PhaseResult, base: PhaseResult): string[] {
     "| per event published | pipeline | passthrough | ratio |",
     "| --- | ---: | ---: | ---: |",
     `| records written to Kafka, beyond the event | ${cell(records(pipe))} | ${cell(records(base))} | ${ratio(records(pipe) ?? NaN, records(base) ?? NaN)} |`,
+    ...(internalRow ? [`| records Kafka wrote to its own topics (committed offsets, transaction state) | ${cell(internal(pipe))} | ${cell(internal(base))} | ${ratio(internal(pipe) ?? NaN, internal(base) ?? NaN)} |`] : []),
     `| objects the pipeline's process put to MinIO | ${cell(objects)} | | |`,
     "",
-    "Records: what every topic of the pipeline (`topology/topics.ts`; the passthrough's phase: its two topics) grew by from just before the first publish to just after the last answer (end offsets summed over partitions, so transaction markers count, and so does what others publish there meanwhile), less the events published, over the events published. Objects: the puts the pipeline's process counts (`oz0_object_puts_total`) over the same span: trace parts, audit objects, offloaded results and files; the sinks flush every few seconds, so a flush of the warm-up's may fall in and one of the phase's last events out.",
+    "Records: what every topic of the pipeline (`topology/topics.ts`; the passthrough's phase: its two topics) grew by from just before the first publish to just after the last answer (end offsets summed over partitions, so transaction markers count, and so does what others publish there meanwhile), less the events published, over the events published. Kafka's own topics: what `__consumer_offsets` and `__transaction_state` grew by over the same span, over the events published: each transaction writes its offsets and a marker to the group's partition of the first, and its states (begun, partitions added, committing, committed) to the second; a consumer outside transactions writes its offsets. Objects: the puts the pipeline's process counts (`oz0_object_puts_total`) over the same span: trace parts, audit objects, offloaded results and files; the sinks flush every few seconds, so a flush of the warm-up's may fall in and one of the phase's last events out.",
   ];
 }
 

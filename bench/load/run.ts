@@ -94,6 +94,13 @@ interface Counted {
   readonly objects?: CpuReading;
 }
 
+/**
+ * Kafka's own topics, which a phase writes to as well: a group's committed offsets (and, in a
+ * transaction, a marker beside them) and the transaction coordinator's log. The pipeline's
+ * transactions cost the broker there too, so the report counts them apart.
+ */
+export const KAFKA_INTERNAL_TOPICS = ["__consumer_offsets", "__transaction_state"] as const;
+
 /** The end offsets of `topics` summed over their partitions; null when the broker did not give them. */
 async function endOffsets(admin: Admin, topics: readonly string[]): Promise<number | null> {
   try {
@@ -104,9 +111,9 @@ async function endOffsets(admin: Admin, topics: readonly string[]): Promise<numb
   }
 }
 
-async function countWritten(c: Counted): Promise<{ records: number | null; objects: number | null }> {
-  const [records, objects] = await Promise.all([endOffsets(c.admin, c.topics), c.objects?.() ?? null]);
-  return { records, objects };
+async function countWritten(c: Counted): Promise<{ records: number | null; internal: number | null; objects: number | null }> {
+  const [records, internal, objects] = await Promise.all([endOffsets(c.admin, c.topics), endOffsets(c.admin, KAFKA_INTERNAL_TOPICS), c.objects?.() ?? null]);
+  return { records, internal, objects };
 }
 
 async function phase(name: string, plan: Plan, target: LoadTarget, sampler: LagSampler, counted: Counted, o: LoadOptions, pacing?: Pacing): Promise<PhaseResult> {
@@ -141,7 +148,7 @@ async function phase(name: string, plan: Plan, target: LoadTarget, sampler: LagS
     else await playAll(plan, target, rec, { deadline: startedAt + limitMs, runtimes: o.runtimes });
     const after = await countWritten(counted);
     const grown = (a: number | null, b: number | null): number | null => (a === null || b === null ? null : b - a);
-    written = { records: grown(before.records, after.records), ...(counted.objects ? { objects: grown(before.objects, after.objects) } : {}) };
+    written = { records: grown(before.records, after.records), internal: grown(before.internal, after.internal), ...(counted.objects ? { objects: grown(before.objects, after.objects) } : {}) };
   } finally {
     progress?.stop(state());
     await cpu.stop();

@@ -80,6 +80,11 @@ describe("the load test against the real services", () => {
     const records = row(md, "records written to Kafka, beyond the event");
     expect(num(records[1]), records.join(" | ")).toBeGreaterThan(0);
     expect(num(records[2]), records.join(" | ")).toBeGreaterThan(0);
+    // Kafka's own topics: the pipeline's transactions write their offsets, markers and states
+    // there, the passthrough's consumer its offsets.
+    const internal = row(md, "records Kafka wrote to its own topics (committed offsets, transaction state)");
+    expect(num(internal[1]), internal.join(" | ")).toBeGreaterThan(0);
+    expect(result.pipeline.written?.internal, "the pipeline's phase wrote to __transaction_state and __consumer_offsets").toBeGreaterThan(0);
     expect(num(row(md, "objects the pipeline's process put to MinIO")[1])).toBeGreaterThan(0);
     expect(result.pipeline.written?.objects).toBeGreaterThan(0);
     expect(num(row(md, "results offloaded to MinIO")[1])).toBeGreaterThan(0);

@@ -68,8 +68,8 @@ describe("the load report's caused row", () => {
   const services = (broker: number | null, minio: number, redis: number, registry: number): Pick<CpuSpent, "broker" | "others"> => ({ broker, others: { MinIO: minio, Redis: redis, "the schema registry": registry } });
 
   it("SYS-6 with the pipeline elsewhere: its process from its metrics, whole, plus each service's extra; records and objects per event beside it", () => {
-    const pipe = phase(100, { machine: 0.9, process: 0.08, redis: null, ...services(0.14, 0.071, 0.025, 0.003), others: { [PIPELINE_ELSEWHERE]: 0.199, MinIO: 0.071, Redis: 0.025, "the schema registry": 0.003 } }, { records: 440, objects: 52 });
-    const base = phase(100, { machine: 0.3, process: 0.09, redis: null, ...services(0.05, 0, 0.002, 0.001), others: { [PIPELINE_ELSEWHERE]: 0.001, MinIO: 0, Redis: 0.002, "the schema registry": 0.001 } }, { records: 200 });
+    const pipe = phase(100, { machine: 0.9, process: 0.08, redis: null, ...services(0.14, 0.071, 0.025, 0.003), others: { [PIPELINE_ELSEWHERE]: 0.199, MinIO: 0.071, Redis: 0.025, "the schema registry": 0.003 } }, { records: 440, internal: 441, objects: 52 });
+    const base = phase(100, { machine: 0.3, process: 0.09, redis: null, ...services(0.05, 0, 0.002, 0.001), others: { [PIPELINE_ELSEWHERE]: 0.001, MinIO: 0, Redis: 0.002, "the schema registry": 0.001 } }, { records: 200, internal: 20 });
     const c = causedCpu(pipe, base, true);
     expect(c?.total).toBeCloseTo(1.99 + 0.9 + 0.71 + 0.23 + 0.02, 10);
     const md = loadMarkdown(resultOf(true, pipe, base));
@@ -77,6 +77,7 @@ describe("the load report's caused row", () => {
     expect(md).toContain("Caused by the pipeline, ms per event: 3.85 = the pipeline's process 1.99 + the broker's extra 0.90 + MinIO's extra 0.71 + Redis's extra 0.23 + the schema registry's extra 0.02.");
     expect(md).toContain("read from its `/metrics`, whole");
     expect(md).toContain("| records written to Kafka, beyond the event | 3.40 | 1.00 | 3.40x |");
+    expect(md).toContain("| records Kafka wrote to its own topics (committed offsets, transaction state) | 4.41 | 0.20 | 22.05x |");
     expect(md).toContain("| objects the pipeline's process put to MinIO | 0.52 | | |");
     expect(md.indexOf("| caused by the pipeline |")).toBeGreaterThan(md.indexOf("| the whole machine"));
     expect(md.indexOf("| records written to Kafka")).toBeLessThan(md.indexOf("## Latency from ask to decision"));
@@ -84,13 +85,21 @@ describe("the load report's caused row", () => {
 
   it("SYS-6 in process: this process's CPU per event beyond the passthrough's phase, and says so; a service not read is unknown", () => {
     // Broker not on this machine: null in both phases.
-    const pipe = phase(100, { machine: 0.9, process: 0.28, redis: null, ...services(null, 0.071, 0.025, 0.003) }, { records: null, objects: null });
-    const base = phase(100, { machine: 0.3, process: 0.09, redis: null, ...services(null, 0, 0.002, 0.001) }, { records: 200 });
+    const pipe = phase(100, { machine: 0.9, process: 0.28, redis: null, ...services(null, 0.071, 0.025, 0.003) }, { records: null, internal: null, objects: null });
+    const base = phase(100, { machine: 0.3, process: 0.09, redis: null, ...services(null, 0, 0.002, 0.001) }, { records: 200, internal: 30 });
     const md = loadMarkdown(resultOf(false, pipe, base));
     expect(md).toContain("| caused by the pipeline | at least 2.86 | | |");
     expect(md).toContain("at least 2.86 = this process's extra 1.90 + the broker's extra unknown + MinIO's extra 0.71 + Redis's extra 0.23 + the schema registry's extra 0.02 (unknown, as a reading is missing: the broker's extra;");
     expect(md).toContain("less that in the passthrough's phase (which takes off the runtimes' cost, and the passthrough's own)");
     expect(md).toContain("| records written to Kafka, beyond the event | unknown | 1.00 | - |");
+    expect(md).toContain("| records Kafka wrote to its own topics (committed offsets, transaction state) | unknown | 0.30 | - |");
     expect(md).toContain("| objects the pipeline's process put to MinIO | unknown | | |");
+  });
+
+  it("SYS-6 leaves out the row of Kafka's own topics where neither phase counted them (a report of an older run)", () => {
+    const spent: CpuSpent = { machine: 0.3, process: 0.09, redis: null, ...services(0.05, 0, 0.002, 0.001) };
+    const md = loadMarkdown(resultOf(true, phase(100, spent, { records: 300 }), phase(100, spent, { records: 200 })));
+    expect(md).toContain("| records written to Kafka, beyond the event | 2.00 | 1.00 | 2.00x |");
+    expect(md).not.toContain("its own topics");
   });
 });
