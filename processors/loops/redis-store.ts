@@ -8,7 +8,6 @@
 import type { RedisClient } from "../../store/redis/client.ts";
 import type { Keys } from "../../store/redis/keys.ts";
 import { defineScript, integers } from "../../store/redis/script.ts";
-import { defineScripts } from "../../store/redis/scripts.ts";
 import { execBySlot, type SlotCommand } from "../../store/redis/slots.ts";
 import { redisCall, replyValues } from "../../store/redis/errors.ts";
 import { flagsFromHash, timerEntries, timerMember, type Lane, type LaneRead, type LaneSnapshot, type LaneWrite, type LoopCount, type LoopStore, type RunFlags, type TimerEntry } from "./store.ts";
@@ -61,7 +60,6 @@ export class RedisLoopStore implements LoopStore {
     this.keys = keys;
     this.runTtl = options.runTtlSeconds ?? 86_400;
     this.statsTtl = options.statsTtlSeconds ?? 40 * 86_400;
-    defineScripts(redis);
   }
 
   async read(lane: Lane, reads: readonly LaneRead[]): Promise<LaneSnapshot[]> {
@@ -102,7 +100,7 @@ export class RedisLoopStore implements LoopStore {
     }
     for (const [day, counts] of days) {
       for (let i = 0; i < counts.length; i += COUNTS_PER_SCRIPT) {
-        first.push(countLoops.command(this.redis, this.keys, { day, counts: counts.slice(i, i + COUNTS_PER_SCRIPT), ttl: this.statsTtl }));
+        first.push(countLoops.command(this.keys, { day, counts: counts.slice(i, i + COUNTS_PER_SCRIPT), ttl: this.statsTtl }));
       }
     }
     for (const w of writes) {
@@ -118,7 +116,7 @@ export class RedisLoopStore implements LoopStore {
       for (const d of w.deadlines) first.push({ key: this.keys.loopApproval(d.approval), name: "set", args: [this.keys.loopApproval(d.approval), `${w.tenant}\n${w.run}`, "EX", ttl] });
       const laneKey = this.keys.loopLane(w.tenant, w.run, lane);
       const flagsKey = this.keys.loopFlags(w.tenant, w.run);
-      runs.push(loopCommit.command(this.redis, this.keys, { lane, write: w, ttl }));
+      runs.push(loopCommit.command(this.keys, { lane, write: w, ttl }));
       runKeys.push(`${laneKey} (or ${flagsKey})`);
     }
     const last: SlotCommand[] = [];

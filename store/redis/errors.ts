@@ -7,8 +7,8 @@
  *   ioredis gave up reconnecting), and the error replies of a server that cannot serve for now:
  *   `LOADING`, `BUSY`, `TRYAGAIN`, `CLUSTERDOWN`, `MASTERDOWN`, `READONLY` (a failover made this
  *   node a replica), `NOREPLICAS`, `MISCONF` (it cannot write its snapshot), `OOM` (over
- *   `maxmemory`), `NOSCRIPT` (ioredis loads the script again itself; one that still reaches
- *   here is tried again), `NOAUTH` and `WRONGPASS` (the credentials, the same for every input),
+ *   `maxmemory`), `NOSCRIPT` (a script in a pipeline the server had lost: its next call carries
+ *   its text, `scripts.ts`), `NOAUTH` and `WRONGPASS` (the credentials, the same for every input),
  *   `MOVED` and `ASK`, and `ERR max number of clients reached`.
  * - Permanent: every other error reply, such as `WRONGTYPE`, a script's own error
  *   (`redis.error_reply`, or a Lua error: `ERR user_script:...`), an `ERR` about the arguments

@@ -9,8 +9,8 @@ import { Oz0Error } from "../../lib/errors.ts";
 import type { RedisClient } from "./client.ts";
 import { redisFailure } from "./errors.ts";
 import type { Keys } from "./keys.ts";
-import { defineScripts, scripts, runScript } from "./scripts.ts";
-import { hashTag, type SlotCommand } from "./slots.ts";
+import { runScript, scriptCall, scriptFor } from "./scripts.ts";
+import type { SlotCommand } from "./slots.ts";
 
 /** A script answered something its descriptor does not read: the script and the code disagree. Never retriable. */
 export class ScriptReplyError extends Oz0Error {
@@ -59,10 +59,9 @@ export interface Script<In, Out> extends Required<ScriptSpec<In, Out>> {
   decode(raw: unknown, input?: In): Out;
   /**
    * The script as one command of a slot pipeline (`execBySlot`), for a store that sends it beside
-   * other commands and classifies the pipeline's replies itself; `decode` reads its reply. Defines
-   * the scripts on `redis` first.
+   * other commands and classifies the pipeline's replies itself; `decode` reads its reply.
    */
-  command(redis: RedisClient, k: Keys, input: In): SlotCommand;
+  command(k: Keys, input: In): SlotCommand;
 }
 
 export function defineScript<In, Out>(spec: ScriptSpec<In, Out>): Script<In, Out> {
@@ -81,14 +80,11 @@ export function defineScript<In, Out>(spec: ScriptSpec<In, Out>): Script<In, Out
     what,
     key: errorKey,
     decode,
-    command(redis, k, input) {
-      defineScripts(redis);
-      const file = scripts().get(spec.name);
-      if (!file) throw new Error(`no Lua script named ${spec.name} in store/redis/lua`);
+    command(k, input) {
       const keys = spec.keys(k, input);
-      if (keys.length !== file.keys) throw new Error(`script ${spec.name} takes ${file.keys} keys, got ${keys.length}`);
-      if (new Set(keys.map(hashTag)).size > 1) throw new Error(`script ${spec.name} was given keys of several hash tags (${keys.join(", ")}): a script's keys must share one, so they share a slot on Redis Cluster`);
-      return { key: keys[0] ?? "", name: file.command, args: [...keys, ...spec.args(input)] };
+      const file = scriptFor(spec.name, keys);
+      const keysAndArgs = [...keys, ...spec.args(input)];
+      return { key: keys[0] ?? "", name: "evalsha", args: [file.sha, file.keys, ...keysAndArgs], build: () => scriptCall(file, keysAndArgs) };
     },
     async run(redis, k, input, within) {
       let raw: unknown;

@@ -1,11 +1,17 @@
 /**
  * Lua scripts, one per file in `lua/`, named `<name>-<number of keys>.lua`, each opening with a
  * header of its KEYS, ARGV and return codes. A line `--@include <name>` takes in
- * `lua/includes/<name>.lua` (and what it includes), for helpers several scripts share. They are loaded once per connection under a name
- * that carries a digest of their text, so a deploy never runs a stale script.
+ * `lua/includes/<name>.lua` (and what it includes), for helpers several scripts share.
+ *
+ * A call goes by the digest of the script's text (EVALSHA), so a deploy never runs a stale script,
+ * and the text itself crosses each connection once: the first call of a script on a socket is an
+ * EVAL, which loads it there (`ScriptCall`). The scripts are not defined on the connection
+ * (ioredis's `defineCommand` copies every defined script onto every pipeline it makes, one a tick
+ * with auto-pipelining), so a pipeline costs the same however many scripts there are.
  */
 import { createHash } from "node:crypto";
 import { readdirSync, readFileSync } from "node:fs";
+import { Command } from "ioredis";
 import type { RedisClient } from "./client.ts";
 import { hashTag } from "./slots.ts";
 
@@ -13,8 +19,8 @@ export interface ScriptFile {
   readonly name: string;
   readonly keys: number;
   readonly lua: string;
-  /** The command name it is defined under: name and a digest of the text. */
-  readonly command: string;
+  /** The SHA-1 of the text: what EVALSHA names it by. */
+  readonly sha: string;
 }
 
 const dir = new URL("./lua/", import.meta.url);
@@ -29,8 +35,7 @@ export function scriptFiles(): ScriptFile[] {
       const source = readFileSync(new URL(file, dir), "utf8");
       if (!source.startsWith("--[[")) throw new Error(`Lua script ${file} must open with a --[[ header ]] naming its KEYS, ARGV and returns`);
       const lua = withIncludes(file, source, []);
-      const digest = createHash("sha1").update(lua).digest("hex").slice(0, 8);
-      return { name: m[1] as string, keys: Number(m[2]), lua, command: `oz0_${m[1] as string}_${digest}` };
+      return { name: m[1] as string, keys: Number(m[2]), lua, sha: createHash("sha1").update(lua).digest("hex") };
     });
 }
 
@@ -56,24 +61,66 @@ export function scripts(): Map<string, ScriptFile> {
   return loaded;
 }
 
-const defined = new WeakSet<RedisClient>();
+/** The sockets each script's text has gone out on, by the script's SHA-1. */
+const sentOn = new Map<string, WeakSet<object>>();
 
-/** Defines every script on a connection once; later calls on the same connection do nothing. */
-export function defineScripts(redis: RedisClient): void {
-  if (defined.has(redis)) return;
-  for (const s of scripts().values()) redis.defineCommand(s.command, { numberOfKeys: s.keys, lua: s.lua });
-  defined.add(redis);
+/**
+ * One call of a script: EVAL with its text the first time on a socket, EVALSHA with its digest
+ * after. A NOSCRIPT reply (the server lost its scripts: a restart, a failover, SCRIPT FLUSH)
+ * forgets the socket, so the call sent again carries the text.
+ */
+class ScriptCall extends Command {
+  private readonly file: ScriptFile;
+
+  constructor(file: ScriptFile, keysAndArgs: ReadonlyArray<string | number>) {
+    super("evalsha", [file.sha, file.keys, ...keysAndArgs], { replyEncoding: "utf8" });
+    this.file = file;
+  }
+
+  override toWritable(socket: object): string | Buffer {
+    let sent = sentOn.get(this.file.sha);
+    if (!sent) sentOn.set(this.file.sha, (sent = new WeakSet()));
+    const known = sent.has(socket);
+    sent.add(socket);
+    this.name = known ? "evalsha" : "eval";
+    this.args[0] = known ? this.file.sha : this.file.lua;
+    const reject = this.reject;
+    this.reject = (err: Error) => {
+      if (err.message.startsWith("NOSCRIPT")) sent.delete(socket);
+      reject.call(this, err);
+    };
+    return super.toWritable(socket);
+  }
 }
 
-/** Runs a script by its name (`tallyOnce`), defining the scripts on this connection first. */
-export async function runScript(redis: RedisClient, name: string, keys: string[], args: Array<string | number>): Promise<unknown> {
-  defineScripts(redis);
+/** The script of this name, checked against the keys it is given. */
+export function scriptFor(name: string, keys: readonly string[]): ScriptFile {
   const s = scripts().get(name);
   if (!s) throw new Error(`no Lua script named ${name} in store/redis/lua`);
   if (keys.length !== s.keys) throw new Error(`script ${name} takes ${s.keys} keys, got ${keys.length}`);
   // Redis Cluster runs a script only when its keys share a slot; one node would run it, and the code would break on a cluster.
   if (new Set(keys.map(hashTag)).size > 1) throw new Error(`script ${name} was given keys of several hash tags (${keys.join(", ")}): a script's keys must share one, so they share a slot on Redis Cluster`);
-  const fn = (redis as unknown as Record<string, (...a: Array<string | number>) => Promise<unknown>>)[s.command];
-  if (!fn) throw new Error(`script ${name} is not defined on this connection`);
-  return fn.call(redis, ...keys, ...args);
+  return s;
+}
+
+/** A call of the script with its keys, then its arguments, to send on a connection or a pipeline (`sendCommand`). */
+export function scriptCall(file: ScriptFile, keysAndArgs: ReadonlyArray<string | number>): Command {
+  return new ScriptCall(file, keysAndArgs);
+}
+
+async function sendScript(redis: RedisClient, file: ScriptFile, keysAndArgs: ReadonlyArray<string | number>): Promise<unknown> {
+  const call = scriptCall(file, keysAndArgs);
+  void redis.sendCommand(call);
+  return call.promise;
+}
+
+/** Runs a script by its name (`tallyOnce`); once more, with its text, when the server had lost it. */
+export async function runScript(redis: RedisClient, name: string, keys: string[], args: Array<string | number>): Promise<unknown> {
+  const s = scriptFor(name, keys);
+  try {
+    return await sendScript(redis, s, [...keys, ...args]);
+  } catch (err) {
+    if (!(err instanceof Error && err.message.startsWith("NOSCRIPT"))) throw err;
+    return sendScript(redis, s, [...keys, ...args]);
+  }
 }

@@ -7,16 +7,18 @@
  * grouping by hash tag is grouping by slot: two tags may share a slot, which costs a pipeline
  * more, never a wrong answer.
  */
-import { Cluster, type Redis } from "ioredis";
+import { Cluster, type Command, type Pipeline, type Redis } from "ioredis";
 import { TransientError } from "../../lib/errors.ts";
 import type { RedisClient } from "./client.ts";
 
-/** One command of a pipeline: a Redis command or a script defined on the connection (`scripts.ts`), by name, and the key it routes by. */
+/** One command of a pipeline: a Redis command by name, and the key it routes by. */
 export interface SlotCommand {
   /** The command's first key: which slot, so which node, runs it. */
   readonly key: string;
   readonly name: string;
   readonly args: ReadonlyArray<string | number>;
+  /** Builds the command sent in place of `name` and `args`: a script's call, which carries its text only the first time on a connection (`scripts.ts`). */
+  readonly build?: () => Command;
 }
 
 /** A command's reply as a pipeline gives it: the error, or null and the value. */
@@ -49,12 +51,17 @@ export function bySlot<T>(items: readonly T[], keyOf: (item: T) => string): T[][
 type Queue = Record<string, ((...args: Array<string | number>) => unknown) | undefined>;
 
 async function execPipeline(redis: RedisClient, commands: readonly SlotCommand[]): Promise<Reply[]> {
-  const pipe = redis.pipeline();
-  // ioredis adds a method per command and per defined script to a pipeline; its type knows only the built-in ones by name.
+  // A pipeline, which is what `pipeline()` makes; its type says only the commands it chains.
+  const pipe = redis.pipeline() as unknown as Pipeline;
+  // ioredis adds a method per command to a pipeline; its type knows them only by name.
   const queue = pipe as unknown as Queue;
   for (const c of commands) {
+    if (c.build) {
+      pipe.sendCommand(c.build());
+      continue;
+    }
     const add = queue[c.name];
-    if (!add) throw new Error(`no Redis command or defined script named ${c.name} on this connection`);
+    if (!add) throw new Error(`no Redis command named ${c.name}`);
     add.call(pipe, ...c.args);
   }
   const replies = await pipe.exec();

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import type { Command } from "ioredis";
 import { Oz0Error, StoreRefused, TransientError } from "../../../lib/errors.ts";
 import type { RedisClient } from "../../../store/redis/client.ts";
 import { Keys } from "../../../store/redis/keys.ts";
@@ -141,19 +142,32 @@ describe("typed script descriptors", () => {
     expect(() => countLoops.decode([1, 4], two)).toThrow(/Lua script countLoops answered \[1,4\], not 2 numbers for each of 2 loops/);
   });
 
-  it("a script sent in a slot pipeline is its command name with its keys, then its arguments", () => {
-    const redis = { defineCommand() {} } as unknown as RedisClient;
+  it("a script sent in a slot pipeline is an EVALSHA of its digest with its keys, then its arguments; the command built carries its text until the socket has had it", async () => {
     const input = { day: "2026-12-03", ttl: 60, counts: [{ day: "2026-12-03", id: "l1", tenant: "acme", plugin: "p", tool: "t" }] };
-    const c = countLoops.command(redis, k, input);
-    expect(c.name).toBe(scriptFiles().find((f) => f.name === "countLoops")?.command);
+    const c = countLoops.command(k, input);
+    const file = scriptFiles().find((f) => f.name === "countLoops");
+    const keysAndArgs = [k.loopStats("2026-12-03", "counts"), k.loopStats("2026-12-03", "counted"), 60, 1, "l1", "acme", "p", "t"];
+    expect(c.name).toBe("evalsha");
     expect(c.key).toBe(k.loopStats("2026-12-03", "counts"));
-    expect(c.args).toEqual([k.loopStats("2026-12-03", "counts"), k.loopStats("2026-12-03", "counted"), 60, 1, "l1", "acme", "p", "t"]);
+    expect(c.args).toEqual([file?.sha, 2, ...keysAndArgs]);
+    const socket = {};
+    const first = c.build?.();
+    expect(String(first?.toWritable(socket))).toContain(file?.lua.slice(0, 40));
+    expect(first?.name).toBe("eval");
+    const second = c.build?.();
+    second?.toWritable(socket);
+    expect([second?.name, second?.args[0]]).toEqual(["evalsha", file?.sha]);
+    second?.reject(Object.assign(new Error("NOSCRIPT No matching script. Please use EVAL."), { name: "ReplyError" }));
+    await expect(second?.promise).rejects.toThrow(/NOSCRIPT/);
+    const third = c.build?.();
+    third?.toWritable(socket);
+    expect(third?.name).toBe("eval");
     expect(apiKeyRevoke.decode([1, '{"id":"k1"}', '{"at":1,"by":"ops"}'])).toEqual({ now: true, binding: { id: "k1" }, revocation: { at: 1, by: "ops" } });
   });
 
   it("run classifies a Redis failure once, naming the step and the key", async () => {
     const s = defineScript({ name: "retentionExtend", keys: (kk, t: string) => [kk.retentionLock(t)], args: () => ["v", 1], reply: flag, what: (t) => `lengthening the lock of ${t}` });
-    const failing = (err: Error) => ({ defineCommand() {}, [scriptFiles().find((f) => f.name === "retentionExtend")?.command ?? ""]: () => Promise.reject(err) }) as unknown as RedisClient;
+    const failing = (err: Error) => ({ sendCommand: (c: Command) => c.reject(err) }) as unknown as RedisClient;
     const gone = await s.run(failing(new Error("Connection is closed.")), k, "acme").catch((e: unknown) => e);
     expect(gone).toBeInstanceOf(TransientError);
     expect((gone as Error).message).toBe(`Redis failed lengthening the lock of acme on key ${k.retentionLock("acme")}: Connection is closed.; the batch is tried again`);
