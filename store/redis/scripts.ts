@@ -4,8 +4,9 @@
  * `lua/includes/<name>.lua` (and what it includes), for helpers several scripts share.
  *
  * A call goes by the digest of the script's text (EVALSHA), so a deploy never runs a stale script,
- * and the text itself crosses each connection once: the first call of a script on a socket is an
- * EVAL, which loads it there (`ScriptCall`). The scripts are not defined on the connection
+ * and the text itself is sent only where the server lacks it: a script run alone is sent again
+ * with its text on a NOSCRIPT reply (`runScript`), and in a pipeline the first call of a script on
+ * a socket is an EVAL, which loads it there (`ScriptCall`). The scripts are not defined on the connection
  * (ioredis's `defineCommand` copies every defined script onto every pipeline it makes, one a tick
  * with auto-pipelining), so a pipeline costs the same however many scripts there are.
  */
@@ -103,24 +104,27 @@ export function scriptFor(name: string, keys: readonly string[]): ScriptFile {
   return s;
 }
 
-/** A call of the script with its keys, then its arguments, to send on a connection or a pipeline (`sendCommand`). */
+/** A call of the script with its keys, then its arguments, to send in a pipeline (`sendCommand`). */
 export function scriptCall(file: ScriptFile, keysAndArgs: ReadonlyArray<string | number>): Command {
   return new ScriptCall(file, keysAndArgs);
 }
 
-async function sendScript(redis: RedisClient, file: ScriptFile, keysAndArgs: ReadonlyArray<string | number>): Promise<unknown> {
-  const call = scriptCall(file, keysAndArgs);
-  void redis.sendCommand(call);
-  return call.promise;
-}
+/** A script's call by name, as ioredis's typed commands take it on a node and on a cluster alike. */
+type Call = (script: string, numberOfKeys: number, ...keysAndArgs: Array<string | number>) => Promise<unknown>;
 
-/** Runs a script by its name (`tallyOnce`); once more, with its text, when the server had lost it. */
+/**
+ * Runs a script by its name (`tallyOnce`): EVALSHA, sent as one of ioredis's commands, so that
+ * auto-pipelining writes it with whatever else goes out in the same tick; EVAL with its text when
+ * the server does not have it yet (its script cache is the server's, so that is once a server,
+ * and again after a restart, a failover or SCRIPT FLUSH).
+ */
 export async function runScript(redis: RedisClient, name: string, keys: string[], args: Array<string | number>): Promise<unknown> {
   const s = scriptFor(name, keys);
+  const calls = redis as unknown as { evalsha: Call; eval: Call };
   try {
-    return await sendScript(redis, s, [...keys, ...args]);
+    return await calls.evalsha(s.sha, s.keys, ...keys, ...args);
   } catch (err) {
     if (!(err instanceof Error && err.message.startsWith("NOSCRIPT"))) throw err;
-    return sendScript(redis, s, [...keys, ...args]);
+    return calls.eval(s.lua, s.keys, ...keys, ...args);
   }
 }

@@ -1,5 +1,4 @@
 import { describe, expect, it } from "vitest";
-import type { Command } from "ioredis";
 import { Oz0Error, StoreRefused, TransientError } from "../../../lib/errors.ts";
 import type { RedisClient } from "../../../store/redis/client.ts";
 import { Keys } from "../../../store/redis/keys.ts";
@@ -165,9 +164,25 @@ describe("typed script descriptors", () => {
     expect(apiKeyRevoke.decode([1, '{"id":"k1"}', '{"at":1,"by":"ops"}'])).toEqual({ now: true, binding: { id: "k1" }, revocation: { at: 1, by: "ops" } });
   });
 
+  it("run sends a script by its digest, and once more with its text when the server answers NOSCRIPT", async () => {
+    const s = defineScript({ name: "retentionExtend", keys: (kk, t: string) => [kk.retentionLock(t)], args: () => ["v", 1], reply: flag });
+    const file = scriptFiles().find((f) => f.name === "retentionExtend");
+    const sent: unknown[][] = [];
+    const server = (known: boolean) =>
+      ({
+        evalsha: (...a: unknown[]) => (sent.push(["evalsha", ...a]), known ? Promise.resolve(1) : Promise.reject(Object.assign(new Error("NOSCRIPT No matching script. Please use EVAL."), { name: "ReplyError" }))),
+        eval: (...a: unknown[]) => (sent.push(["eval", ...a]), Promise.resolve(0)),
+      }) as unknown as RedisClient;
+    expect(await s.run(server(true), k, "acme")).toBe(true);
+    expect(sent).toEqual([["evalsha", file?.sha, 1, k.retentionLock("acme"), "v", 1]]);
+    sent.length = 0;
+    expect(await s.run(server(false), k, "acme")).toBe(false);
+    expect(sent).toEqual([["evalsha", file?.sha, 1, k.retentionLock("acme"), "v", 1], ["eval", file?.lua, 1, k.retentionLock("acme"), "v", 1]]);
+  });
+
   it("run classifies a Redis failure once, naming the step and the key", async () => {
     const s = defineScript({ name: "retentionExtend", keys: (kk, t: string) => [kk.retentionLock(t)], args: () => ["v", 1], reply: flag, what: (t) => `lengthening the lock of ${t}` });
-    const failing = (err: Error) => ({ sendCommand: (c: Command) => c.reject(err) }) as unknown as RedisClient;
+    const failing = (err: Error) => ({ evalsha: () => Promise.reject(err) }) as unknown as RedisClient;
     const gone = await s.run(failing(new Error("Connection is closed.")), k, "acme").catch((e: unknown) => e);
     expect(gone).toBeInstanceOf(TransientError);
     expect((gone as Error).message).toBe(`Redis failed lengthening the lock of acme on key ${k.retentionLock("acme")}: Connection is closed.; the batch is tried again`);
