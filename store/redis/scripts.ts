@@ -62,6 +62,11 @@ export function scripts(): Map<string, ScriptFile> {
   return loaded;
 }
 
+/** A server's answer that it does not hold the script (by digest): nothing ran. */
+function isNoScript(err: unknown): boolean {
+  return err instanceof Error && err.message.startsWith("NOSCRIPT");
+}
+
 /** The sockets each script's text has gone out on, by the script's SHA-1. */
 const sentOn = new Map<string, WeakSet<object>>();
 
@@ -87,7 +92,7 @@ class ScriptCall extends Command {
     this.args[0] = known ? this.file.sha : this.file.lua;
     const reject = this.reject;
     this.reject = (err: Error) => {
-      if (err.message.startsWith("NOSCRIPT")) sent.delete(socket);
+      if (isNoScript(err)) sent.delete(socket);
       reject.call(this, err);
     };
     return super.toWritable(socket);
@@ -124,7 +129,7 @@ export async function runScript(redis: RedisClient, name: string, keys: string[]
   try {
     return await calls.evalsha(s.sha, s.keys, ...keys, ...args);
   } catch (err) {
-    if (!(err instanceof Error && err.message.startsWith("NOSCRIPT"))) throw err;
+    if (!isNoScript(err)) throw err;
     return calls.eval(s.lua, s.keys, ...keys, ...args);
   }
 }
