@@ -1,6 +1,6 @@
 /**
  * Asks the broker, every few seconds, how far behind each processor's group is (consumer lag,
- * from committed offsets and the input's ends) and whether the group is stable with members.
+ * from committed offsets and the input's ends, each group's and each topic's asked once a round) and whether the group is stable with members.
  * With `topics`, it also reads the Kafka cluster each round (`kafka-cluster.ts`: brokers that do
  * not answer, those topics' partitions under-replicated or without a leader) for the health.
  * The answers feed the metrics and the health; a failed ask is logged and tried next time.
@@ -27,6 +27,31 @@ export async function endTotal(admin: Admin, topic: string): Promise<number> {
   return (await admin.fetchTopicOffsets(topic)).reduce((sum, p) => sum + Number(p.high), 0);
 }
 
+/** The offsets `group` committed on each of `topics`, summed over partitions: one ask of the group's coordinator. */
+export async function committedTotals(admin: Admin, group: string, topics: readonly string[]): Promise<Map<string, number>> {
+  const committed = await admin.fetchOffsets({ groupId: group, topics: [...topics] });
+  return new Map(committed.map((t) => [t.topic, t.partitions.reduce((sum, p) => sum + (p.offset === "-1" ? 0 : Number(p.offset)), 0)]));
+}
+
+/**
+ * Each watched processor's lag from one round's answers: its group's committed total on its
+ * input and the input's end total. A topic or group the round has no answer for gives NaN.
+ */
+export function lagsOf(watched: readonly Watched[], committed: ReadonlyMap<string, ReadonlyMap<string, number>>, ends: ReadonlyMap<string, number>): Map<string, number> {
+  return new Map(watched.map((w) => [w.name, (ends.get(w.input) ?? NaN) - (committed.get(w.group)?.get(w.input) ?? NaN)]));
+}
+
+/** The topics each group is watched on, each once. */
+export function topicsByGroup(watched: readonly Watched[]): Map<string, string[]> {
+  const out = new Map<string, string[]>();
+  for (const w of watched) {
+    const list = out.get(w.group);
+    if (!list) out.set(w.group, [w.input]);
+    else if (!list.includes(w.input)) list.push(w.input);
+  }
+  return out;
+}
+
 /** Messages not yet consumed by `group`, summed over the partitions of `topic`. */
 export async function consumerLag(admin: Admin, group: string, topic: string): Promise<number> {
   const [done, end] = await Promise.all([committedTotal(admin, group, topic), endTotal(admin, topic)]);
@@ -48,6 +73,7 @@ export class Monitor {
   private readonly lags = new Map<string, number>();
   private readonly opts: MonitorOptions;
   private timer: NodeJS.Timeout | undefined;
+  private running = false;
   private inFlight: Promise<void> | undefined;
   private failures = 0;
   /** Each broker's address as last listed, so one the metadata drops is still named. */
@@ -66,18 +92,32 @@ export class Monitor {
     return this.lags.get(name) ?? NaN;
   }
 
-  /** Asks once now, then every period until `stop`. */
+  /**
+   * Asks once now, then a period after each round until `stop`. A round asked for by `refresh`
+   * (the progress report's, every few seconds) puts the next one off, so two callers on the
+   * same period do not ask twice.
+   */
   start(): void {
-    if (this.timer) return;
+    if (this.running) return;
+    this.running = true;
     void this.refresh();
-    this.timer = setInterval(() => void this.refresh(), this.opts.periodMs ?? 5_000);
-    this.timer.unref();
   }
 
   /** One round of asks; concurrent calls share the round in flight. */
   refresh(): Promise<void> {
-    this.inFlight ??= this.round().finally(() => (this.inFlight = undefined));
+    this.inFlight ??= this.round().finally(() => {
+      this.inFlight = undefined;
+      this.schedule();
+    });
     return this.inFlight;
+  }
+
+  private schedule(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    if (!this.running) return;
+    this.timer = setTimeout(() => void this.refresh(), this.opts.periodMs ?? 5_000);
+    this.timer.unref();
   }
 
   private async round(): Promise<void> {
@@ -101,10 +141,16 @@ export class Monitor {
   private async groupsRound(): Promise<void> {
     const { admin, health, log } = this.opts;
     try {
-      const [groups] = await Promise.all([
-        admin.describeGroups(this.watched.map((w) => w.group)),
-        ...this.watched.map(async (w) => this.lags.set(w.name, await consumerLag(admin, w.group, w.input))),
+      // One ask of committed offsets a group and one of ends a topic, however many processors
+      // share them: the processors of a group read a handful of topics between them.
+      const byGroup = topicsByGroup(this.watched);
+      const topics = [...new Set(this.watched.map((w) => w.input))];
+      const [groups, committed, ends] = await Promise.all([
+        admin.describeGroups([...byGroup.keys()]),
+        Promise.all([...byGroup].map(async ([group, ts]) => [group, await committedTotals(admin, group, ts)] as const)),
+        Promise.all(topics.map(async (t) => [t, await endTotal(admin, t)] as const)),
       ]);
+      for (const [name, lag] of lagsOf(this.watched, new Map(committed), new Map(ends))) this.lags.set(name, lag);
       const byId = new Map(groups.groups.map((g) => [g.groupId, g]));
       for (const w of this.watched) {
         const g = byId.get(w.group);
@@ -120,7 +166,8 @@ export class Monitor {
   }
 
   async stop(): Promise<void> {
-    if (this.timer) clearInterval(this.timer);
+    this.running = false;
+    if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
     await this.inFlight;
   }
