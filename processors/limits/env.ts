@@ -42,7 +42,12 @@ export function settingsFor(env: LimitsEnv, tenantId: string, rootAgent: string,
  * tenant. The root job's start later replaces them with the authoritative ones.
  */
 export async function treeSettings(env: LimitsEnv, treeId: string, tenantId: string, jobId: string, rootGuess: string): Promise<{ settings: TreeSettings } & JobClock> {
-  const { settings, ...job } = await env.store.read(tenantId, treeId, jobId);
+  return settledSettings(env, treeId, tenantId, rootGuess, await env.store.read(tenantId, treeId, jobId));
+}
+
+/** `treeSettings` from a read already made: the read's settings, or the provisional ones set now. */
+export async function settledSettings(env: LimitsEnv, treeId: string, tenantId: string, rootGuess: string, read: { settings: TreeSettings | null } & JobClock): Promise<{ settings: TreeSettings } & JobClock> {
+  const { settings, ...job } = read;
   if (settings) return { settings, ...job };
   const provisional = settingsFor(env, tenantId, rootGuess, false);
   return { settings: await env.store.init(tenantId, treeId, provisional, false, null), ...job };

@@ -14,7 +14,7 @@ import type { ChildAnswer } from "./admission.ts";
 import { keepBudgetRequests } from "./budget-request-calls.ts";
 import { byTree, treeKey } from "./by-tree.ts";
 import { childJudgement, waitJudgement, type Judgement } from "./decisions.ts";
-import { agentOf, settingsFor, tenantOf, treeSettings, type LimitsEnv } from "./env.ts";
+import { agentOf, settingsFor, tenantOf, settledSettings, treeSettings, type LimitsEnv } from "./env.ts";
 import { unknownDeadlineMs, unknownRequestOf, withUnknownApproval } from "./unknown-outcomes.ts";
 import { recordFinishedTree } from "./forecast-calls.ts";
 import { jobTimeout } from "./job-timeout.ts";
@@ -115,9 +115,10 @@ function delegationRefused(e: JobEvent & { parent_job_id: string }, parentAgent:
 }
 
 async function child(e: JobEvent & { parent_job_id: string }, env: LimitsEnv, phase: "ask" | "start"): Promise<Emit[]> {
-  const ended = await endedChild(e, env, phase);
+  // The jobs' standings and the parent's tree are read in one round trip.
+  const [ended, read] = await Promise.all([endedChild(e, env, phase), env.store.read(e.tenant, e.tree_id, e.parent_job_id)]);
   if (ended) return [ended];
-  const { settings, ...parent } = await treeSettings(env, e.tree_id, e.tenant, e.parent_job_id, "");
+  const { settings, ...parent } = await settledSettings(env, e.tree_id, e.tenant, "", read);
   const parentDefinition = agentOf(env, parent.jobAgent);
   const refused = delegationRefused(e, parent.jobAgent, parentDefinition, phase);
   if (refused) return [refused];

@@ -18,7 +18,7 @@ import type { CallAnswer, CallAsk, CallUsage, SettleAnswer } from "./admission.t
 import { keepBudgetRequests } from "./budget-request-calls.ts";
 import { allSettledOrThrow, byTreeGroups, treeKey } from "./by-tree.ts";
 import { callJudgement, forecastJudgement, quotaJudgement, tenantBudgetJudgement, type Judgement } from "./decisions.ts";
-import { agentOf, treeSettings, type LimitsEnv } from "./env.ts";
+import { agentOf, settledSettings, type LimitsEnv } from "./env.ts";
 import { forecastApplies, forecastAt } from "./forecast-calls.ts";
 import { jobTimeout, type TimeoutLimit } from "./job-timeout.ts";
 import { costMicros, microsToUsd } from "./money.ts";
@@ -178,9 +178,11 @@ export const limitsModelCallsProcessor = defineProcessor<ModelCall, LimitsEnv>({
  * inputs, of every processor.
  */
 async function decideUnlessEnded(calls: ModelCall[], env: LimitsEnv, months: MonthSpends): Promise<Outcome[]> {
-  if (!env.standing) return decideTree(calls, env, months);
-  // The job's timeout is the tree script's to check (limitsAdmitCall), with its own answer.
-  const standings = await standingsOf(env.standing, env.config, calls.filter((c) => c.kind === "ask"), { timeout: false });
+  const view = new TreeView();
+  if (!env.standing) return decideTree(calls, env, months, view);
+  // The job's timeout is the tree script's to check (limitsAdmitCall), with its own answer. The
+  // jobs' standings and their trees' state are read in one round trip.
+  const [standings] = await Promise.all([standingsOf(env.standing, env.config, calls.filter((c) => c.kind === "ask"), { timeout: false }), view.prefetch(env, calls)]);
   // An ending this processor decided is the tree script's to hold (a run whose ask ended its job
   // gets the same answer for every later ask, in order, whatever the batches): only the endings
   // other processors kept are checked here.
@@ -189,7 +191,7 @@ async function decideUnlessEnded(calls: ModelCall[], env: LimitsEnv, months: Mon
     return e !== null && e.processor !== LIMITS_MODEL_CALLS ? e : null;
   });
   const rest = calls.filter((_, i) => ended[i] === null);
-  const decided = rest.length > 0 ? await decideTree(rest, env, months) : [];
+  const decided = rest.length > 0 ? await decideTree(rest, env, months, view) : [];
   let k = 0;
   const out = calls.map((c, i): Outcome => {
     const e = ended[i];
@@ -211,8 +213,8 @@ function endedDecision(call: ModelCall, e: Ending): Emit {
  * tenant's and the quotas' months is written once for the batch (`MonthSpends`): no ask of the
  * batch reads those months. Otherwise each input is decided alone, in order.
  */
-async function decideTree(calls: ModelCall[], env: LimitsEnv, months: MonthSpends): Promise<Outcome[]> {
-  const view = new TreeView();
+async function decideTree(calls: ModelCall[], env: LimitsEnv, months: MonthSpends, view: TreeView): Promise<Outcome[]> {
+  await view.prefetch(env, calls);
   const read: Array<{ settings: TreeSettings } & JobView> = [];
   for (const call of calls) read.push(await view.read(env, call));
   const first = calls[0];
@@ -317,15 +319,27 @@ const MONTH_SPENDS_PER_SCRIPT = 500;
  */
 class TreeView {
   #settings: TreeSettings | undefined;
-  readonly #jobs = new Map<string, JobView>();
+  readonly #reads = new Map<string, Promise<{ settings: TreeSettings | null } & JobView>>();
+
+  /** Starts the read of each call's job (once a job), all at once: they go to the store together, with whatever else is asked in the same tick. */
+  prefetch(env: LimitsEnv, calls: readonly ModelCall[]): Promise<unknown> {
+    return Promise.all(calls.map((call) => this.#readOf(env, call)));
+  }
+
+  #readOf(env: LimitsEnv, call: ModelCall): Promise<{ settings: TreeSettings | null } & JobView> {
+    let read = this.#reads.get(call.job_id);
+    if (!read) {
+      read = env.store.read(call.tenant, call.tree_id, call.job_id);
+      this.#reads.set(call.job_id, read);
+    }
+    return read;
+  }
 
   async read(env: LimitsEnv, call: ModelCall): Promise<{ settings: TreeSettings } & JobView> {
-    const known = this.#jobs.get(call.job_id);
-    if (this.#settings && known) return { settings: this.#settings, ...known };
-    const r = await treeSettings(env, call.tree_id, call.tenant, call.job_id, call.agent ?? "");
-    this.#settings ??= r.settings;
-    this.#jobs.set(call.job_id, { jobAgent: r.jobAgent, jobStart: r.jobStart, jobTimeout: r.jobTimeout, jobSession: r.jobSession });
-    return { ...r, settings: this.#settings };
+    const { settings, ...job } = await this.#readOf(env, call);
+    // The tree's settings are the first job's: set provisionally once when the tree has none yet.
+    this.#settings ??= settings ?? (await settledSettings(env, call.tree_id, call.tenant, call.agent ?? "", { settings, ...job })).settings;
+    return { ...job, settings: this.#settings };
   }
 }
 

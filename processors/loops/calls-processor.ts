@@ -330,9 +330,12 @@ export const loopCallsProcessor = defineProcessor<ToolCall, LoopEnv>({
   },
   async process(records, env) {
     if (!env.standing) return runLane(callsLane(env.config), env.store, records);
-    // Endings bind: each call's job read once a batch; the endings its decisions make (a loop that stops the job) kept for every processor.
-    const standings = await standingsOf(env.standing, env.config, records.map((r) => r.value));
-    const out = await runLane(callsLane(env.config, standings), env.store, records);
+    // Endings bind: each call's job read once a batch, beside the runs' loop state (one round trip for both);
+    // the endings its decisions make (a loop that stops the job) kept for every processor.
+    const standings = new Map<ToolCall, Standing>();
+    const read = standingsOf(env.standing, env.config, records.map((r) => r.value)).then((m) => m.forEach((v, k) => standings.set(k, v)));
+    read.catch(() => undefined); // its failure is the lane's to raise, once it awaits it
+    const out = await runLane(callsLane(env.config, standings), env.store, records, read);
     await env.standing.record(endingsOf(out.flatMap((o) => ("emits" in o ? o.emits : [])), false));
     return out;
   },

@@ -69,11 +69,17 @@ function sourceOf(r: InputRecord<unknown>): string {
  * key, and only those: the batch is tried again run by run, and a failing run input by input
  * (`byGroups`); every other run is decided as it would have been.
  */
-export function runLane<In, S, R = never>(spec: LaneSpec<In, S, R>, store: LoopStore, records: ReadonlyArray<InputRecord<In>>): Promise<Outcome[]> {
-  return byGroups(records, (r) => `${spec.tenantOf(r.value)}\u0000${spec.runOf(r.value)}`, (some) => runLaneOnce(spec, store, some));
+export function runLane<In, S, R = never>(
+  spec: LaneSpec<In, S, R>,
+  store: LoopStore,
+  records: ReadonlyArray<InputRecord<In>>,
+  /** What the steps need besides the runs' state (the jobs' standings), read in the same round trip as the runs: no step runs before it. */
+  alongside: Promise<unknown> = Promise.resolve(),
+): Promise<Outcome[]> {
+  return byGroups(records, (r) => `${spec.tenantOf(r.value)}\u0000${spec.runOf(r.value)}`, (some) => runLaneOnce(spec, store, some, alongside));
 }
 
-async function runLaneOnce<In, S, R = never>(spec: LaneSpec<In, S, R>, store: LoopStore, records: ReadonlyArray<InputRecord<In>>): Promise<Outcome[]> {
+async function runLaneOnce<In, S, R = never>(spec: LaneSpec<In, S, R>, store: LoopStore, records: ReadonlyArray<InputRecord<In>>, alongside: Promise<unknown>): Promise<Outcome[]> {
   const groups = new Map<string, number[]>();
   records.forEach((r, i) => {
     const key = `${spec.tenantOf(r.value)}\u0000${spec.runOf(r.value)}\u0000${sourceOf(r)}`;
@@ -87,7 +93,7 @@ async function runLaneOnce<In, S, R = never>(spec: LaneSpec<In, S, R>, store: Lo
     const from = first.batchStart ?? "-1";
     return { tenant: spec.tenantOf(first.value), run: spec.runOf(first.value), source: sourceOf(first), offsets: indexes.map((i) => (records[i] as InputRecord<In>).offset), from };
   });
-  const snapshots = await store.read(spec.lane, reads);
+  const [snapshots] = await Promise.all([store.read(spec.lane, reads), alongside]);
 
   const outcomes: Outcome[] = new Array<Outcome>(records.length);
   const writes: LaneWrite[] = [];

@@ -62,6 +62,31 @@ describe("the file store in real MinIO", () => {
     expect((otherTree as Error).message).not.toContain(tree);
   });
 
+  it("FILE-2 a read asks for its grant and its bytes at once, not one after the other", async () => {
+    const tree = uid("tree");
+    const bytes = Buffer.from(`both at once ${uid("x")}`);
+    const stored = await files.store({ tenant, tree }, bytes);
+    const client = files.client;
+    const getObject = client.getObject.bind(client);
+    let inFlight = 0;
+    let most = 0;
+    client.getObject = (async (...args: Parameters<typeof getObject>) => {
+      most = Math.max(most, ++inFlight);
+      try {
+        return await getObject(...args);
+      } finally {
+        inFlight--;
+      }
+    });
+    try {
+      expect((await files.read({ tenant, tree }, stored.ref)).bytes.equals(bytes)).toBe(true);
+      await expect(files.read({ tenant, tree: uid("tree") }, stored.ref)).rejects.toBeInstanceOf(FileNotFound);
+    } finally {
+      client.getObject = getObject;
+    }
+    expect(most).toBe(2);
+  });
+
   it("FILE-6 storing the same bytes twice is idempotent and renews retention", async () => {
     const tree = uid("tree");
     const bytes = Buffer.from(`twice ${uid("x")}`);
