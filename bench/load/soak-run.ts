@@ -26,7 +26,7 @@ import { MEASURED_KINDS, playAgents, playAll, Recorder, type LoadTarget } from "
 import { Progress } from "./progress.ts";
 import { publishLoadConfig } from "./publish-config.ts";
 import { AGENTS_GRACE_MS, untilReady } from "./run.ts";
-import { countIn, DEFAULT_SAMPLE_SECONDS, MAX_SOAK_MINUTES, MIN_SAMPLE_SECONDS, soakChart, soakMarkdown, soakVerdicts, vmRssBytes, windowOf, type SoakResult, type SoakSample } from "./soak.ts";
+import { DEFAULT_SAMPLE_SECONDS, markOf, MAX_SOAK_MINUTES, MIN_SAMPLE_SECONDS, soakChart, soakMarkdown, soakVerdicts, vmRssBytes, windowBetween, type SoakResult, type SoakSample } from "./soak.ts";
 
 /** The topic the pipeline's processors write what they cannot handle to. */
 const DEAD_LETTER_TOPIC = "oz0.dead-letter";
@@ -148,10 +148,15 @@ export async function runSoak(o: SoakOptions): Promise<SoakOutcome> {
     const deadline = startedAt + seconds * 1000;
     const samples: SoakSample[] = [];
     let from = startedAt;
+    // Windows are cut by what the recorder held at each sample, not by time: a record made in
+    // the sample's millisecond, or in the soak's first, falls in exactly one window.
+    let mark = markOf(rec);
     const take = async (end: boolean): Promise<void> => {
       const at = Date.now();
-      const w = windowOf(rec, from, at);
-      const events = countIn(rec.sentAt, from, at);
+      const now = markOf(rec);
+      const w = windowBetween(rec, mark.answers, now.answers);
+      const events = now.events - mark.events;
+      mark = now;
       const windowS = (at - from) / 1000;
       from = at;
       const unanswered = MEASURED_KINDS.reduce((s, k) => s + rec.unanswered[k], 0);
@@ -175,7 +180,8 @@ export async function runSoak(o: SoakOptions): Promise<SoakOutcome> {
       progress?.stop(state());
     }
     // What came after the last sample in the time: the answers of the grace, shown and not judged.
-    if (Date.now() > from) await take(true);
+    const recorded = markOf(rec);
+    if (Date.now() > from || recorded.events > mark.events || MEASURED_KINDS.some((k) => recorded.answers[k] > mark.answers[k])) await take(true);
     const unanswered = MEASURED_KINDS.reduce((s, k) => s + rec.unanswered[k], 0);
     const last = samples[samples.length - 1];
     const result: SoakResult = {

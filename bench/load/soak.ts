@@ -81,11 +81,30 @@ export interface Answers {
 
 /** The latency figures of the window (from, to] of every exchange, and of all pooled. */
 export function windowOf(a: Answers, from: number, to: number): { exchanges: Record<Measured, WindowFigures>; all: WindowFigures } {
+  const mark = (t: number) => Object.fromEntries(MEASURED_KINDS.map((k) => [k, firstAfter(a.answeredAt[k], t)])) as Record<Measured, number>;
+  return windowBetween(a, mark(from), mark(to));
+}
+
+/**
+ * How far a recorder's lists had grown at one moment: what was recorded between two marks is
+ * one window, every record in exactly one, whatever the clock says (two records, or a record
+ * and a sample, can fall in the same millisecond).
+ */
+export interface Mark {
+  readonly events: number;
+  readonly answers: Readonly<Record<Measured, number>>;
+}
+
+export function markOf(rec: Answers & { readonly sentAt: readonly number[] }): Mark {
+  return { events: rec.sentAt.length, answers: Object.fromEntries(MEASURED_KINDS.map((k) => [k, rec.answeredAt[k].length])) as Record<Measured, number> };
+}
+
+/** The latency figures of the answers recorded from the `from` counts to the `to` counts, by exchange and pooled. */
+export function windowBetween(a: Answers, from: Readonly<Record<Measured, number>>, to: Readonly<Record<Measured, number>>): { exchanges: Record<Measured, WindowFigures>; all: WindowFigures } {
   const pooled: number[] = [];
   const exchanges = {} as Record<Measured, WindowFigures>;
   for (const k of MEASURED_KINDS) {
-    const at = a.answeredAt[k];
-    const values = a.latencies[k].slice(firstAfter(at, from), firstAfter(at, to));
+    const values = a.latencies[k].slice(from[k], to[k]);
     pooled.push(...values);
     values.sort((x, y) => x - y);
     exchanges[k] = { count: values.length, p50: percentile(values, 50), p99: percentile(values, 99) };

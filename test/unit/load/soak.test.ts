@@ -3,6 +3,7 @@ import { MEASURED_KINDS, Recorder, type Measured } from "../../../bench/load/pla
 import {
   countIn,
   firstAfter,
+  markOf,
   soakChart,
   soakMarkdown,
   soakPanels,
@@ -12,6 +13,7 @@ import {
   verdictLine,
   verdictOf,
   vmRssBytes,
+  windowBetween,
   windowFigures,
   windowOf,
   type SoakResult,
@@ -63,6 +65,24 @@ describe("a soak's windows", () => {
     expect(w.exchanges.child.count).toBe(0);
     expect(w.all).toEqual({ count: 2, p50: 10, p99: 300 });
     expect(windowOf(rec, 2_000, 3_000).all).toEqual({ count: 1, p50: 20, p99: 20 });
+  });
+
+  it("SYS-6 windows cut at marks of what was recorded hold every record once, those made in a sample's millisecond too", () => {
+    const rec = new Recorder();
+    rec.sent("model_ask", 1_000);
+    rec.answered("model_ask", 990, 1_000, "admit");
+    const first = markOf(rec);
+    // Recorded after the mark, in the same millisecond: by time, (1000, 1000] would hold neither.
+    rec.sent("model_ask", 1_000);
+    rec.answered("model_ask", 995, 1_000, "admit");
+    rec.answered("tool_call", 1_000, 1_030, "allow");
+    const second = markOf(rec);
+    expect(second.events - first.events).toBe(1);
+    expect(windowBetween(rec, first.answers, second.answers).exchanges.model_ask).toEqual({ count: 1, p50: 5, p99: 5 });
+    expect(windowBetween(rec, first.answers, second.answers).all.count).toBe(2);
+    const start = markOf(new Recorder());
+    expect(windowBetween(rec, start.answers, first.answers).all).toEqual({ count: 1, p50: 10, p99: 10 });
+    expect(countIn(rec.sentAt, 1_000, 1_000)).toBe(0);
   });
 
   it("SYS-6 reads VmRSS from /proc/<pid>/status in bytes", () => {
