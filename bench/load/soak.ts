@@ -22,32 +22,6 @@ export interface WindowFigures {
   readonly p99: number;
 }
 
-/** The first index of `sorted` (ascending) whose value is above `t`. */
-export function firstAfter(sorted: readonly number[], t: number): number {
-  let lo = 0;
-  let hi = sorted.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >> 1;
-    if ((sorted[mid] as number) <= t) lo = mid + 1;
-    else hi = mid;
-  }
-  return lo;
-}
-
-/**
- * The answers that came in the window (from, to] (ms since epoch): `at` holds when each came,
- * ascending (the order they were recorded in), `latencies` their latencies in the same order.
- */
-export function windowFigures(latencies: readonly number[], at: readonly number[], from: number, to: number): WindowFigures {
-  const values = latencies.slice(firstAfter(at, from), firstAfter(at, to)).sort((a, b) => a - b);
-  return { count: values.length, p50: percentile(values, 50), p99: percentile(values, 99) };
-}
-
-/** How many of the times (ascending) fall in (from, to]. */
-export function countIn(at: readonly number[], from: number, to: number): number {
-  return firstAfter(at, to) - firstAfter(at, from);
-}
-
 export interface SoakSample {
   /** The end of the window, ms since epoch. */
   readonly at: number;
@@ -77,12 +51,6 @@ export interface SoakSample {
 export interface Answers {
   readonly latencies: Readonly<Record<Measured, readonly number[]>>;
   readonly answeredAt: Readonly<Record<Measured, readonly number[]>>;
-}
-
-/** The latency figures of the window (from, to] of every exchange, and of all pooled. */
-export function windowOf(a: Answers, from: number, to: number): { exchanges: Record<Measured, WindowFigures>; all: WindowFigures } {
-  const mark = (t: number) => Object.fromEntries(MEASURED_KINDS.map((k) => [k, firstAfter(a.answeredAt[k], t)])) as Record<Measured, number>;
-  return windowBetween(a, mark(from), mark(to));
 }
 
 /**

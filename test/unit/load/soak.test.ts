@@ -1,8 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { MEASURED_KINDS, Recorder, type Measured } from "../../../bench/load/play.ts";
 import {
-  countIn,
-  firstAfter,
   markOf,
   soakChart,
   soakMarkdown,
@@ -14,8 +12,6 @@ import {
   verdictOf,
   vmRssBytes,
   windowBetween,
-  windowFigures,
-  windowOf,
   type SoakResult,
   type SoakSample,
   type WindowFigures,
@@ -32,39 +28,41 @@ function sample(t: number, p50: number, p99: number, lag: number, rss: number | 
 }
 
 describe("a soak's windows", () => {
-  it("SYS-6 finds the first time after t in ascending times", () => {
-    expect(firstAfter([], 5)).toBe(0);
-    expect(firstAfter([1, 2, 2, 3], 2)).toBe(3);
-    expect(firstAfter([1, 2, 2, 3], 0)).toBe(0);
-    expect(firstAfter([1, 2, 2, 3], 3)).toBe(4);
-    expect(countIn([1, 2, 2, 3, 7], 1, 3)).toBe(3);
-    expect(countIn([1, 2, 2, 3, 7], 3, 6)).toBe(0);
-  });
-
-  it("SYS-6 takes each window's answers by when they came, (from, to], not by when they were asked", () => {
-    // Latencies 1..100 answered at 1001..1100: the window (1050, 1100] holds latencies 51..100.
-    const lat = Array.from({ length: 100 }, (_, i) => i + 1);
-    const at = lat.map((l) => 1000 + l);
-    expect(windowFigures(lat, at, 1050, 1100)).toEqual({ count: 50, p50: 75, p99: 100 });
-    expect(windowFigures(lat, at, 1000, 1050)).toEqual({ count: 50, p50: 25, p99: 50 });
-    const empty = windowFigures(lat, at, 2000, 3000);
+  it("SYS-6 takes each window's answers by the order they were recorded in, between two marks", () => {
+    // Latencies 1..100 answered in that order, a mark after the fiftieth: the second window holds 51..100.
+    const rec = new Recorder();
+    const marks = [markOf(rec)];
+    for (let l = 1; l <= 100; l++) {
+      rec.answered("model_ask", 1_000, 1_000 + l, "admit");
+      if (l === 50) marks.push(markOf(rec));
+    }
+    marks.push(markOf(rec));
+    const [start, half, end] = marks as [ReturnType<typeof markOf>, ReturnType<typeof markOf>, ReturnType<typeof markOf>];
+    expect(windowBetween(rec, half.answers, end.answers).exchanges.model_ask).toEqual({ count: 50, p50: 75, p99: 100 });
+    expect(windowBetween(rec, start.answers, half.answers).exchanges.model_ask).toEqual({ count: 50, p50: 25, p99: 50 });
+    const empty = windowBetween(rec, end.answers, end.answers).all;
     expect(empty.count).toBe(0);
     expect(empty.p50).toBeNaN();
   });
 
   it("SYS-6 windows a Recorder's answers per exchange and pooled", () => {
     const rec = new Recorder();
-    rec.answered("model_ask", 900, 1_000, "admit"); // 100 ms, at 1000
-    rec.answered("model_ask", 1_900, 1_910, "admit"); // 10 ms, at 1910
-    rec.answered("tool_call", 1_500, 1_800, "allow"); // 300 ms, at 1800
-    rec.answered("tool_call", 2_500, 2_520, "allow"); // 20 ms, at 2520
+    const start = markOf(rec);
+    rec.answered("model_ask", 900, 1_000, "admit"); // 100 ms
+    const first = markOf(rec);
+    rec.answered("model_ask", 1_900, 1_910, "admit"); // 10 ms
+    rec.answered("tool_call", 1_500, 1_800, "allow"); // 300 ms
+    const second = markOf(rec);
+    rec.answered("tool_call", 2_500, 2_520, "allow"); // 20 ms
+    const third = markOf(rec);
     expect(rec.answeredAt.model_ask).toEqual([1_000, 1_910]);
-    const w = windowOf(rec, 1_000, 2_000);
+    expect(windowBetween(rec, start.answers, first.answers).all).toEqual({ count: 1, p50: 100, p99: 100 });
+    const w = windowBetween(rec, first.answers, second.answers);
     expect(w.exchanges.model_ask).toEqual({ count: 1, p50: 10, p99: 10 });
     expect(w.exchanges.tool_call).toEqual({ count: 1, p50: 300, p99: 300 });
     expect(w.exchanges.child.count).toBe(0);
     expect(w.all).toEqual({ count: 2, p50: 10, p99: 300 });
-    expect(windowOf(rec, 2_000, 3_000).all).toEqual({ count: 1, p50: 20, p99: 20 });
+    expect(windowBetween(rec, second.answers, third.answers).all).toEqual({ count: 1, p50: 20, p99: 20 });
   });
 
   it("SYS-6 windows cut at marks of what was recorded hold every record once, those made in a sample's millisecond too", () => {
@@ -82,7 +80,7 @@ describe("a soak's windows", () => {
     expect(windowBetween(rec, first.answers, second.answers).all.count).toBe(2);
     const start = markOf(new Recorder());
     expect(windowBetween(rec, start.answers, first.answers).all).toEqual({ count: 1, p50: 10, p99: 10 });
-    expect(countIn(rec.sentAt, 1_000, 1_000)).toBe(0);
+    expect(markOf(rec).events).toBe(2);
   });
 
   it("SYS-6 reads VmRSS from /proc/<pid>/status in bytes", () => {
