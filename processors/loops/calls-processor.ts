@@ -302,14 +302,14 @@ export function stepCall(
   return act(settingsOf, state, flags, call);
 }
 
-function callsLane(config: ConfigView, standings: ReadonlyMap<ToolCall, Standing> = new Map()): LaneSpec<ToolCall, CallsLaneState, CallRecall> {
+function callsLane(config: ConfigView): LaneSpec<ToolCall, CallsLaneState, CallRecall, ReadonlyMap<ToolCall, Standing> | undefined> {
   const settingsOf = settingsPerBatch(config);
   return {
     lane: "calls",
     runOf: (call) => call.run_id,
     tenantOf: (call) => call.tenant,
     initial: INITIAL,
-    step: (state, flags, r: InputRecord<ToolCall>) => stepCall(config, state, flags, r.value, settingsOf, standings.get(r.value)),
+    step: (state, flags, r: InputRecord<ToolCall>, standings) => stepCall(config, state, flags, r.value, settingsOf, standings?.get(r.value)),
     plain: (r): Emit[] => [decision(LOOP_CALLS, r.value, { verdict: "allow" })],
     replay: (r, recall) => recalled(r.value, recall),
   };
@@ -332,10 +332,8 @@ export const loopCallsProcessor = defineProcessor<ToolCall, LoopEnv>({
     if (!env.standing) return runLane(callsLane(env.config), env.store, records);
     // Endings bind: each call's job read once a batch, beside the runs' loop state (one round trip for both);
     // the endings its decisions make (a loop that stops the job) kept for every processor.
-    const standings = new Map<ToolCall, Standing>();
-    const read = standingsOf(env.standing, env.config, records.map((r) => r.value)).then((m) => m.forEach((v, k) => standings.set(k, v)));
-    read.catch(() => undefined); // its failure is the lane's to raise, once it awaits it
-    const out = await runLane(callsLane(env.config, standings), env.store, records, read);
+    const standings = standingsOf(env.standing, env.config, records.map((r) => r.value));
+    const out = await runLane(callsLane(env.config), env.store, records, standings);
     await env.standing.record(endingsOf(out.flatMap((o) => ("emits" in o ? o.emits : [])), false));
     return out;
   },

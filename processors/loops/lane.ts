@@ -26,14 +26,15 @@ export interface LaneStep<S, R = never> {
   readonly counts?: readonly LoopCount[];
 }
 
-export interface LaneSpec<In, S, R = never> {
+/** `A`: what the steps need besides the runs' state (the jobs' standings), read beside it. */
+export interface LaneSpec<In, S, R = never, A = undefined> {
   readonly lane: Lane;
   runOf(value: In): string;
   /** The input's tenant: two tenants' runs of the same ID never share loop state. */
   tenantOf(value: In): string;
   readonly initial: S;
   /** Steps one input; `invalid` sends it to the dead letters (remembered, so a replay does the same). */
-  step(state: S, flags: RunFlags, record: InputRecord<In>): LaneStep<S, R> | { readonly invalid: string };
+  step(state: S, flags: RunFlags, record: InputRecord<In>, alongside: A): LaneStep<S, R> | { readonly invalid: string };
   /** What an input that changed nothing worth remembering emits; a pure function of the input. */
   plain(record: InputRecord<In>): Emit[];
   /** The outputs of an input whose step gave `recall`: the same as that step's, a pure function of the input and the recall. */
@@ -41,7 +42,7 @@ export interface LaneSpec<In, S, R = never> {
 }
 
 /** A memo is the outcome as JSON, or `{"recall": ...}` for a step that gave one. */
-function replayed<In, S, R>(spec: LaneSpec<In, S, R>, record: InputRecord<In>, memo: string): Outcome {
+function replayed<In, S, R, A>(spec: LaneSpec<In, S, R, A>, record: InputRecord<In>, memo: string): Outcome {
   const parsed = JSON.parse(memo) as Outcome | { readonly recall: R };
   if (!("recall" in parsed)) return parsed;
   if (!spec.replay) throw new Error(`the ${spec.lane} lane kept a recall for offset ${record.offset} but has no replay for it`);
@@ -69,17 +70,22 @@ function sourceOf(r: InputRecord<unknown>): string {
  * key, and only those: the batch is tried again run by run, and a failing run input by input
  * (`byGroups`); every other run is decided as it would have been.
  */
-export function runLane<In, S, R = never>(
-  spec: LaneSpec<In, S, R>,
+export function runLane<In, S, R = never>(spec: LaneSpec<In, S, R>, store: LoopStore, records: ReadonlyArray<InputRecord<In>>): Promise<Outcome[]>;
+export function runLane<In, S, R, A>(
+  spec: LaneSpec<In, S, R, A>,
   store: LoopStore,
   records: ReadonlyArray<InputRecord<In>>,
-  /** What the steps need besides the runs' state (the jobs' standings), read in the same round trip as the runs: no step runs before it. */
-  alongside: Promise<unknown> = Promise.resolve(),
-): Promise<Outcome[]> {
-  return byGroups(records, (r) => `${spec.tenantOf(r.value)}\u0000${spec.runOf(r.value)}`, (some) => runLaneOnce(spec, store, some, alongside));
+  /** What the steps need besides the runs' state, read in the same round trip as the runs: no step runs before it answers. */
+  alongside: Promise<A>,
+): Promise<Outcome[]>;
+export function runLane<In, S, R, A>(spec: LaneSpec<In, S, R, A>, store: LoopStore, records: ReadonlyArray<InputRecord<In>>, alongside?: Promise<A>): Promise<Outcome[]> {
+  const side = alongside ?? (Promise.resolve(undefined) as Promise<A>);
+  // Its failure is the lane's to raise, once it awaits it.
+  side.catch(() => undefined);
+  return byGroups(records, (r) => `${spec.tenantOf(r.value)}\u0000${spec.runOf(r.value)}`, (some) => runLaneOnce(spec, store, some, side));
 }
 
-async function runLaneOnce<In, S, R = never>(spec: LaneSpec<In, S, R>, store: LoopStore, records: ReadonlyArray<InputRecord<In>>, alongside: Promise<unknown>): Promise<Outcome[]> {
+async function runLaneOnce<In, S, R, A>(spec: LaneSpec<In, S, R, A>, store: LoopStore, records: ReadonlyArray<InputRecord<In>>, alongside: Promise<A>): Promise<Outcome[]> {
   const groups = new Map<string, number[]>();
   records.forEach((r, i) => {
     const key = `${spec.tenantOf(r.value)}\u0000${spec.runOf(r.value)}\u0000${sourceOf(r)}`;
@@ -93,7 +99,7 @@ async function runLaneOnce<In, S, R = never>(spec: LaneSpec<In, S, R>, store: Lo
     const from = first.batchStart ?? "-1";
     return { tenant: spec.tenantOf(first.value), run: spec.runOf(first.value), source: sourceOf(first), offsets: indexes.map((i) => (records[i] as InputRecord<In>).offset), from };
   });
-  const [snapshots] = await Promise.all([store.read(spec.lane, reads), alongside]);
+  const [snapshots, side] = await Promise.all([store.read(spec.lane, reads), alongside]);
 
   const outcomes: Outcome[] = new Array<Outcome>(records.length);
   const writes: LaneWrite[] = [];
@@ -120,7 +126,7 @@ async function runLaneOnce<In, S, R = never>(spec: LaneSpec<In, S, R>, store: Lo
         continue;
       }
       newest = r.offset;
-      const step = spec.step(state, flags, r);
+      const step = spec.step(state, flags, r, side);
       if ("invalid" in step) {
         memos.push([r.offset, JSON.stringify(step)]);
         outcomes[i] = step;
