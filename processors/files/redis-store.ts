@@ -49,22 +49,40 @@ export const conversationTurnScript = defineScript({
   what: () => "to record a conversation's turn",
 });
 
-/** The job's offload threshold: the one kept before, else the one given (kept from now on). */
+/** The job's offload threshold: the one kept before, else the one given (kept from now on); and the ms it is kept for yet (-1: no expiry). */
 export const offloadThresholdScript = defineScript({
   name: "offloadThreshold",
   keys: (k, i: TreeRef & { readonly job: string; readonly resolved: OffloadThreshold }) => [k.jobOffload(i.tenant, i.tree, i.job)],
   args: (i) => [thresholdText(i.resolved), THRESHOLD_TTL_S],
-  reply: (raw, fail) => parseThreshold(text(raw, fail)),
+  reply: (raw, fail) => {
+    if (!Array.isArray(raw) || raw.length !== 2 || typeof raw[1] !== "number") fail("{ threshold, ms kept yet }");
+    const [kept, ttlMs] = raw as [unknown, number];
+    return { threshold: parseThreshold(text(kept, fail)), ttlMs };
+  },
   what: () => "to keep a job's offload threshold",
 });
+
+/**
+ * How long a process holds a job's kept threshold without asking Redis: nothing changes it
+ * before it expires (30 days from the job's first result or start), but a tree's erasure or an
+ * operator deletes it, and Redis stays the one truth a few minutes later.
+ */
+export const THRESHOLD_HELD_MS = 5 * 60_000;
+/** The most jobs' thresholds a process holds: the oldest held goes first. */
+export const THRESHOLDS_HELD = 20_000;
 
 export class RedisFilesStore implements FilesStore {
   readonly #redis: RedisClient;
   readonly #keys: Keys;
 
-  constructor(redis: RedisClient, keys: Keys = new Keys()) {
+  /** Jobs' kept thresholds by key, oldest held first, each until it is asked of Redis again. */
+  readonly #thresholds = new Map<string, { readonly threshold: OffloadThreshold; readonly until: number }>();
+  readonly #now: () => number;
+
+  constructor(redis: RedisClient, keys: Keys = new Keys(), now: () => number = Date.now) {
     this.#redis = redis;
     this.#keys = keys;
+    this.#now = now;
   }
 
   async tree(tenant: string, treeId: string): Promise<TreeRecord | null> {
@@ -92,7 +110,21 @@ export class RedisFilesStore implements FilesStore {
     return { tenant, tree, earlierTurns: earlierTurns(turns, tree) };
   }
 
+  /**
+   * A job's threshold, once kept, is held here until it would expire or for THRESHOLD_HELD_MS,
+   * whichever is sooner: every later result of the job is fitted without a round trip to Redis.
+   */
   async threshold(tenant: string, treeId: string, jobId: string, resolved: OffloadThreshold): Promise<OffloadThreshold> {
-    return offloadThresholdScript.run(this.#redis, this.#keys, { tenant, tree: treeId, job: jobId, resolved });
+    const key = this.#keys.jobOffload(tenant, treeId, jobId);
+    const now = this.#now();
+    const held = this.#thresholds.get(key);
+    if (held !== undefined && held.until > now) return held.threshold;
+    const { threshold, ttlMs } = await offloadThresholdScript.run(this.#redis, this.#keys, { tenant, tree: treeId, job: jobId, resolved });
+    this.#thresholds.delete(key);
+    if (ttlMs !== 0 && ttlMs >= -1) {
+      this.#thresholds.set(key, { threshold, until: now + (ttlMs === -1 ? THRESHOLD_HELD_MS : Math.min(ttlMs, THRESHOLD_HELD_MS)) });
+      if (this.#thresholds.size > THRESHOLDS_HELD) this.#thresholds.delete(this.#thresholds.keys().next().value as string);
+    }
+    return threshold;
   }
 }

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Producer } from "kafkajs";
 import { resolveFileArguments, FILES_META_KEY, FILES_NOT_FOUND_META_KEY } from "../../processors/files/arguments.ts";
 import { fileArgumentsEnv, keptThreshold } from "../../processors/files/env.ts";
-import { RedisFilesStore } from "../../processors/files/redis-store.ts";
+import { RedisFilesStore, THRESHOLD_HELD_MS } from "../../processors/files/redis-store.ts";
 import type { TreeRecord } from "../../processors/files/store.ts";
 import { FILES_HANDED, filesJobsProcessor } from "../../processors/files-jobs/processor.ts";
 import { staticConfig } from "../../processors/runner/config-table.ts";
@@ -182,5 +182,31 @@ describe("files-jobs on real Kafka, Redis and MinIO", () => {
     const threshold = keptThreshold(state, config);
     expect(await threshold({ tenant, tree_id: tree, job_id: tree, agent: "fixer" })).toBe(3_000);
     expect(await threshold({ tenant, tree_id: tree, job_id: uid("next-job"), agent: "fixer" })).toBe(25_000);
+  });
+
+  it("OFF-13 a process holds a job's kept threshold for a few minutes at most: within them Redis is not asked, after them it is, and a threshold gone from Redis is kept anew", async () => {
+    let now = 1_000_000;
+    const held = new RedisFilesStore(redis, new Keys(), () => now);
+    const tree = uid("tree");
+    const key = new Keys().jobOffload(tenant, tree, tree);
+    expect(await held.threshold(tenant, tree, tree, 4_000)).toBe(4_000);
+    expect(Number(await redis.pttl(key))).toBeGreaterThan(29 * 24 * 3600 * 1000);
+    // Deleted behind the process's back: within the held time the process answers as it did.
+    await redis.del(key);
+    now += THRESHOLD_HELD_MS - 1;
+    expect(await held.threshold(tenant, tree, tree, 9_000)).toBe(4_000);
+    expect(await redis.exists(key)).toBe(0);
+    // After it, Redis is asked again: the threshold is kept anew, as the settings resolve it now.
+    now += 2;
+    expect(await held.threshold(tenant, tree, tree, 9_000)).toBe(9_000);
+    expect(await redis.get(key)).toBe("9000");
+    // A threshold kept for less than the held time is held only as long as Redis keeps it.
+    await redis.pexpire(key, 1_000);
+    await redis.set(key, "off", "KEEPTTL");
+    const other = new RedisFilesStore(redis, new Keys(), () => now);
+    expect(await other.threshold(tenant, tree, tree, 7_000)).toBe("off");
+    await redis.del(key);
+    now += 1_001;
+    expect(await other.threshold(tenant, tree, tree, 7_000)).toBe(7_000);
   });
 });

@@ -106,8 +106,9 @@ describe("typed script descriptors", () => {
     expect(filesTreeScript.decode(0)).toBe(false);
     expect(conversationTurnScript.decode([1, "t0"])).toEqual({ applied: true, previous: "t0" });
     expect(conversationTurnScript.decode([0, null])).toEqual({ applied: false, previous: null });
-    expect(offloadThresholdScript.decode("off")).toBe("off");
-    expect(offloadThresholdScript.decode("2000")).toBe(2000);
+    expect(offloadThresholdScript.decode(["off", 5_000])).toEqual({ threshold: "off", ttlMs: 5_000 });
+    expect(offloadThresholdScript.decode(["2000", -1])).toEqual({ threshold: 2000, ttlMs: -1 });
+    expect(() => offloadThresholdScript.decode("2000")).toThrow(/Lua script offloadThreshold answered "2000", not \{ threshold, ms kept yet \}/);
     expect(treeHoldSet.decode([1, "audit", "ops", "5"])).toEqual({ made: true, reason: "audit", by: "ops", at: 5 });
     expect(treeHoldSet.decode([-1, "ops\n5"])).toEqual({ erasing: "ops\n5" });
     expect(() => treeHoldSet.decode([2, "x"])).toThrow(/Lua script treeHold answered \[2,"x"\]/);
