@@ -54,30 +54,39 @@ export const fillInProcessor = defineProcessor<ToolCall, FillInEnv>({
     if (call.spend_share !== null && !(call.spend_share >= 0)) reasons.push(`spend_share is ${call.spend_share}: a share of a budget is 0 or more`);
     return reasons;
   },
-  async process(records, env) {
-    const out: Outcome[] = [];
-    for (const { value: call } of records) {
-      let filled = call;
-      // OFF-6: a built-in (oz.read_result) takes a filled-in budget as a fitted tool does.
-      const manifest = manifestOf(env.config, call.plugin);
-      if (fillsIn(call, manifest)) {
-        const args = parseArguments(call.arguments) as Record<string, unknown>;
-        if (args.budget === undefined || args.budget === null) {
-          const agent = env.config.get("agent", call.agent) as AgentDefinition | undefined;
-          const tenant = env.config.get("tenant", call.tenant) as TenantSettings | undefined;
-          const share = (await env.spendShare(call.tenant, call.tree_id)) ?? call.spend_share;
-          const budget = defaultBudget({ contextUsed: call.context_used, spendShare: share, warnShare: resolveSpend(agent, tenant).warn_share });
-          filled = { ...call, arguments: JSON.stringify({ ...args, budget }) };
-        }
-      }
-      if (env.files) {
-        // OFF-9: a file above the agent's clearance is withheld, and loop-calls refuses the call.
-        const agent = env.config.get("agent", call.agent) as AgentDefinition | undefined;
-        const resolved = await resolveFileArguments(call, parseArguments(filled.arguments) as Record<string, unknown>, env.files, agent);
-        if (resolved !== null) filled = { ...filled, arguments: JSON.stringify(resolved) };
-      }
-      out.push({ emits: [{ to: "oz0.tool-calls", key: call.run_id, value: filled }] });
-    }
-    return out;
+  process(records, env) {
+    // Each call is filled in on its own, all at once: their reads go to the stores together (a
+    // tree's spend share read once a batch), not one call's after another's.
+    const shares = new Map<string, Promise<number | null>>();
+    const shareOf = (call: ToolCall): Promise<number | null> => {
+      const key = `${call.tenant}\u0000${call.tree_id}`;
+      let share = shares.get(key);
+      if (!share) shares.set(key, (share = env.spendShare(call.tenant, call.tree_id)));
+      return share;
+    };
+    return Promise.all(records.map(({ value: call }) => fillIn(call, env, shareOf)));
   },
 });
+
+async function fillIn(call: ToolCall, env: FillInEnv, shareOf: (call: ToolCall) => Promise<number | null>): Promise<Outcome> {
+  let filled = call;
+  // OFF-6: a built-in (oz.read_result) takes a filled-in budget as a fitted tool does.
+  const manifest = manifestOf(env.config, call.plugin);
+  if (fillsIn(call, manifest)) {
+    const args = parseArguments(call.arguments) as Record<string, unknown>;
+    if (args.budget === undefined || args.budget === null) {
+      const agent = env.config.get("agent", call.agent) as AgentDefinition | undefined;
+      const tenant = env.config.get("tenant", call.tenant) as TenantSettings | undefined;
+      const share = (await shareOf(call)) ?? call.spend_share;
+      const budget = defaultBudget({ contextUsed: call.context_used, spendShare: share, warnShare: resolveSpend(agent, tenant).warn_share });
+      filled = { ...call, arguments: JSON.stringify({ ...args, budget }) };
+    }
+  }
+  if (env.files) {
+    // OFF-9: a file above the agent's clearance is withheld, and loop-calls refuses the call.
+    const agent = env.config.get("agent", call.agent) as AgentDefinition | undefined;
+    const resolved = await resolveFileArguments(call, parseArguments(filled.arguments) as Record<string, unknown>, env.files, agent);
+    if (resolved !== null) filled = { ...filled, arguments: JSON.stringify(resolved) };
+  }
+  return { emits: [{ to: "oz0.tool-calls", key: call.run_id, value: filled }] };
+}

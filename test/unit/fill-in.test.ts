@@ -70,6 +70,32 @@ describe("budget fill-in", () => {
     expect(await fill(toolCall({ spend_share: 0.95, arguments: "{}" }), env(0.2))).toEqual({ budget: 8000 });
   });
 
+  it("FIT-16 a batch's spend shares are read together, once a tree, and each call gets its own tree's", async () => {
+    const asked: string[] = [];
+    const answers: Array<() => void> = [];
+    const e: FillInEnv = {
+      config,
+      spendShare: (_tenant, tree) => {
+        asked.push(tree);
+        // Answered only once every read of the batch was asked: a read asked after another answered never is.
+        return new Promise((resolve) => answers.push(() => resolve(tree === "tree-b" ? 0.9 : 0.1)));
+      },
+    };
+    const driver = new TestDriver(fillInProcessor, e);
+    const calls = [toolCall({ id: "c1", tree_id: "tree-a", arguments: "{}" }), toolCall({ id: "c2", tree_id: "tree-b", arguments: "{}" }), toolCall({ id: "c3", tree_id: "tree-a", arguments: "{}" })];
+    const piped = driver.pipe(calls);
+    await new Promise((r) => setTimeout(r, 20));
+    expect(asked.sort()).toEqual(["tree-a", "tree-b"]);
+    for (const answer of answers) answer();
+    await piped;
+    const out = driver.read<ToolCall>("oz0.tool-calls");
+    expect(out.map((c) => [c.id, (JSON.parse(c.arguments) as { budget: number }).budget])).toEqual([
+      ["c1", 8000],
+      ["c2", 4000],
+      ["c3", 8000],
+    ]);
+  });
+
   it("FIT-16 the default stays within its bounds whatever the context used", () => {
     fc.assert(
       fc.property(fc.option(fc.integer({ min: 0, max: 1_000_000 })), fc.option(fc.double({ min: 0, max: 2, noNaN: true })), (used, share) => {
