@@ -160,6 +160,9 @@ export const fileNames = {
   },
 };
 
+/** Bytes up to this size are sent to be stored only if absent; larger ones are sent only after a look finds them absent. */
+const SENT_IF_ABSENT_BYTES = 1024 * 1024;
+
 function isMissing(err: unknown): boolean {
   const code = codeOf(err);
   return code === "NoSuchKey" || code === "NotFound" || code === "NoSuchVersion";
@@ -219,23 +222,25 @@ export class FileStore {
     const hex = parseRef(ref);
     const grantName = fileNames.grant(owner.tenant, hex, owner.tree);
     const now = this.#now();
-    const previous = await this.grantAt(grantName);
-    const grant: FileGrant = {
-      v: 1,
-      ref,
-      scope: { kind: "tree", tree: owner.tree },
-      first_stored: previous?.first_stored ?? now,
-      last_stored: Math.max(now, previous?.last_stored ?? now),
-      labels: uniqueSorted([...(previous?.labels ?? []), ...labels]),
-      size: bytes.length,
-    };
+    let grant: FileGrant = { v: 1, ref, scope: { kind: "tree", tree: owner.tree }, first_stored: now, last_stored: now, labels: uniqueSorted(labels), size: bytes.length };
     try {
-      if (previous === null) await this.client.putObject(this.bucket, fileNames.marker(owner.tenant, owner.tree, hex), Buffer.alloc(0), 0);
-      const body = Buffer.from(JSON.stringify(grant), "utf8");
-      await this.client.putObject(this.bucket, grantName, body, body.length, { "Content-Type": "application/json" });
-      if (previous !== null) await this.removeOlderVersions(grantName);
+      // Each object is put only where it is absent (If-None-Match), which says whether it was:
+      // a first store is three requests, with no read before each write. The tree's marker goes
+      // first, so erasing the tree finds the grant written after it; the data goes last, so a
+      // grant whose data is not there yet reads as not found.
+      await this.putIfAbsent(fileNames.marker(owner.tenant, owner.tree, hex), Buffer.alloc(0), "application/octet-stream");
+      if (!(await this.putIfAbsent(grantName, Buffer.from(JSON.stringify(grant), "utf8"), "application/json"))) {
+        // Stored before by this tree: its grant renewed, the labels joined.
+        const previous = await this.grantAt(grantName);
+        grant = { ...grant, first_stored: previous?.first_stored ?? now, last_stored: Math.max(now, previous?.last_stored ?? now), labels: uniqueSorted([...(previous?.labels ?? []), ...labels]) };
+        const body = Buffer.from(JSON.stringify(grant), "utf8");
+        await this.client.putObject(this.bucket, grantName, body, body.length, { "Content-Type": "application/json" });
+        if (previous !== null) await this.removeOlderVersions(grantName);
+      }
       const dataName = fileNames.data(owner.tenant, hex);
-      if (!(await this.exists(dataName))) {
+      // Large bytes are sent only when the data is absent; small ones are sent and refused when present.
+      if (bytes.length <= SENT_IF_ABSENT_BYTES) await this.putIfAbsent(dataName, this.#keys.seal(owner.tenant, hex, bytes), "application/octet-stream");
+      else if (!(await this.exists(dataName))) {
         const sealed = this.#keys.seal(owner.tenant, hex, bytes);
         await this.client.putObject(this.bucket, dataName, sealed, sealed.length, { "Content-Type": "application/octet-stream" });
       }
@@ -510,6 +515,17 @@ export class FileStore {
     } catch (err) {
       if (isMissing(err)) return null;
       throw minioFailure(err, "read a file grant", `bucket ${this.bucket}`);
+    }
+  }
+
+  /** Puts the object only when it is absent (or its latest version is a delete marker): false when it was there. */
+  private async putIfAbsent(name: string, body: Buffer, contentType: string): Promise<boolean> {
+    try {
+      await this.client.putObject(this.bucket, name, body, body.length, { "Content-Type": contentType, "If-None-Match": "*" });
+      return true;
+    } catch (err) {
+      if (codeOf(err) === "PreconditionFailed") return false;
+      throw err;
     }
   }
 

@@ -87,6 +87,56 @@ describe("the file store in real MinIO", () => {
     expect(most).toBe(2);
   });
 
+  it("FILE-6 a first store puts the marker, the grant and the data, each only where absent, and reads nothing first; another tree's store of the same bytes keeps the data as it was", async () => {
+    const client = files.client;
+    const calls: string[] = [];
+    const methods = ["putObject", "getObject", "statObject"] as const;
+    const methodsOf = client as unknown as Record<string, (...a: unknown[]) => unknown>;
+    const originals = methods.map((m) => [m, methodsOf[m] as (...a: unknown[]) => unknown] as const);
+    for (const [m, original] of originals) {
+      methodsOf[m] = (...args: unknown[]) => {
+        calls.push(`${m} ${String(args[1]).split("/").slice(2, 3).join("")}`);
+        return original.apply(client, args);
+      };
+    }
+    const bytes = Buffer.from(`first store ${uid("x")}`);
+    const big = Buffer.alloc(1024 * 1024 + 1, 3);
+    big.write(uid("big"));
+    let stored;
+    let again;
+    let large;
+    const [tree, another] = [uid("tree"), uid("tree")];
+    const counts: string[][] = [];
+    try {
+      stored = await files.store({ tenant, tree }, bytes);
+      counts.push(calls.splice(0));
+      const before = await client.statObject(bucket, fileNames.data(tenant, parseRef(stored.ref)));
+      calls.splice(0);
+      again = await files.store({ tenant, tree: another }, bytes, { labels: ["b"] });
+      counts.push(calls.splice(0));
+      const after = await client.statObject(bucket, fileNames.data(tenant, parseRef(stored.ref)));
+      expect(after.versionId).toBe(before.versionId);
+      calls.splice(0);
+      large = await files.store({ tenant, tree }, big);
+      counts.push(calls.splice(0));
+    } finally {
+      for (const [m, original] of originals) methodsOf[m] = original;
+    }
+    expect(counts[0]).toEqual(["putObject trees", "putObject grants", "putObject data"]);
+    expect(counts[1]).toEqual(["putObject trees", "putObject grants", "putObject data"]);
+    // Bytes above a MiB are looked for first, not sent to be refused.
+    expect(counts[2]).toEqual(["putObject trees", "putObject grants", "statObject data", "putObject data"]);
+    expect(again.labels).toEqual(["b"]);
+    expect((await files.read({ tenant, tree: another }, again.ref)).bytes.equals(bytes)).toBe(true);
+    expect((await files.read({ tenant, tree }, stored.ref)).bytes.equals(bytes)).toBe(true);
+    expect((await files.read({ tenant, tree }, large.ref)).bytes.equals(big)).toBe(true);
+    // The tree's marker, written once: a store again writes no new version of it.
+    await files.store({ tenant, tree }, bytes);
+    const markers = [];
+    for await (const o of client.listObjects(bucket, fileNames.marker(tenant, tree, parseRef(stored.ref)), true, { IncludeVersion: true })) markers.push(o);
+    expect(markers).toHaveLength(1);
+  });
+
   it("FILE-6 storing the same bytes twice is idempotent and renews retention", async () => {
     const tree = uid("tree");
     const bytes = Buffer.from(`twice ${uid("x")}`);
