@@ -280,8 +280,9 @@ export class FileStore {
    */
   async readable(reader: FileReader, ref: string): Promise<StoredFile> {
     const hex = parseRef(ref);
-    const grant = await this.readerGrant(reader, hex);
-    if (grant === null || !(await this.dataExists(reader.tenant, hex))) throw new FileNotFound(ref);
+    // Asked together, as `read` asks for the grant and the bytes.
+    const [grant, there] = await Promise.all([this.readerGrant(reader, hex), this.dataExists(reader.tenant, hex)]);
+    if (grant === null || !there) throw new FileNotFound(ref);
     return { ref, size: grant.size, labels: grant.labels, lastStored: grant.last_stored, expiresAt: grant.last_stored + RETENTION_MS };
   }
 

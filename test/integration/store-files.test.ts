@@ -87,6 +87,32 @@ describe("the file store in real MinIO", () => {
     expect(most).toBe(2);
   });
 
+  it("FILE-1 readable asks for its grant and whether the bytes are there at once, for a reader it lets read and one it does not", async () => {
+    const tree = uid("tree");
+    const stored = await files.store({ tenant, tree }, Buffer.from(`readable ${uid("x")}`), { labels: ["pii"] });
+    const methodsOf = files.client as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>;
+    const originals = (["getObject", "statObject"] as const).map((m) => [m, methodsOf[m] as (...a: unknown[]) => Promise<unknown>] as const);
+    let inFlight = 0;
+    let most = 0;
+    for (const [m, original] of originals) {
+      methodsOf[m] = async (...args: unknown[]) => {
+        most = Math.max(most, ++inFlight);
+        try {
+          return await original.apply(files.client, args);
+        } finally {
+          inFlight--;
+        }
+      };
+    }
+    try {
+      expect(await files.readable({ tenant, tree }, stored.ref)).toMatchObject({ ref: stored.ref, labels: ["pii"] });
+      await expect(files.readable({ tenant, tree: uid("tree") }, stored.ref)).rejects.toBeInstanceOf(FileNotFound);
+    } finally {
+      for (const [m, original] of originals) methodsOf[m] = original;
+    }
+    expect(most).toBe(2);
+  });
+
   it("FILE-6 a first store puts the marker, the grant and the data, each only where absent, and reads nothing first; another tree's store of the same bytes keeps the data as it was", async () => {
     const client = files.client;
     const calls: string[] = [];
