@@ -220,23 +220,13 @@ export class FileStore {
     checkLabels(labels);
     const ref = refOf(bytes);
     const hex = parseRef(ref);
-    const grantName = fileNames.grant(owner.tenant, hex, owner.tree);
     const now = this.#now();
-    let grant: FileGrant = { v: 1, ref, scope: { kind: "tree", tree: owner.tree }, first_stored: now, last_stored: now, labels: uniqueSorted(labels), size: bytes.length };
+    let grant: FileGrant;
     try {
-      // Each object is put only where it is absent (If-None-Match), which says whether it was:
-      // a first store is three requests, with no read before each write. The tree's marker goes
-      // first, so erasing the tree finds the grant written after it; the data goes last, so a
-      // grant whose data is not there yet reads as not found.
-      await this.putIfAbsent(fileNames.marker(owner.tenant, owner.tree, hex), Buffer.alloc(0), "application/octet-stream");
-      if (!(await this.putIfAbsent(grantName, Buffer.from(JSON.stringify(grant), "utf8"), "application/json"))) {
-        // Stored before by this tree: its grant renewed, the labels joined.
-        const previous = await this.grantAt(grantName);
-        grant = { ...grant, first_stored: previous?.first_stored ?? now, last_stored: Math.max(now, previous?.last_stored ?? now), labels: uniqueSorted([...(previous?.labels ?? []), ...labels]) };
-        const body = Buffer.from(JSON.stringify(grant), "utf8");
-        await this.client.putObject(this.bucket, grantName, body, body.length, { "Content-Type": "application/json" });
-        if (previous !== null) await this.removeOlderVersions(grantName);
-      }
+      // Each object is put only where it is absent (If-None-Match), which says whether it was: a
+      // first store is three requests, with no read before each write. The data goes after the
+      // grant, so a grant whose data is not there yet reads as not found.
+      grant = await this.writeGrant(owner.tenant, owner.tree, hex, { v: 1, ref, scope: { kind: "tree", tree: owner.tree }, first_stored: now, last_stored: now, labels: uniqueSorted(labels), size: bytes.length });
       const dataName = fileNames.data(owner.tenant, hex);
       // Large bytes are sent only when the data is absent; small ones are sent and refused when present.
       if (bytes.length <= SENT_IF_ABSENT_BYTES) await this.putIfAbsent(dataName, this.#keys.seal(owner.tenant, hex, bytes), "application/octet-stream");
@@ -308,22 +298,9 @@ export class FileStore {
     }
     const source = live[0];
     if (source === undefined || !(await this.dataExists(tenant, hex))) throw new FileNotFound(ref);
-    const grantName = fileNames.grant(tenant, hex, toTree);
-    const previous = await this.grantAt(grantName);
-    const grant: FileGrant = {
-      v: 1,
-      ref,
-      scope: { kind: "tree", tree: toTree },
-      first_stored: previous?.first_stored ?? now,
-      last_stored: Math.max(now, previous?.last_stored ?? now),
-      labels: uniqueSorted([...(previous?.labels ?? []), ...live.flatMap((g) => g.labels)]),
-      size: source.size,
-    };
+    let grant: FileGrant;
     try {
-      if (previous === null) await this.client.putObject(this.bucket, fileNames.marker(tenant, toTree, hex), Buffer.alloc(0), 0);
-      const body = Buffer.from(JSON.stringify(grant), "utf8");
-      await this.client.putObject(this.bucket, grantName, body, body.length, { "Content-Type": "application/json" });
-      if (previous !== null) await this.removeOlderVersions(grantName);
+      grant = await this.writeGrant(tenant, toTree, hex, { v: 1, ref, scope: { kind: "tree", tree: toTree }, first_stored: now, last_stored: now, labels: uniqueSorted(live.flatMap((g) => g.labels)), size: source.size });
     } catch (err) {
       throw minioFailure(err, `hand a file of tenant ${tenant} to a tree`, `bucket ${this.bucket}`);
     }
@@ -517,6 +494,23 @@ export class FileStore {
       if (isMissing(err)) return null;
       throw minioFailure(err, "read a file grant", `bucket ${this.bucket}`);
     }
+  }
+
+  /**
+   * A tree's grant of a file: its marker first (so erasing the tree finds the grant written after
+   * it), then the grant, each put only where absent. A grant the tree held already is renewed:
+   * its first store kept, its last the later of the two, the labels joined. The grant as written.
+   */
+  private async writeGrant(tenant: string, tree: string, hex: string, fresh: FileGrant): Promise<FileGrant> {
+    const name = fileNames.grant(tenant, hex, tree);
+    await this.putIfAbsent(fileNames.marker(tenant, tree, hex), Buffer.alloc(0), "application/octet-stream");
+    if (await this.putIfAbsent(name, Buffer.from(JSON.stringify(fresh), "utf8"), "application/json")) return fresh;
+    const previous = await this.grantAt(name);
+    const grant: FileGrant = previous === null ? fresh : { ...fresh, first_stored: previous.first_stored, last_stored: Math.max(fresh.last_stored, previous.last_stored), labels: uniqueSorted([...previous.labels, ...fresh.labels]) };
+    const body = Buffer.from(JSON.stringify(grant), "utf8");
+    await this.client.putObject(this.bucket, name, body, body.length, { "Content-Type": "application/json" });
+    if (previous !== null) await this.removeOlderVersions(name);
+    return grant;
   }
 
   /** Puts the object only when it is absent (or its latest version is a delete marker): false when it was there. */

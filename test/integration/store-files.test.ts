@@ -11,6 +11,37 @@ import { rejectionOf } from "../support/promises.ts";
 const DAY = 24 * 60 * 60 * 1000;
 
 
+type ClientMethod = (...args: unknown[]) => Promise<unknown>;
+
+/** Runs `body` with the client's `methods` wrapped by `wrap` (given each one's name and original), then puts them back. */
+async function around<T>(client: object, methods: readonly string[], wrap: (method: string, original: ClientMethod) => ClientMethod, body: () => Promise<T>): Promise<T> {
+  const methodsOf = client as Record<string, ClientMethod>;
+  const originals = methods.map((m) => [m, methodsOf[m] as ClientMethod] as const);
+  for (const [m, original] of originals) methodsOf[m] = wrap(m, (...args) => original.apply(client, args));
+  try {
+    return await body();
+  } finally {
+    for (const [m, original] of originals) methodsOf[m] = original;
+  }
+}
+
+/** Wraps so that `most` reports the most calls in flight at once. */
+function inFlight(): { readonly wrap: (method: string, original: ClientMethod) => ClientMethod; readonly most: () => number } {
+  let now = 0;
+  let most = 0;
+  return {
+    wrap: (_method, original) => async (...args) => {
+      most = Math.max(most, ++now);
+      try {
+        return await original(...args);
+      } finally {
+        now--;
+      }
+    },
+    most: () => most,
+  };
+}
+
 describe("the file store in real MinIO", () => {
   let clock = Date.UTC(2026, 0, 1);
   let files: FileStore;
@@ -66,88 +97,51 @@ describe("the file store in real MinIO", () => {
     const tree = uid("tree");
     const bytes = Buffer.from(`both at once ${uid("x")}`);
     const stored = await files.store({ tenant, tree }, bytes);
-    const client = files.client;
-    const getObject = client.getObject.bind(client);
-    let inFlight = 0;
-    let most = 0;
-    client.getObject = (async (...args: Parameters<typeof getObject>) => {
-      most = Math.max(most, ++inFlight);
-      try {
-        return await getObject(...args);
-      } finally {
-        inFlight--;
-      }
-    });
-    try {
+    const flight = inFlight();
+    await around(files.client, ["getObject"], flight.wrap, async () => {
       expect((await files.read({ tenant, tree }, stored.ref)).bytes.equals(bytes)).toBe(true);
       await expect(files.read({ tenant, tree: uid("tree") }, stored.ref)).rejects.toBeInstanceOf(FileNotFound);
-    } finally {
-      client.getObject = getObject;
-    }
-    expect(most).toBe(2);
+    });
+    expect(flight.most()).toBe(2);
   });
 
   it("FILE-1 readable asks for its grant and whether the bytes are there at once, for a reader it lets read and one it does not", async () => {
     const tree = uid("tree");
     const stored = await files.store({ tenant, tree }, Buffer.from(`readable ${uid("x")}`), { labels: ["pii"] });
-    const methodsOf = files.client as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>;
-    const originals = (["getObject", "statObject"] as const).map((m) => [m, methodsOf[m] as (...a: unknown[]) => Promise<unknown>] as const);
-    let inFlight = 0;
-    let most = 0;
-    for (const [m, original] of originals) {
-      methodsOf[m] = async (...args: unknown[]) => {
-        most = Math.max(most, ++inFlight);
-        try {
-          return await original.apply(files.client, args);
-        } finally {
-          inFlight--;
-        }
-      };
-    }
-    try {
+    const flight = inFlight();
+    await around(files.client, ["getObject", "statObject"], flight.wrap, async () => {
       expect(await files.readable({ tenant, tree }, stored.ref)).toMatchObject({ ref: stored.ref, labels: ["pii"] });
       await expect(files.readable({ tenant, tree: uid("tree") }, stored.ref)).rejects.toBeInstanceOf(FileNotFound);
-    } finally {
-      for (const [m, original] of originals) methodsOf[m] = original;
-    }
-    expect(most).toBe(2);
+    });
+    expect(flight.most()).toBe(2);
   });
 
   it("FILE-6 a first store puts the marker, the grant and the data, each only where absent, and reads nothing first; another tree's store of the same bytes keeps the data as it was", async () => {
     const client = files.client;
     const calls: string[] = [];
-    const methods = ["putObject", "getObject", "statObject"] as const;
-    const methodsOf = client as unknown as Record<string, (...a: unknown[]) => unknown>;
-    const originals = methods.map((m) => [m, methodsOf[m] as (...a: unknown[]) => unknown] as const);
-    for (const [m, original] of originals) {
-      methodsOf[m] = (...args: unknown[]) => {
-        calls.push(`${m} ${String(args[1]).split("/").slice(2, 3).join("")}`);
-        return original.apply(client, args);
-      };
-    }
     const bytes = Buffer.from(`first store ${uid("x")}`);
     const big = Buffer.alloc(1024 * 1024 + 1, 3);
     big.write(uid("big"));
-    let stored;
-    let again;
-    let large;
     const [tree, another] = [uid("tree"), uid("tree")];
     const counts: string[][] = [];
-    try {
-      stored = await files.store({ tenant, tree }, bytes);
+    const recorded = (method: string, original: ClientMethod): ClientMethod => (...args) => {
+      calls.push(`${method} ${String(args[1]).split("/").slice(2, 3).join("")}`);
+      return original(...args);
+    };
+    const { stored, again, large } = await around(client, ["putObject", "getObject", "statObject"], recorded, async () => {
+      const stored = await files.store({ tenant, tree }, bytes);
       counts.push(calls.splice(0));
       const before = await client.statObject(bucket, fileNames.data(tenant, parseRef(stored.ref)));
       calls.splice(0);
-      again = await files.store({ tenant, tree: another }, bytes, { labels: ["b"] });
+      const again = await files.store({ tenant, tree: another }, bytes, { labels: ["b"] });
       counts.push(calls.splice(0));
       const after = await client.statObject(bucket, fileNames.data(tenant, parseRef(stored.ref)));
       expect(after.versionId).toBe(before.versionId);
       calls.splice(0);
-      large = await files.store({ tenant, tree }, big);
+      const large = await files.store({ tenant, tree }, big);
       counts.push(calls.splice(0));
-    } finally {
-      for (const [m, original] of originals) methodsOf[m] = original;
-    }
+      return { stored, again, large };
+    });
     expect(counts[0]).toEqual(["putObject trees", "putObject grants", "putObject data"]);
     expect(counts[1]).toEqual(["putObject trees", "putObject grants", "putObject data"]);
     // Bytes above a MiB are looked for first, not sent to be refused.
@@ -161,6 +155,23 @@ describe("the file store in real MinIO", () => {
     const markers = [];
     for await (const o of client.listObjects(bucket, fileNames.marker(tenant, tree, parseRef(stored.ref)), true, { IncludeVersion: true })) markers.push(o);
     expect(markers).toHaveLength(1);
+  });
+
+  it("FILE-4 handing a file to a tree that holds it already renews that tree's grant, joins the labels and keeps one version of it", async () => {
+    const [owner, holder] = [uid("tree"), uid("tree")];
+    const bytes = Buffer.from(`handed ${uid("x")}`);
+    const stored = await files.store({ tenant, tree: owner }, bytes, { labels: ["pii"] });
+    const held = await files.store({ tenant, tree: holder }, bytes, { labels: ["ops"] });
+    clock += 3 * DAY;
+    const handed = await files.hand(tenant, stored.ref, holder);
+    expect(handed.labels).toEqual(["ops", "pii"]);
+    expect(handed.lastStored).toBe(held.lastStored + 3 * DAY);
+    const grant = await files.grantOf({ tenant, tree: holder }, stored.ref);
+    expect(grant?.first_stored).toBe(held.lastStored);
+    expect(grant?.last_stored).toBe(handed.lastStored);
+    const versions = [];
+    for await (const o of files.client.listObjects(bucket, fileNames.grant(tenant, parseRef(stored.ref), holder), true, { IncludeVersion: true })) versions.push(o);
+    expect(versions).toHaveLength(1);
   });
 
   it("FILE-6 storing the same bytes twice is idempotent and renews retention", async () => {
