@@ -19,17 +19,46 @@ export interface Reshard {
   readonly ms: number;
 }
 
-/** Waits until every node agrees on which master serves each slot and every slot is served (`redis-cli --cluster check`). */
-async function agreed(address: string, env: NodeJS.ProcessEnv, withinMs = 60_000): Promise<void> {
+/** What `redis-cli --cluster check` prints for the cluster (its report, whether it passed or not). */
+async function check(address: string, env: NodeJS.ProcessEnv): Promise<string> {
+  return exec("redis-cli", ["--cluster", "check", address], { timeout: 30_000, maxBuffer: 64 * 1024 * 1024, env }).then(
+    (r) => r.stdout,
+    (err: { stdout?: string }) => err.stdout ?? "",
+  );
+}
+
+/** The slots a check reports open (a node importing or migrating them): a migration begun and never finished. */
+export function openSlots(report: string): string[] {
+  const line = /The following slots are open: ([0-9,\s-]+)/.exec(report);
+  return line?.[1] ? line[1].split(",").map((s) => s.trim()).filter((s) => s.length > 0) : [];
+}
+
+/**
+ * Waits until every node agrees on which master serves each slot, every slot is served and no
+ * slot is open (`redis-cli --cluster check`). A slot left open by a migration that was stopped
+ * midway (a drill killed, a node restarted) is never closed by waiting, and `--cluster reshard`
+ * refuses to start while one is: when asked to (`repair`), such slots are closed with
+ * `redis-cli --cluster fix`, which finishes or undoes their migration with their keys.
+ */
+async function agreed(address: string, env: NodeJS.ProcessEnv, options: { repair?: boolean; withinMs?: number } = {}): Promise<void> {
+  const withinMs = options.withinMs ?? 60_000;
   const deadline = Date.now() + withinMs;
   let last = "";
+  let repaired = false;
   while (Date.now() < deadline) {
-    const out = await exec("redis-cli", ["--cluster", "check", address], { timeout: 30_000, maxBuffer: 64 * 1024 * 1024, env }).then(
-      (r) => r.stdout,
-      (err: { stdout?: string }) => err.stdout ?? "",
-    );
-    if (out.includes("All nodes agree about slots configuration") && out.includes("All 16384 slots covered")) return;
-    last = out.split("\n").filter((l) => l.includes("[ERR]")).join("; ");
+    const out = await check(address, env);
+    const open = openSlots(out);
+    if (out.includes("All nodes agree about slots configuration") && out.includes("All 16384 slots covered") && open.length === 0) return;
+    last = out.split("\n").filter((l) => l.includes("[ERR]")).join("; ") || (open.length > 0 ? `slots left open: ${open.join(", ")}` : "");
+    if (open.length > 0 && options.repair === true && !repaired) {
+      repaired = true;
+      try {
+        await exec("redis-cli", ["--cluster", "fix", address, "--cluster-yes"], { timeout: 120_000, maxBuffer: 64 * 1024 * 1024, env });
+      } catch (err) {
+        throw new Error(`redis-cli --cluster fix of the open slots ${open.join(", ")} failed: ${why(err)}`, { cause: err });
+      }
+      continue;
+    }
     await sleep(500);
   }
   throw new Error(`the cluster at ${address} did not settle within ${withinMs / 1000} s: ${last || "redis-cli --cluster check did not pass"}`);
@@ -58,7 +87,8 @@ function why(err: unknown): string {
 /**
  * Moves up to `slots` slots from the master serving the most to the one serving the fewest
  * (at most half of what the first serves, so no master is ever emptied), once the cluster
- * agrees on its slots, and waits until it agrees again. One migration at a time: two at once
+ * agrees on its slots (slots an earlier migration left open closed first), and waits until it
+ * agrees again. One migration at a time: two at once
  * can leave slots that no node claims.
  */
 export async function reshard(redis: RedisClient, endpoint: RedisEndpoint, slots: number): Promise<Reshard> {
@@ -68,7 +98,7 @@ export async function reshard(redis: RedisClient, endpoint: RedisEndpoint, slots
   const env = { ...process.env, ...(auth !== undefined ? { REDISCLI_AUTH: auth } : {}) };
   const seed = (await masters(redis))[0]?.address;
   if (seed === undefined) throw new Error("the cluster reports no masters");
-  await agreed(seed, env);
+  await agreed(seed, env, { repair: true });
   const list = (await masters(redis)).sort((a, b) => b.slots - a.slots);
   const from = list[0];
   const to = list[list.length - 1];
