@@ -94,9 +94,14 @@ export function gatewaySettings(flags: { listen?: string; upstream?: string[] },
   return { host, port, upstreams, credentials: { openai: secret(env, "OZ0_OPENAI_API_KEY"), anthropic: secret(env, "OZ0_ANTHROPIC_API_KEY") } };
 }
 
-/** The gateway on the given services: its own runtime client (admissions only) and the keys in Redis. */
-export async function serveGateway(endpoints: Endpoints, settings: GatewaySettings, log: Logger): Promise<Gateway> {
-  const runtime = await RuntimeClient.connect(endpoints, { log, listen: ["admission"] });
+/**
+ * The gateway on the given services: its own runtime client (admissions only) and the keys in
+ * Redis. `listenFrom: "first-publish"` has its client read admissions only from the gateway's
+ * first model call on (`RuntimeClientOptions.listenFrom`): for a gateway that may sit unused
+ * beside the pipeline, whose admissions it would otherwise fetch and decode all the while.
+ */
+export async function serveGateway(endpoints: Endpoints, settings: GatewaySettings, log: Logger, options: { readonly listenFrom?: "connect" | "first-publish" } = {}): Promise<Gateway> {
+  const runtime = await RuntimeClient.connect(endpoints, { log, listen: ["admission"], listenFrom: options.listenFrom ?? "connect" });
   const redis = redisClient(endpoints);
   try {
     const gateway = await startGateway({ host: settings.host, port: settings.port, upstreams: settings.upstreams, credentials: settings.credentials, keys: redisKeyStore(redis, new Keys()), runtime, log });

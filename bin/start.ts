@@ -14,7 +14,7 @@ import { servicesForCommand } from "../topology/services.ts";
 const log = createLogger({ component: "start" });
 const services = await servicesForCommand();
 const pipeline = await startPipeline(services, log);
-const gateway = process.env.OZ0_GATEWAY_LISTEN === "off" ? null : await serveGateway(services, gatewaySettings({}), createLogger({ component: "gateway" }));
+const gateway = process.env.OZ0_GATEWAY_LISTEN === "off" ? null : await serveGateway(services, gatewaySettings({}), createLogger({ component: "gateway" }), { listenFrom: "first-publish" });
 if (gateway) {
   pipeline.ops.addMetrics(() => gateway.metrics());
   process.stderr.write(`model gateway at ${gateway.url} (OpenAI clients: ${gateway.url}/v1; Anthropic clients: ${gateway.url})\n`);

@@ -114,6 +114,17 @@ export interface RuntimeClientOptions {
    * @default true
    */
   deadLetters?: boolean;
+  /**
+   * When the client starts reading its answers' topics: `connect` (before `connect` returns),
+   * or `first-publish` (the first time it publishes, which then waits for its reply consumer to
+   * join). Reading an answer topic means fetching and decoding every record of it, whoever it
+   * answers: a client that may never be used (a gateway no agent calls yet) reads nothing until
+   * it is, at the price of its first publish waiting for the join (the broker's
+   * `group.initial.rebalance.delay.ms` and a round trip or two). Either way no answer to what it
+   * publishes is missed: the topics' ends are read before the first publish.
+   * @default "connect"
+   */
+  listenFrom?: "connect" | "first-publish";
 }
 
 /** Where the pipeline puts the inputs it could not use (processors/runner/runner.ts). */
@@ -219,6 +230,9 @@ export class RuntimeClient {
   private readonly admissionListeners = new Set<(d: Decision) => void>();
   private readonly callDecisionListeners = new Set<(d: Decision) => void>();
   private readonly seen = new SeenIds();
+  private readonly listenFrom: "connect" | "first-publish";
+  /** Set once the client starts reading its answers: resolves once it reads them. */
+  private listened: Promise<void> | null = null;
 
   private constructor(endpoints: Endpoints, opts: RuntimeClientOptions) {
     this.log = opts.log ?? createLogger({ component: "runtime-client" });
@@ -230,6 +244,7 @@ export class RuntimeClient {
     this.listening = [...new Set(opts.listen ?? DEFAULT_ANSWERS)];
     this.deadLetters = this.listening.length > 0 && (opts.deadLetters ?? true);
     this.timeoutMs = opts.timeoutMs ?? 30_000;
+    this.listenFrom = opts.listenFrom ?? "connect";
     const keep = { keepMs: opts.keepMs };
     this.answers = { admission: new Correlator(keep), callDecision: new Correlator(keep), delivered: new Correlator(keep), decidedCall: new Correlator(keep) };
   }
@@ -240,8 +255,26 @@ export class RuntimeClient {
     const client = new RuntimeClient(endpoints, options);
     await client.serde.registerAll();
     await client.producer.connect();
-    await client.listen();
+    if (client.listenFrom === "connect") await client.startListening();
     return client;
+  }
+
+  /** Starts reading the answers once (a failed start is tried again by the next caller). */
+  private startListening(): Promise<void> {
+    if (this.listened === null) {
+      this.listened = this.listen().catch(async (err: unknown) => {
+        // Left as it was before the start, so the next publish tries again from the beginning.
+        await this.replies.disconnect().catch(() => undefined);
+        this.listened = null;
+        throw new Error(`the runtime client could not start reading its answers: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+      });
+    }
+    return this.listened;
+  }
+
+  /** Whether the client reads its answers yet (with `listenFrom: "first-publish"`, only once it has published). */
+  get listeningNow(): boolean {
+    return this.listened !== null;
   }
 
   private async listen(): Promise<void> {
@@ -356,6 +389,8 @@ export class RuntimeClient {
 
   private async publish<T>(topic: TopicName, schema: SchemaName, key: (e: T) => string, events: readonly T[]): Promise<void> {
     if (events.length === 0) return;
+    // Its answers are read from the topics' ends as they were before this publish.
+    await this.startListening();
     await this.producer.send({ topic, messages: events.map((e) => ({ key: key(e), value: this.serde.encode(schema, e) })) });
   }
 
@@ -464,6 +499,8 @@ export class RuntimeClient {
   }
 
   private async exchange<K extends AnswerKind>(kind: K, eventId: string, timeoutMs: number | undefined, publish: () => Promise<void>): Promise<AnswerOf[K]> {
+    // A client that starts reading at its first publish joins first: the join is not the answer's time.
+    await this.startListening();
     const answer = this.await(kind, eventId, timeoutMs);
     // The await may time out while the publish is still under way: handled here so that is no
     // unhandled rejection; the caller still gets the rejection from the promise returned.
@@ -490,6 +527,6 @@ export class RuntimeClient {
     }
     await this.replies.disconnect();
     await this.producer.disconnect();
-    if (this.listening.length > 0) await deleteGroup(this.kafka, this.group, this.log);
+    if (this.listening.length > 0 && this.listened !== null) await deleteGroup(this.kafka, this.group, this.log);
   }
 }

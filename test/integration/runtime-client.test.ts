@@ -69,6 +69,36 @@ describe("the runtime client against the real broker and the limits processors",
     }
   });
 
+  it("SYS-4 a client that listens from its first publish reads nothing before it, then misses no answer to it", async () => {
+    const lazy = await RuntimeClient.connect(endpoints(), { log: createLogger({ test: "runtime-client" }, () => {}), listen: ["admission"], listenFrom: "first-publish" });
+    const admin = kafka().admin();
+    await admin.connect();
+    try {
+      const groups = async () => (await admin.listGroups()).groups.map((g) => g.groupId);
+      // Connected, and no reply group: nothing of oz0.admissions is fetched while it is not used.
+      expect(lazy.listeningNow).toBe(false);
+      expect(await groups()).not.toContain(lazy.replyGroup);
+      // Other clients' answers meanwhile are none of its business.
+      const before = uid("tree");
+      await client.publishJobEvents([jobEvent(before, {})]);
+      expect(await client.askModelCall(ask(before), 60_000)).toMatchObject({ verdict: "allow" });
+      expect(await groups()).not.toContain(lazy.replyGroup);
+
+      // Its first exchange joins, then publishes: the answer comes however fast the pipeline is.
+      const tree = uid("tree");
+      await lazy.publishJobEvents([jobEvent(tree, {})]);
+      expect(lazy.listeningNow).toBe(true);
+      expect(await groups()).toContain(lazy.replyGroup);
+      const a = ask(tree);
+      expect(await lazy.askModelCall(a, 60_000)).toMatchObject({ input_id: a.id, processor: "limits-model-calls", verdict: "allow" });
+      await lazy.close();
+      expect(await groups()).not.toContain(lazy.replyGroup);
+    } finally {
+      await lazy.close();
+      await admin.disconnect();
+    }
+  });
+
   it("SYS-1 fails with NoAnswer naming the event, the topic and the time when nothing answers", async () => {
     // A root job's start is recorded and answered by nothing.
     const start = jobEvent(uid("tree"), {});
