@@ -230,7 +230,6 @@ export class RuntimeClient {
   private readonly admissionListeners = new Set<(d: Decision) => void>();
   private readonly callDecisionListeners = new Set<(d: Decision) => void>();
   private readonly seen = new SeenIds();
-  private readonly listenFrom: "connect" | "first-publish";
   /** Set once the client starts reading its answers: resolves once it reads them. */
   private listened: Promise<void> | null = null;
 
@@ -244,7 +243,6 @@ export class RuntimeClient {
     this.listening = [...new Set(opts.listen ?? DEFAULT_ANSWERS)];
     this.deadLetters = this.listening.length > 0 && (opts.deadLetters ?? true);
     this.timeoutMs = opts.timeoutMs ?? 30_000;
-    this.listenFrom = opts.listenFrom ?? "connect";
     const keep = { keepMs: opts.keepMs };
     this.answers = { admission: new Correlator(keep), callDecision: new Correlator(keep), delivered: new Correlator(keep), decidedCall: new Correlator(keep) };
   }
@@ -255,7 +253,7 @@ export class RuntimeClient {
     const client = new RuntimeClient(endpoints, options);
     await client.serde.registerAll();
     await client.producer.connect();
-    if (client.listenFrom === "connect") await client.startListening();
+    if ((options.listenFrom ?? "connect") === "connect") await client.startListening();
     return client;
   }
 
