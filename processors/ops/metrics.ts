@@ -116,8 +116,12 @@ export class MetricsRegistry {
     this.sources.push(source);
   }
 
-  /** The exposition text of every family, the sources' and the default ones. */
-  async render(): Promise<string> {
+  /**
+   * The exposition text of every family, the sources' and the default ones; with `only`, of
+   * those of its names that exist, in its order (a scrape that reads one counter does not pay
+   * for formatting every family).
+   */
+  async render(only?: readonly string[]): Promise<string> {
     const families = new Map<string, MetricFamily>();
     for (const source of this.sources) {
       for (const f of source()) {
@@ -142,7 +146,10 @@ export class MetricsRegistry {
     // prom-client asks every metric for its values before the first await: this scrape's
     // families are the ones each reads, even when two scrapes overlap.
     this.scraped = families;
-    return this.registry.metrics();
+    if (only === undefined) return this.registry.metrics();
+    const named = [...new Set(only)].filter((n) => this.registry.getSingleMetric(n) !== undefined);
+    const texts = await Promise.all(named.map((n) => this.registry.getSingleMetricAsString(n)));
+    return texts.length === 0 ? "" : `${texts.join("\n\n")}\n`;
   }
 }
 

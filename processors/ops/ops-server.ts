@@ -1,6 +1,7 @@
 /**
  * One HTTP server per pipeline process, on loopback by default: `GET /health/live`,
- * `GET /health/ready` (JSON, 200 or 503) and `GET /metrics` (Prometheus text, from prom-client: `metrics.ts`).
+ * `GET /health/ready` (JSON, 200 or 503) and `GET /metrics` (Prometheus text, from prom-client: `metrics.ts`; `?name=` once or more for
+ * only those families).
  */
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -46,7 +47,7 @@ function send(res: import("node:http").ServerResponse, status: number, type: str
 
 export async function startOpsServer({ address, health, metrics, log }: OpsServerOptions): Promise<OpsServer> {
   const server: Server = createServer((req, res) => {
-    const path = (req.url ?? "/").split("?")[0];
+    const [path, query = ""] = (req.url ?? "/").split("?", 2);
     if (req.method !== "GET" && req.method !== "HEAD") return send(res, 405, "text/plain", "only GET\n");
     const failed = (err: unknown): void => {
       log.error("operations endpoint failed", { path, error: err });
@@ -62,7 +63,9 @@ export async function startOpsServer({ address, health, metrics, log }: OpsServe
         return send(res, r.ready ? 200 : 503, "application/json", `${JSON.stringify(r)}\n`);
       }
       if (path === "/metrics") {
-        metrics.render().then((text) => send(res, 200, metrics.contentType, text), failed);
+        // `?name=a&name=b`: only those families (the others are not collected).
+        const only = new URLSearchParams(query).getAll("name");
+        metrics.render(only.length > 0 ? only : undefined).then((text) => send(res, 200, metrics.contentType, text), failed);
         return;
       }
       return send(res, 404, "text/plain", "not found: GET /health/live, /health/ready or /metrics\n");

@@ -78,6 +78,15 @@ describe("health and metrics endpoints of processors on the real broker", () => 
     expect(got.has("oz0_ready")).toBe(true);
   });
 
+  it("serves only the families named by ?name=, as the load's once-a-second samples ask", async () => {
+    const res = await get("/metrics?name=process_cpu_seconds_total&name=oz0_ready");
+    expect(res.status).toBe(200);
+    const got = samples(await res.text());
+    expect(got.get("process_cpu_seconds_total")).toBeGreaterThan(0);
+    expect(got.has("oz0_ready")).toBe(true);
+    expect([...got.keys()].every((k) => k.startsWith("process_cpu_seconds_total") || k.startsWith("oz0_ready"))).toBe(true);
+  });
+
   it("serves prom-client's default process metrics, and a second pipeline's registry in the same process does not clash", async () => {
     const other = await startOps({ address: { host: "127.0.0.1", port: 0 }, log, admin, periodMs: 500 });
     try {

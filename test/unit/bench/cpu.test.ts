@@ -70,11 +70,17 @@ describe("the pipeline bench's CPU accounting", () => {
     expect(exposedCpuSeconds("process_cpu_seconds_total_other 3\nup 1\n")).toBeNull();
     expect(exposedCpuSeconds('process_cpu_seconds_total{instance="a"} 12.5\n')).toBe(12.5);
     // Over HTTP, as the load asks a pipeline elsewhere; null when nothing answers.
-    const server = createServer((_, res) => res.end("# TYPE process_cpu_seconds_total counter\nprocess_cpu_seconds_total 42.25\n"));
+    const asked: string[] = [];
+    const server = createServer((req, res) => {
+      asked.push(req.url ?? "");
+      res.end("# TYPE process_cpu_seconds_total counter\nprocess_cpu_seconds_total 42.25\n");
+    });
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
     const { port } = server.address() as AddressInfo;
     try {
       expect(await metricsReading(`http://127.0.0.1:${port}/metrics`)()).toBe(42.25);
+      // It asks for the one family it reads, not a whole scrape.
+      expect(asked).toEqual(["/metrics?name=process_cpu_seconds_total"]);
     } finally {
       await new Promise((resolve) => server.close(resolve));
     }

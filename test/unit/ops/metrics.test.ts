@@ -62,6 +62,25 @@ describe("Prometheus text exposition", () => {
     await expect(r.render()).rejects.toThrow(/listed twice/);
   });
 
+  it("renders only the families named, in the order asked, skipping names it does not have", async () => {
+    const r = new MetricsRegistry();
+    r.add(() => [
+      { name: "oz0_object_puts_total", help: "Puts.", type: "counter", samples: [{ value: 7 }] },
+      { name: "oz0_lag", help: "Lag.", type: "gauge", samples: [{ value: 2 }] },
+    ]);
+    const text = await r.render(["oz0_object_puts_total", "oz0_no_such", "process_cpu_seconds_total", "oz0_object_puts_total"]);
+    const types = [...text.matchAll(/^# TYPE (\S+) /gm)].map((m) => m[1]);
+    expect(types).toEqual(["oz0_object_puts_total", "process_cpu_seconds_total"]);
+    expect(text).toContain("oz0_object_puts_total 7");
+    expect(text).toMatch(/^process_cpu_seconds_total \d/m);
+    expect(text).not.toContain("oz0_lag");
+    expect(text.endsWith("\n")).toBe(true);
+    expect(await r.render(["oz0_no_such"])).toBe("");
+    // A source's family listed twice is refused on a narrow scrape too.
+    r.add(() => [{ name: "oz0_lag", help: "again", type: "gauge", samples: [] }]);
+    await expect(r.render(["oz0_object_puts_total"])).rejects.toThrow(/listed twice/);
+  });
+
   it("drops a family its source no longer gives", async () => {
     const r = new MetricsRegistry({ processMetrics: false });
     let on = true;
