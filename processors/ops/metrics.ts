@@ -97,6 +97,12 @@ export interface MetricsRegistryOptions {
  * not clash) with the families of its sources, asked at each scrape. A family name a source
  * gives twice, or that a default metric has, is refused.
  */
+/** Default families whose values another family's collect sets (prom-client's `processCpuTotal`). */
+const COLLECTED_BY: Readonly<Record<string, string>> = {
+  process_cpu_seconds_total: "process_cpu_user_seconds_total",
+  process_cpu_system_seconds_total: "process_cpu_user_seconds_total",
+};
+
 export class MetricsRegistry {
   readonly registry = new Registry();
   private readonly sources: Array<() => readonly MetricFamily[]> = [];
@@ -148,6 +154,9 @@ export class MetricsRegistry {
     this.scraped = families;
     if (only === undefined) return this.registry.metrics();
     const named = [...new Set(only)].filter((n) => this.registry.getSingleMetric(n) !== undefined);
+    // prom-client reads the process's CPU in one family's collect and sets all three there.
+    const collectors = new Set(named.map((n) => COLLECTED_BY[n]).filter((c): c is string => c !== undefined && !named.includes(c)));
+    for (const c of collectors) await this.registry.getSingleMetric(c)?.get();
     const texts = await Promise.all(named.map((n) => this.registry.getSingleMetricAsString(n)));
     return texts.length === 0 ? "" : `${texts.join("\n\n")}\n`;
   }
