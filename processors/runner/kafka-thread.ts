@@ -9,11 +9,12 @@
  * one transaction, after the processor answered it; an error the processor throws fails the
  * batch in the Kafka thread as it would in one thread.
  */
-import { Worker } from "node:worker_threads";
+import type { Worker } from "node:worker_threads";
 import type { Endpoints } from "./endpoints.ts";
 import { isRetriable, messageOf } from "./errors.ts";
 import type { Level, Logger } from "./log.ts";
 import { wholeFromEnv, type Env } from "./settings.ts";
+import { threadHeapFromEnv, workerWithHeap } from "./thread-heap.ts";
 import { packOutputs, unpackRecords, type PackedOutputs, type PackedRecords } from "./thread-batches.ts";
 import { kafkaTransport, type BatchHandler, type KafkaTransportOptions, type Transport } from "./transport.ts";
 import type { Kafka } from "kafkajs";
@@ -139,7 +140,7 @@ export class KafkaThread {
   /** Starts the thread; `onExit` hears if it ends other than by `stop` (the processors can go on no longer). */
   constructor(clientId: string, endpoints: Endpoints, log: Logger, onExit: (err: Error) => void = () => undefined) {
     this.log = log.child({ component: "kafka-thread" });
-    this.worker = new Worker(new URL("./kafka-thread-boot.mjs", import.meta.url), { workerData: { clientId, endpoints }, execArgv: [] });
+    this.worker = workerWithHeap(new URL("./kafka-thread-boot.mjs", import.meta.url), { workerData: { clientId, endpoints }, execArgv: [] }, threadHeapFromEnv());
     this.worker.on("message", (m: FromKafkaThread) => this.onMessage(m));
     this.worker.on("error", (err) => this.log.error("the Kafka thread failed", { error: messageOf(err) }));
     this.worker.on("exit", (code) => {
