@@ -92,17 +92,17 @@ export interface MetricsRegistryOptions {
   processMetrics?: boolean;
 }
 
-/**
- * A prom-client registry of its own (never the global one: several pipelines in one process do
- * not clash) with the families of its sources, asked at each scrape. A family name a source
- * gives twice, or that a default metric has, is refused.
- */
 /** Default families whose values another family's collect sets (prom-client's `processCpuTotal`). */
 const COLLECTED_BY: Readonly<Record<string, string>> = {
   process_cpu_seconds_total: "process_cpu_user_seconds_total",
   process_cpu_system_seconds_total: "process_cpu_user_seconds_total",
 };
 
+/**
+ * A prom-client registry of its own (never the global one: several pipelines in one process do
+ * not clash) with the families of its sources, asked at each scrape. A family name a source
+ * gives twice, or that a default metric has, is refused.
+ */
 export class MetricsRegistry {
   readonly registry = new Registry();
   private readonly sources: Array<() => readonly MetricFamily[]> = [];
