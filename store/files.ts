@@ -186,6 +186,11 @@ function parseGrant(text: string, name: string): FileGrant {
   return v as FileGrant;
 }
 
+/** What a grant says of its file. */
+function storedOf(ref: string, grant: FileGrant): StoredFile {
+  return { ref, size: grant.size, labels: grant.labels, lastStored: grant.last_stored, expiresAt: grant.last_stored + RETENTION_MS };
+}
+
 export class FileStore {
   readonly client: Client;
   readonly bucket: string;
@@ -264,6 +269,18 @@ export class FileStore {
   }
 
   /**
+   * What `read` would return but the bytes, from the reader's grant alone: for a reader that
+   * holds the bytes of this ref already (read before, and the same ref is the same bytes).
+   * FileNotFound where the reader has no grant (never stored, another tree's or another
+   * tenant's, erased, or past retention); one request per tree asked about.
+   */
+  async granted(reader: FileReader, ref: string): Promise<StoredFile> {
+    const grant = await this.readerGrant(reader, parseRef(ref));
+    if (grant === null) throw new FileNotFound(ref);
+    return storedOf(ref, grant);
+  }
+
+  /**
    * What `read` would return but the bytes: whether the reader may read the file (FILE-1: a
    * call's file argument is resolved only then). FileNotFound on the same terms as `read`,
    * with the same requests for every case, so the answer tells nothing more than `read` would.
@@ -273,7 +290,7 @@ export class FileStore {
     // Asked together, as `read` asks for the grant and the bytes.
     const [grant, there] = await Promise.all([this.readerGrant(reader, hex), this.dataExists(reader.tenant, hex)]);
     if (grant === null || !there) throw new FileNotFound(ref);
-    return { ref, size: grant.size, labels: grant.labels, lastStored: grant.last_stored, expiresAt: grant.last_stored + RETENTION_MS };
+    return storedOf(ref, grant);
   }
 
   /**
@@ -304,7 +321,7 @@ export class FileStore {
     } catch (err) {
       throw minioFailure(err, `hand a file of tenant ${tenant} to a tree`, `bucket ${this.bucket}`);
     }
-    return { ref, size: grant.size, labels: grant.labels, lastStored: grant.last_stored, expiresAt: grant.last_stored + RETENTION_MS };
+    return storedOf(ref, grant);
   }
 
   /**

@@ -20,7 +20,7 @@ import { limitsEnv, limitsJobsProcessor, limitsModelCallsProcessor, spendShare }
 import { startUnknownOutcomeDeadlines } from "../processors/limits/unknown-deadlines.ts";
 import { redisUnknownOutcomeStore, redisStandingStore } from "../processors/limits/redis-store.ts";
 import { SINKS, sinkStores } from "../processors/sinks.ts";
-import { readResultEnv, readResultProcessor } from "../processors/read-result/index.ts";
+import { readResultCacheFromEnv, readResultEnv, readResultProcessor } from "../processors/read-result/index.ts";
 import type { PriceTable } from "../processors/limits/prices.ts";
 import type { RetentionSchedule } from "../processors/retention/schedule.ts";
 import { redisRetentionStore } from "../processors/retention/redis-store.ts";
@@ -144,8 +144,8 @@ export const DECIDING: PipelineEntry[] = [
   // OFF-6..OFF-9: oz.read_result calls, answered from the file store.
   entry(
     readResultProcessor,
-    ({ config, files, redis }) => readResultEnv({ config, files, redis, reader: (tenant, tree) => filesState(redis).reader(tenant, tree) }),
-    "the file store (MinIO), the job's joined labels (Redis), the config table",
+    ({ config, files, redis }) => readResultEnv({ config, files, redis, reader: (tenant, tree) => filesState(redis).reader(tenant, tree), kept: readResultCacheFromEnv() }),
+    "the file store (MinIO), the job's joined labels (Redis), the config table; results read kept in memory a while (`OZ0_READ_CACHE_MB`)",
   ),
 ];
 

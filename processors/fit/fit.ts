@@ -1,6 +1,7 @@
 // Fitting results to a budget (seed 000, "Results that fit a budget"): each function cuts
 // the views along its content's natural parts (FIT-18) and returns the answer with its note.
 import { kindOfText } from "./detect.ts";
+import type { Doc } from "./doc.ts";
 import { docOf, docOfText, nameOf } from "./read.ts";
 import type { FitOptions, Fitted } from "./types.ts";
 import { fitDoc } from "./views.ts";
@@ -24,4 +25,17 @@ export function fitDiff(diff: string, opts: FitOptions = {}): Fitted {
  */
 export function fit(value: unknown, opts: FitOptions = {}): Fitted {
   return fitDoc(docOf(value, nameOf(opts.name)), opts);
+}
+
+/**
+ * What `fit` reads a result into, for a caller that fits the same result more than once
+ * (`fitRead`): reading is most of a fit's work, and a document is never changed by a fit.
+ */
+export function readForFit(value: unknown, name?: string | null): Doc {
+  return docOf(value, nameOf(name));
+}
+
+/** `fit` of a result already read by `readForFit`. */
+export function fitRead(doc: Doc, opts: FitOptions = {}): Fitted {
+  return fitDoc(doc, opts);
 }

@@ -20,7 +20,7 @@ import type { AgentDefinition } from "../../config/agent.ts";
 import type { ResultDelivered, ToolCall, TraceEntry } from "../../schemas/types.ts";
 import { FileNotFound } from "../../store/file-errors.ts";
 import { parseArguments } from "../call-arguments.ts";
-import { fit, META_KEY } from "../fit/index.ts";
+import { fitRead, META_KEY, readForFit, type Doc } from "../fit/index.ts";
 import type { FitNote } from "../fit/types.ts";
 import type { McpResult } from "../fit-results/mcp.ts";
 import type { ConfigView } from "../runner/config-table.ts";
@@ -40,15 +40,30 @@ export interface ReadResultEnv {
   /** Agent definitions (OFF-7, OFF-9). */
   readonly config: ConfigView;
   /**
-   * The stored result's bytes and labels when the reader's tree may read the ref, else null
-   * (FILE-2: never stored, another tree's or another tenant's alike). `FileStore.read` fits it,
-   * with FileNotFound as null.
+   * The stored result, read for fitting, and its labels when the reader's tree may read the
+   * ref, else null (FILE-2: never stored, another tree's or another tenant's alike).
+   * `readResultEnv` reads it with `FileStore.read` (FileNotFound as null) and keeps what it read
+   * for the next read of the same ref, which then asks the store for the reader's grant alone.
    */
-  readFile(reader: { readonly tenant: string; readonly tree: string }, ref: string): Promise<{ readonly bytes: Buffer; readonly labels: readonly string[] } | null>;
+  readFile(reader: { readonly tenant: string; readonly tree: string }, ref: string): Promise<ReadFile | null>;
   /** Joins labels into the job (OFF-9) and returns how many it holds now; idempotent. */
   joinLabels(job: { readonly tenant: string; readonly tree: string; readonly job: string }, labels: readonly string[]): Promise<number>;
   /** Endings bind: a job that ended reads nothing more (processors/limits/standing.ts). Left out, nothing is checked. */
   readonly standing?: StandingStore;
+}
+
+/** A stored result as a read answers from it. */
+export interface ReadFile {
+  /** Its size in bytes. */
+  readonly size: number;
+  readonly labels: readonly string[];
+  /** Its text read for fitting (`readFile` below); the same ref reads into the same document. */
+  readonly doc: Doc;
+}
+
+/** A stored result's bytes read for fitting, as every read of it reads them. */
+export function readFileDoc(bytes: Buffer): Doc {
+  return readForFit(bytes.toString("utf8"));
 }
 
 /** How a read ended, as the trace names it. */
@@ -100,8 +115,8 @@ function traceEntry(call: ToolCall, outcome: ReadOutcome, ref: string | null, nu
 }
 
 /** The answer for a stored result the reader may read: fitted, with its note (OFF-6). */
-export function readBack(call: ToolCall, args: ReadArguments, text: string): { emits: Emit[]; note: FitNote } {
-  const f = fit(text, { view: args.view, budget: args.budget, query: args.query });
+export function readBack(call: ToolCall, args: ReadArguments, doc: Doc): { emits: Emit[]; note: FitNote } {
+  const f = fitRead(doc, { view: args.view, budget: args.budget, query: args.query });
   const note = f.meta();
   const answer = { content: f.text, truncated: f.truncated, fit: note };
   const result: McpResult = { content: [{ type: "text", text: JSON.stringify(answer) }], structuredContent: answer, _meta: { [META_KEY]: note } };
@@ -128,11 +143,11 @@ export async function readResult(call: ToolCall, env: ReadResultEnv, standing: S
   const above = labelsAboveClearance(file.labels, lookup(call.agent));
   if (above.length > 0) {
     const message = `The result ${ref} is withheld by clearance: ${aboveClearanceWords(above.length, call.agent)}, so it is not read into this job.`;
-    return { emits: [failed(call, message), traceEntry(call, "withheld", ref, { bytes: file.bytes.length, labels: file.labels.length })] };
+    return { emits: [failed(call, message), traceEntry(call, "withheld", ref, { bytes: file.size, labels: file.labels.length })] };
   }
   const joined = file.labels.length > 0 ? await env.joinLabels({ tenant: call.tenant, tree: call.tree_id, job: call.job_id }, file.labels) : null;
-  const { emits, note } = readBack(call, wanted, file.bytes.toString("utf8"));
-  const numbers: Record<string, number> = { bytes: file.bytes.length, size: note.size, tokens: note.tokens, labels: file.labels.length };
+  const { emits, note } = readBack(call, wanted, file.doc);
+  const numbers: Record<string, number> = { bytes: file.size, size: note.size, tokens: note.tokens, labels: file.labels.length };
   if (note.budget !== null) numbers.budget = note.budget;
   if (joined !== null) numbers.job_labels = joined;
   const facts: Record<string, string> = { view: note.view, ...(wanted.by ? { by: wanted.by } : {}), ...(note.reason ? { reason: note.reason } : {}) };

@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { Producer } from "kafkajs";
 import type { AgentDefinition } from "../../config/agent.ts";
 import { fillInProcessor } from "../../processors/fill-in/processor.ts";
@@ -218,5 +218,36 @@ describe("oz.read_result on the real broker, registry, MinIO and Redis", () => {
     expect(JSON.stringify(entry)).not.toContain(stub.structuredContent.outline);
     // The whole result stays a file of the tree, as the job history and hooks saw it.
     expect((await files.read({ tenant, tree }, ref)).bytes.toString("utf8")).toBe(GUIDE.replace("# Guide", "# Traced guide"));
+  });
+
+  it("OFF-6 OFF-8 a result read once is kept: the next read asks MinIO for the reader's grant alone, and after the tree's erasure it is not found", async () => {
+    const tree = uid("tree");
+    const text = GUIDE.replace("# Guide", "# Kept guide");
+    const { ref } = await files.store({ tenant, tree }, Buffer.from(text), { labels: ["finance"] });
+    const env = readResultEnv({ config, files, redis, keys });
+    const reads = vi.spyOn(files, "read");
+    const grants = vi.spyOn(files, "granted");
+    try {
+      const first = await env.readFile({ tenant, tree }, ref);
+      const second = await env.readFile({ tenant, tree }, ref);
+      expect(first?.doc.text).toBe(text);
+      expect(second?.doc).toBe(first?.doc);
+      expect(second).toMatchObject({ size: Buffer.byteLength(text), labels: ["finance"] });
+      expect([reads.mock.calls.length, grants.mock.calls.length]).toEqual([1, 1]);
+      // Kept by tenant and ref, it still lets in only a tree the store grants it to.
+      expect(await env.readFile({ tenant, tree: uid("tree") }, ref)).toBeNull();
+      expect(await env.readFile({ tenant: uid("globex"), tree }, ref)).toBeNull();
+      await files.eraseTree(tenant, tree);
+      expect(await env.readFile({ tenant, tree }, ref)).toBeNull();
+      // Kept nothing: every read fetches the bytes.
+      const none = readResultEnv({ config, files, redis, keys, kept: { megabytes: 0, seconds: 1 } });
+      const again = await files.store({ tenant, tree }, Buffer.from(text));
+      await none.readFile({ tenant, tree }, again.ref);
+      await none.readFile({ tenant, tree }, again.ref);
+      expect(reads.mock.calls.length).toBe(4);
+    } finally {
+      reads.mockRestore();
+      grants.mockRestore();
+    }
   });
 });

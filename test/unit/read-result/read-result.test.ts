@@ -3,7 +3,7 @@ import type { AgentDefinition } from "../../../config/agent.ts";
 import { fillInProcessor } from "../../../processors/fill-in/processor.ts";
 import { META_KEY } from "../../../processors/fit/index.ts";
 import { fitResultsProcessor, type FitEnv } from "../../../processors/fit-results/processor.ts";
-import { MemoryJobLabelsStore, READ_RESULT, READ_SECTION, readResultProcessor, type ReadResultEnv } from "../../../processors/read-result/index.ts";
+import { MemoryJobLabelsStore, READ_RESULT, READ_SECTION, readFileDoc, readResultCacheFromEnv, readResultProcessor, type ReadResultEnv } from "../../../processors/read-result/index.ts";
 import { staticConfig } from "../../../processors/runner/config-table.ts";
 import { TestDriver } from "../../../processors/runner/test-driver.ts";
 import type { ResultDelivered, ToolCall, ToolResult, TraceEntry } from "../../../schemas/types.ts";
@@ -46,7 +46,7 @@ class MemoryFiles {
       readFile: (reader, ref) => {
         const labels = this.grants.get(`${reader.tenant}|${reader.tree}|${ref}`);
         const bytes = this.bytes.get(`${reader.tenant}|${ref}`);
-        return Promise.resolve(labels && bytes ? { bytes, labels } : null);
+        return Promise.resolve(labels && bytes ? { size: bytes.length, labels, doc: readFileDoc(bytes) } : null);
       },
       joinLabels: (job, labels) => this.labels.join(job, labels),
     };
@@ -260,5 +260,20 @@ describe("read-result processor", () => {
     await driver.pipe([readCall({}, { tree_id: "" }), readCall({}, { arguments: "[1]" })]);
     expect(driver.deadLetters.map((d) => d.reason)).toEqual([expect.stringMatching(/tree_id is empty/), expect.stringMatching(/arguments must be a JSON object/)]);
     expect(driver.emitted).toEqual([]);
+  });
+});
+
+describe("results kept read (OZ0_READ_CACHE_MB, OZ0_READ_CACHE_SECONDS)", () => {
+  it("defaults to 64 MB for 10 minutes, takes whole numbers, 0 megabytes keeping none, and refuses anything else by name", () => {
+    expect(readResultCacheFromEnv({})).toEqual({ megabytes: 64, seconds: 600 });
+    expect(readResultCacheFromEnv({ OZ0_READ_CACHE_MB: "0", OZ0_READ_CACHE_SECONDS: "30" })).toEqual({ megabytes: 0, seconds: 30 });
+    expect(() => readResultCacheFromEnv({ OZ0_READ_CACHE_MB: "1.5" })).toThrow(/OZ0_READ_CACHE_MB=1.5 is not a whole number of megabytes/);
+    expect(() => readResultCacheFromEnv({ OZ0_READ_CACHE_SECONDS: "0" })).toThrow(/OZ0_READ_CACHE_SECONDS=0/);
+  });
+
+  it("OFF-6 a stored result reads into the document the fit library reads its text into, whose parts answer a section", () => {
+    const doc = readFileDoc(Buffer.from("# A\n\nfirst\n\n# B\n\nsecond\n"));
+    expect(doc.kind).toBe("markdown");
+    expect(doc.parts.map((p) => p.title)).toEqual(["# A", "# B"]);
   });
 });
