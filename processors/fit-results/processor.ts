@@ -185,11 +185,13 @@ export function fitResult(r: ToolResult, text: string, manifest: PluginManifest 
 /**
  * What is weighed and kept when a result is offloaded: a fitted result's text itself (with its
  * fit note in `_meta`), not the `{content, truncated, fit}` envelope around it, so the file's
- * lines are the text's and `oz.read_result` reads them by range; any other result as it is.
+ * lines are the text's and `oz.read_result` reads them by range; any other result as it is,
+ * read once here (a result that does not read is left as text, for the offload to say why).
  */
 export function offloadable(content: string): string | McpResult {
   const mcp = readMcpResult(content);
-  if ("error" in mcp || mcp._meta?.[META_KEY] === undefined) return content;
+  if ("error" in mcp) return content;
+  if (mcp._meta?.[META_KEY] === undefined) return mcp;
   const fitted = mcp.structuredContent as { content?: unknown } | undefined;
   if (typeof fitted?.content !== "string") return content;
   return { content: [{ type: "text", text: fitted.content }], ...(mcp.isError ? { isError: true } : {}), _meta: mcp._meta };
