@@ -242,7 +242,7 @@ export class FileStore {
     } catch (err) {
       throw minioFailure(err, `store a file of tenant ${owner.tenant}`, `bucket ${this.bucket}`);
     }
-    return { ref, size: bytes.length, labels: grant.labels, lastStored: grant.last_stored, expiresAt: grant.last_stored + RETENTION_MS };
+    return { ...storedOf(ref, grant), size: bytes.length };
   }
 
   /**
@@ -265,7 +265,7 @@ export class FileStore {
       throw minioFailure(got.err, `read a file of tenant ${reader.tenant}`, `bucket ${this.bucket}`);
     }
     const bytes = this.#keys.open(reader.tenant, hex, got.sealed);
-    return { ref, bytes, size: bytes.length, labels: grant.labels, lastStored: grant.last_stored, expiresAt: grant.last_stored + RETENTION_MS };
+    return { ...storedOf(ref, grant), bytes, size: bytes.length };
   }
 
   /**
