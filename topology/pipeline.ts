@@ -32,6 +32,7 @@ import type { MetricFamily } from "../processors/ops/metrics.ts";
 import type { Processor } from "../processors/runner/processor.ts";
 import { wholeFromEnv } from "../processors/runner/settings.ts";
 import { consumersFromEnv } from "../processors/runner/transport.ts";
+import { DEFAULT_YIELDING_AT_ONCE, sinkBatchesAtOnceFromEnv } from "../processors/runner/yielding.ts";
 import { TreeHolds } from "../store/tree-holds.ts";
 import { declareTopology, type Topology } from "./declare.ts";
 import { TOPICS, type TopicName } from "./topics.ts";
@@ -220,6 +221,9 @@ export const PIPELINE_TOPOLOGY: PipelineTopology = declareTopology<PipelineEntry
       exactlyOnce: false,
       consumers: { text: "1", fromEnv: () => 1 },
       fetch: { text: "8 MiB (OZ0_SINK_MIN_BYTES) or 10000 ms (OZ0_SINK_MAX_WAIT_MS)", fromEnv: sinkFetchFromEnv },
+      // A fetch brings every sink partition's batch at once; decided back to back they held the
+      // runtimes' answers behind them (docs/load.md).
+      yields: { text: `${DEFAULT_YIELDING_AT_ONCE} (OZ0_SINK_BATCHES_AT_ONCE)`, fromEnv: sinkBatchesAtOnceFromEnv },
       processors: SINK_ENTRIES,
     },
   ],

@@ -30,6 +30,7 @@ import { TOPICS } from "./topics.ts";
 import { setGroupOffsets, type TopicOffsets } from "./group-offsets.ts";
 import { describeKafkajsPatches, kafkajsPatches } from "../processors/runner/kafkajs-patches.ts";
 import { Shutdown } from "../lib/stopping.ts";
+import { Yielding, yieldingTransport } from "../processors/runner/yielding.ts";
 
 export { PIPELINE_CONSUMERS, sinkFetchFromEnv } from "./pipeline.ts";
 
@@ -159,18 +160,19 @@ export async function startPipeline(endpoints: Endpoints, log: Logger, options: 
   // runtimes, exactly-once, and the sinks, whose writes are idempotent, without transactions and
   // in bigger batches.
   const kinds = PIPELINE_TOPOLOGY.applications
-    .map((a) => ({ groupId: `${prefix}${a.name}`, entries: a.processors, topics: a.topics, exactlyOnce: a.exactlyOnce, consumers: a.consumers.fromEnv(process.env), ...a.fetch?.fromEnv(process.env) }))
+    .map((a) => ({ groupId: `${prefix}${a.name}`, yields: a.yields?.fromEnv(process.env) ?? null, entries: a.processors, topics: a.topics, exactlyOnce: a.exactlyOnce, consumers: a.consumers.fromEnv(process.env), ...a.fetch?.fromEnv(process.env) }))
     .filter((k) => k.entries.length > 0);
   const groups = new Map<string, string>(kinds.flatMap((k) => k.entries.map((e) => [e.processor.name, k.groupId] as const)));
   // Both at once: a start returns once its consumer first joined its group, which takes the
   // broker's initial rebalance delay and more (about 5 s here).
   const apps = await Promise.all(
-    kinds.map(async ({ groupId, entries, topics, ...consume }) => {
+    kinds.map(async ({ groupId, entries, topics, yields, ...consume }) => {
       const earlierOf = (t: string) => entries.filter((e) => e.processor.input === t).map((e) => `${prefix}${e.processor.name}`);
       await startGroup(kafka, admin, groupId, topics, options.startAt ?? "beginning", earlierOf);
       for (const e of entries) ops.starting(e.processor.name, groupId);
       const members = await Promise.all(entries.map(async (e) => ({ processor: e.processor, env: await e.env({ endpoints, redis, config, files, prices }) })));
-      const app = await startApplication(members, { transport: transports.transport({ groupId, topics, ...consume }), serde, log, retry });
+      const transport = transports.transport({ groupId, topics, ...consume });
+      const app = await startApplication(members, { transport: yields === null ? transport : yieldingTransport(transport, new Yielding(yields)), serde, log, retry });
       for (const p of app.processors) ops.started(p, groupId);
       return app;
     }),
