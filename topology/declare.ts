@@ -58,7 +58,7 @@ export interface ApplicationSpec<N extends NodeShape, P extends PunctuatorShape>
   readonly fetch?: Setting<{ minBytes: number; maxWaitMs: number }>;
   /**
    * For an application whose outputs no runtime awaits: at most this many of its batches in
-   * hand at once, each started on an event-loop turn of its own (`processors/runner/yielding.ts`),
+   * hand at once, each started on an event-loop turn of its own (`processors/runner/turns.ts`),
    * so that its bursts do not hold up the batches whose outputs are answers. Left out, its
    * batches are handled as they come.
    */

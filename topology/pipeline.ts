@@ -32,7 +32,6 @@ import type { MetricFamily } from "../processors/ops/metrics.ts";
 import type { Processor } from "../processors/runner/processor.ts";
 import { wholeFromEnv } from "../processors/runner/settings.ts";
 import { consumersFromEnv } from "../processors/runner/transport.ts";
-import { DEFAULT_YIELDING_AT_ONCE, sinkBatchesAtOnceFromEnv } from "../processors/runner/yielding.ts";
 import { TreeHolds } from "../store/tree-holds.ts";
 import { declareTopology, type Topology } from "./declare.ts";
 import { TOPICS, type TopicName } from "./topics.ts";
@@ -101,6 +100,17 @@ export function sinkFetchFromEnv(env: Env = process.env): { minBytes: number; ma
     minBytes: wholeFromEnv(env, "OZ0_SINK_MIN_BYTES", 8 * 1024 * 1024, 1, 64 * 1024 * 1024, "bytes"),
     maxWaitMs: wholeFromEnv(env, "OZ0_SINK_MAX_WAIT_MS", 10_000, 1, 30_000, "milliseconds"),
   };
+}
+
+/**
+ * The sinks' batches in hand at once (`OZ0_SINK_BATCHES_AT_ONCE`, 1 to 64). Two, not one: one
+ * would leave MinIO idle while a batch decodes; two keeps at most two of the sinks' requests
+ * queued ahead of a decision's put or read.
+ */
+export const DEFAULT_SINK_BATCHES_AT_ONCE = 2;
+
+export function sinkBatchesAtOnceFromEnv(env: Env = process.env): number {
+  return wholeFromEnv(env, "OZ0_SINK_BATCHES_AT_ONCE", DEFAULT_SINK_BATCHES_AT_ONCE, 1, 64);
 }
 
 /** Consumers of the `oz0.pipeline` group in each instance, unless `OZ0_CONSUMERS` says. */
@@ -223,7 +233,7 @@ export const PIPELINE_TOPOLOGY: PipelineTopology = declareTopology<PipelineEntry
       fetch: { text: "8 MiB (OZ0_SINK_MIN_BYTES) or 10000 ms (OZ0_SINK_MAX_WAIT_MS)", fromEnv: sinkFetchFromEnv },
       // A fetch brings every sink partition's batch at once; decided back to back they held the
       // runtimes' answers behind them (docs/load.md).
-      yields: { text: `${DEFAULT_YIELDING_AT_ONCE} (OZ0_SINK_BATCHES_AT_ONCE)`, fromEnv: sinkBatchesAtOnceFromEnv },
+      yields: { text: `${DEFAULT_SINK_BATCHES_AT_ONCE} (OZ0_SINK_BATCHES_AT_ONCE)`, fromEnv: sinkBatchesAtOnceFromEnv },
       processors: SINK_ENTRIES,
     },
   ],

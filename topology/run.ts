@@ -30,7 +30,6 @@ import { TOPICS } from "./topics.ts";
 import { setGroupOffsets, type TopicOffsets } from "./group-offsets.ts";
 import { describeKafkajsPatches, kafkajsPatches } from "../processors/runner/kafkajs-patches.ts";
 import { Shutdown } from "../lib/stopping.ts";
-import { Yielding, yieldingTransport } from "../processors/runner/yielding.ts";
 
 export { PIPELINE_CONSUMERS, sinkFetchFromEnv } from "./pipeline.ts";
 
@@ -171,8 +170,8 @@ export async function startPipeline(endpoints: Endpoints, log: Logger, options: 
       await startGroup(kafka, admin, groupId, topics, options.startAt ?? "beginning", earlierOf);
       for (const e of entries) ops.starting(e.processor.name, groupId);
       const members = await Promise.all(entries.map(async (e) => ({ processor: e.processor, env: await e.env({ endpoints, redis, config, files, prices }) })));
-      const transport = transports.transport({ groupId, topics, ...consume });
-      const app = await startApplication(members, { transport: yields === null ? transport : yieldingTransport(transport, new Yielding(yields)), serde, log, retry });
+      const transport = transports.transport({ groupId, topics, ...consume }, yields === null ? undefined : { atOnce: yields, ownLoopTurn: true });
+      const app = await startApplication(members, { transport, serde, log, retry });
       for (const p of app.processors) ops.started(p, groupId);
       return app;
     }),

@@ -17,6 +17,7 @@ import { wholeFromEnv, type Env } from "./settings.ts";
 import { threadHeapFromEnv, workerWithHeap } from "./thread-heap.ts";
 import { packOutputs, unpackRecords, type PackedOutputs, type PackedRecords } from "./thread-batches.ts";
 import { kafkaTransport, type BatchHandler, type KafkaTransportOptions, type Transport } from "./transport.ts";
+import { takingTurns, Turns, type TurnsOptions } from "./turns.ts";
 import type { Kafka } from "kafkajs";
 
 export interface ThreadError {
@@ -51,8 +52,17 @@ export function kafkaThreadFromEnv(env: Env = process.env): boolean {
 }
 
 /** Where a process's transports get their Kafka client: a thread of their own, or this one. */
+/** An application's own bound on its batches in hand, when it has one (`turns.ts`). */
+export interface ApplicationTurns extends TurnsOptions {
+  readonly atOnce: number;
+}
+
 export interface KafkaTransports {
-  transport(options: TransportOptions): Transport;
+  /**
+   * An application's transport. In the Kafka thread its batches take turns, `turns.atOnce` at
+   * once, or `OZ0_BATCHES_AT_ONCE`; in this thread, `turns` if given, else as they come.
+   */
+  transport(options: TransportOptions, turns?: ApplicationTurns): Transport;
   /** Ends the Kafka thread, if any, once every transport is stopped. */
   stop(): Promise<void>;
 }
@@ -71,52 +81,29 @@ export function kafkaTransports(o: {
   readonly env?: Env;
 }): KafkaTransports {
   if (!kafkaThreadFromEnv(o.env)) {
-    return { transport: (options) => kafkaTransport({ kafka: o.kafka, log: o.log, ...options }), stop: () => Promise.resolve() };
+    return {
+      transport: (options, turns) => {
+        const transport = kafkaTransport({ kafka: o.kafka, log: o.log, ...options });
+        return turns ? takingTurns(transport, new Turns(turns.atOnce, turns)) : transport;
+      },
+      stop: () => Promise.resolve(),
+    };
   }
   const thread = new KafkaThread(o.clientId, o.endpoints, o.log, o.onExit);
-  return { transport: (options) => thread.transport(options), stop: () => thread.stop() };
+  return { transport: (options, turns) => thread.transport(options, turns), stop: () => thread.stop() };
 }
 
 /**
  * `OZ0_BATCHES_AT_ONCE` (default 16): how many of one application's batches the processors' thread
- * decides at once when the Kafka client runs in a thread of its own. The rest wait their turn,
- * in the order they were fetched.
+ * decides at once when the Kafka client runs in a thread of its own, unless the application
+ * declares its own bound (the sinks'). The rest wait their turn, in the order they were fetched
+ * (`turns.ts`). With a fetch's batches committed together (`commits.ts`), sixteen at a time keeps
+ * many of a fetch's small batches waiting on Redis or MinIO at once.
  */
 export const DEFAULT_BATCHES_AT_ONCE = 16;
 
 export function batchesAtOnceFromEnv(env: Env = process.env): number {
   return wholeFromEnv(env, "OZ0_BATCHES_AT_ONCE", DEFAULT_BATCHES_AT_ONCE, 1, 64);
-}
-
-/**
- * Turns to decide, taken in the order asked for. Batches decided all at once share the thread
- * evenly and so all finish late, together, and their commits (the Kafka thread's work) then
- * come all at once while this thread waits. Taken a few at a time, the first batch is decided
- * early, and its commit runs in the Kafka thread while this thread decides the next: the two
- * threads work at once. With a fetch's batches committed together (`commits.ts`), sixteen at a
- * time (the default) keeps many of a fetch's small batches waiting on Redis or MinIO at once.
- */
-export class Turns {
-  private running = 0;
-  private readonly waiting: Array<() => void> = [];
-  private readonly atOnce: number;
-
-  constructor(atOnce: number) {
-    this.atOnce = atOnce;
-  }
-
-  async run<T>(fn: () => Promise<T>): Promise<T> {
-    if (this.running >= this.atOnce) await new Promise<void>((resolve) => this.waiting.push(resolve));
-    else this.running++;
-    try {
-      return await fn();
-    } finally {
-      const next = this.waiting.shift();
-      // The turn passes straight to the next in line, so a newcomer cannot take it first.
-      if (next) next();
-      else this.running--;
-    }
-  }
 }
 
 interface Opened {
@@ -154,12 +141,12 @@ export class KafkaThread {
     });
   }
 
-  /** A Transport whose Kafka client runs in this thread. */
-  transport(options: TransportOptions): Transport {
+  /** A Transport whose Kafka client runs in this thread; its batches take `turns`, else this thread's. */
+  transport(options: TransportOptions, turns?: ApplicationTurns): Transport {
     const id = this.nextId++;
     return {
       start: async (handler) => {
-        this.opened.set(id, { handler, turns: new Turns(this.atOnce), pending: new Map(), stopping: false });
+        this.opened.set(id, { handler, turns: new Turns(turns?.atOnce ?? this.atOnce, turns), pending: new Map(), stopping: false });
         await this.call(id, { type: "open", id, options });
       },
       stop: async () => {

@@ -1,5 +1,9 @@
 import { describe, expect, it } from "vitest";
-import { batchesAtOnceFromEnv, DEFAULT_BATCHES_AT_ONCE, Turns } from "../../../processors/runner/kafka-thread.ts";
+import { MessageChannel } from "node:worker_threads";
+import { batchesAtOnceFromEnv, DEFAULT_BATCHES_AT_ONCE } from "../../../processors/runner/kafka-thread.ts";
+import { takingTurns, Turns } from "../../../processors/runner/turns.ts";
+import type { BatchHandler, RawRecord, Transport } from "../../../processors/runner/transport.ts";
+import { DEFAULT_SINK_BATCHES_AT_ONCE, sinkBatchesAtOnceFromEnv } from "../../../topology/pipeline.ts";
 
 /** A promise and the hand that settles it. */
 function gate(): { promise: Promise<void>; open(): void; fail(err: Error): void } {
@@ -72,5 +76,145 @@ describe("turns to decide a processor's batches (the Kafka thread)", () => {
     for (const bad of ["0", "65", "1.5", "many"]) {
       expect(() => batchesAtOnceFromEnv({ OZ0_BATCHES_AT_ONCE: bad })).toThrow(`OZ0_BATCHES_AT_ONCE=${bad} is not a whole number from 1 to 64`);
     }
+  });
+});
+
+const busy = (ms: number): void => {
+  const until = performance.now() + ms;
+  while (performance.now() < until);
+};
+
+describe("SYS-5 the sinks' batches yield to the deciding ones (turns of their own)", () => {
+  it("runs what it is given in the order given, at most atOnce at a time", async () => {
+    const turns = new Turns(2, { ownLoopTurn: true });
+    const order: string[] = [];
+    let inHand = 0;
+    let most = 0;
+    const job = (n: number) =>
+      turns.run(async () => {
+        inHand++;
+        most = Math.max(most, inHand);
+        order.push(`start ${n}`);
+        await new Promise((resolve) => setTimeout(resolve, 5));
+        inHand--;
+        return n;
+      });
+    const results = await Promise.all([1, 2, 3, 4, 5].map(job));
+    expect(results).toEqual([1, 2, 3, 4, 5]);
+    expect(order).toEqual(["start 1", "start 2", "start 3", "start 4", "start 5"]);
+    expect(most).toBe(2);
+  });
+
+  it("gives a place back when what ran threw, and passes the error on", async () => {
+    const turns = new Turns(1, { ownLoopTurn: true });
+    await expect(turns.run(() => Promise.reject(new Error("the store is down")))).rejects.toThrow("the store is down");
+    await expect(turns.run(() => Promise.resolve("next"))).resolves.toBe("next");
+  });
+
+  it("refuses turns with no place", () => {
+    expect(() => new Turns(0, { ownLoopTurn: true })).toThrow(/at least one/);
+    expect(() => new Turns(1.5)).toThrow(/at least one/);
+  });
+
+  it("without turns of their own, holders run back to back: a timer waits (the deciding batches' way)", async () => {
+    const turns = new Turns(1);
+    const log: string[] = [];
+    const work = (name: string) =>
+      turns.run(() => {
+        log.push(name);
+        setTimeout(() => log.push(`timer after ${name}`), 0);
+        busy(5);
+        return Promise.resolve();
+      });
+    await Promise.all([work("a"), work("b")]);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    expect(log).toEqual(["a", "b", "timer after a", "timer after b"]);
+  });
+
+  it("OZ0_SINK_BATCHES_AT_ONCE sets the sinks' bound, 2 by default, refusing anything but 1 to 64", () => {
+    expect(sinkBatchesAtOnceFromEnv({})).toBe(DEFAULT_SINK_BATCHES_AT_ONCE);
+    expect(DEFAULT_SINK_BATCHES_AT_ONCE).toBe(2);
+    expect(sinkBatchesAtOnceFromEnv({ OZ0_SINK_BATCHES_AT_ONCE: "1" })).toBe(1);
+    for (const bad of ["0", "65", "two"]) {
+      expect(() => sinkBatchesAtOnceFromEnv({ OZ0_SINK_BATCHES_AT_ONCE: bad })).toThrow(`OZ0_SINK_BATCHES_AT_ONCE=${bad} is not a whole number from 1 to 64`);
+    }
+  });
+
+  it("lets a timer that fell due during one holder's work run before the next holder starts", async () => {
+    const turns = new Turns(1, { ownLoopTurn: true });
+    const log: string[] = [];
+    const work = (name: string) =>
+      turns.run(() => {
+        log.push(name);
+        setTimeout(() => log.push(`timer after ${name}`), 0);
+        busy(5);
+        return Promise.resolve();
+      });
+    await Promise.all([work("a"), work("b"), work("c")]);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    expect(log).toEqual(["a", "timer after a", "b", "timer after b", "c", "timer after c"]);
+  });
+
+  it("lets a message from another thread's port in between two holders (as a deciding batch comes)", async () => {
+    // Places for all three at once: each still starts on a turn of its own.
+    const turns = new Turns(3, { ownLoopTurn: true });
+    const { port1, port2 } = new MessageChannel();
+    const log: string[] = [];
+    const came = new Promise<void>((resolve) =>
+      port2.once("message", (m: string) => {
+        log.push(m);
+        resolve();
+      }),
+    );
+    const first = turns.run(() => {
+      log.push("sink batch 1");
+      port1.postMessage("deciding batch");
+      busy(5);
+      return Promise.resolve();
+    });
+    // Several turns asked for at once, as a fetch's batches are: the message still gets in before the second.
+    const rest = [2, 3].map((n) =>
+      turns.run(() => {
+        log.push(`sink batch ${n}`);
+        return Promise.resolve();
+      }),
+    );
+    await Promise.all([first, ...rest, came]);
+    port1.close();
+    expect(log[0]).toBe("sink batch 1");
+    expect(log.indexOf("deciding batch")).toBeLessThan(log.indexOf("sink batch 2"));
+  });
+
+  it("a transport taking turns hands every batch to the handler, on a turn of its own, and passes its outputs back", async () => {
+    let given: BatchHandler | null = null;
+    let stopped = false;
+    const inner: Transport = {
+      start: (handler) => {
+        given = handler;
+        return Promise.resolve();
+      },
+      stop: () => {
+        stopped = true;
+        return Promise.resolve();
+      },
+    };
+    const turns = new Turns(1, { ownLoopTurn: true });
+    const t = takingTurns(inner, turns);
+    const seen: string[] = [];
+    await t.start((records) => {
+      seen.push(records.map((r) => r.offset).join(","));
+      return Promise.resolve([{ topic: "out", key: null, value: Buffer.from(records[0]?.offset ?? "") }]);
+    });
+    const rec = (offset: string): RawRecord => ({ topic: "in", partition: 0, offset, key: null, value: null, timestamp: "0" });
+    const ctx = { heartbeat: () => Promise.resolve(), isRunning: () => true };
+    const handler = given as unknown as BatchHandler;
+    const pending = [handler([rec("1")], ctx), handler([rec("2"), rec("3")], ctx)];
+    // Nothing runs before the loop turns.
+    expect(seen).toEqual([]);
+    const outs = await Promise.all(pending);
+    expect(seen).toEqual(["1", "2,3"]);
+    expect(outs.map((o) => o[0]?.value?.toString())).toEqual(["1", "2"]);
+    await t.stop();
+    expect(stopped).toBe(true);
   });
 });

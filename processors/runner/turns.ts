@@ -1,0 +1,92 @@
+/**
+ * Turns to handle an application's batches: at most `atOnce` in hand at a time, taken in the
+ * order asked for. One bound per application, wherever its Kafka client runs: the Kafka thread
+ * takes its batches through one (`kafka-thread.ts`), and a transport in this thread through
+ * `takingTurns`.
+ *
+ * Batches handled all at once share the thread evenly and so all finish late, together, and
+ * their commits then come all at once; taken a few at a time, the first is done early and its
+ * commit runs while the next is handled.
+ *
+ * An application whose outputs no runtime awaits (the sinks) also takes each turn on an
+ * event-loop turn of its own (`ownLoopTurn`): a `setImmediate` before it starts, so timers and
+ * I/O that became ready meanwhile (a deciding batch handed over by the Kafka thread, Redis's and
+ * MinIO's answers) run first. The sinks' fetch brings every partition of their topics at once,
+ * and handled back to back it held the runtimes' answers behind it (docs/load.md, "The sinks'
+ * fetch, and answers held behind it").
+ */
+import type { BatchHandler, Transport } from "./transport.ts";
+
+export interface TurnsOptions {
+  /** Start each holder on an event-loop turn of its own, after what became ready meanwhile. */
+  readonly ownLoopTurn?: boolean;
+}
+
+export class Turns {
+  private running = 0;
+  private readonly waiting: Array<() => void> = [];
+  private scheduled = false;
+  readonly atOnce: number;
+  private readonly ownLoopTurn: boolean;
+
+  constructor(atOnce: number, options: TurnsOptions = {}) {
+    if (!Number.isInteger(atOnce) || atOnce < 1) throw new Error(`turns take at least one batch at once, not ${atOnce}`);
+    this.atOnce = atOnce;
+    this.ownLoopTurn = options.ownLoopTurn ?? false;
+  }
+
+  /** Runs `fn` once its turn comes; the next in line waits for a place. */
+  async run<T>(fn: () => Promise<T>): Promise<T> {
+    if (this.ownLoopTurn) {
+      await new Promise<void>((resolve) => {
+        this.waiting.push(resolve);
+        this.schedule();
+      });
+    } else if (this.running >= this.atOnce) {
+      await new Promise<void>((resolve) => this.waiting.push(resolve));
+    } else {
+      this.running++;
+    }
+    try {
+      return await fn();
+    } finally {
+      this.release();
+    }
+  }
+
+  private release(): void {
+    if (this.ownLoopTurn) {
+      this.running--;
+      this.schedule();
+      return;
+    }
+    const next = this.waiting.shift();
+    // The place passes straight to the next in line, so a newcomer cannot take it first.
+    if (next) next();
+    else this.running--;
+  }
+
+  private schedule(): void {
+    if (this.scheduled || this.waiting.length === 0 || this.running >= this.atOnce) return;
+    this.scheduled = true;
+    setImmediate(this.startNext);
+  }
+
+  private readonly startNext = (): void => {
+    this.scheduled = false;
+    const resolve = this.waiting.shift();
+    if (resolve === undefined) return;
+    this.running++;
+    resolve();
+    // The next one starts on the loop's next turn at the soonest: after its timers and its I/O.
+    this.schedule();
+  };
+}
+
+/** `transport`, its handler run for each batch in a turn of `turns`. */
+export function takingTurns(transport: Transport, turns: Turns): Transport {
+  return {
+    start: (handler: BatchHandler) => transport.start((records, ctx) => turns.run(() => handler(records, ctx))),
+    stop: () => transport.stop(),
+  };
+}
