@@ -129,6 +129,17 @@ export interface ProcessorCounters {
   readonly retries: number;
 }
 
+export interface PipelineAge {
+  readonly seconds: number;
+  /** Its CPU seconds by then; null when not known. */
+  readonly cpuSeconds: number | null;
+}
+
+/** How a pipeline's age reads in a report: "had run 312 s (84.2 s of CPU)". */
+export function ageWords(age: PipelineAge): string {
+  return `had run ${Math.round(age.seconds)} s${age.cpuSeconds === null ? "" : ` (${age.cpuSeconds.toFixed(1)} s of CPU)`}`;
+}
+
 export interface LoadResult {
   readonly at: Date;
   readonly command: string;
@@ -142,6 +153,12 @@ export interface LoadResult {
   readonly agents?: { readonly count: number; readonly thinkScale: number; readonly capS: number; readonly offered: Offered; readonly inRun: OfferedInRun };
   /** Whether the pipeline ran elsewhere (`--external`) rather than in this process. */
   readonly external: boolean;
+  /**
+   * How long the pipeline had run when its phase began, and the CPU it had used by then: a
+   * pipeline just started is still compiling its code, so its CPU an event is higher than one's
+   * that has run a few minutes. None when it could not be read.
+   */
+  readonly pipelineAge?: PipelineAge;
   readonly node: string;
   readonly plan: { readonly events: number; readonly trees: Readonly<Record<TreeKind, number>>; readonly steps: Readonly<Record<StepKind, number>> };
   readonly pipeline: PhaseResult;
@@ -235,7 +252,7 @@ export function loadMarkdown(r: LoadResult): string {
   const lines: string[] = [
     `# Load report (${r.at.toISOString()})`,
     "",
-    `\`${r.command}\`: seed ${r.seed}, ${ag ? `${ag.count} agents, each waiting between steps as agents do${ag.thinkScale !== 1 ? ` (every wait scaled by ${ag.thinkScale})` : ""}` : `${r.runtimes} runtimes at once`}, each phase bounded by ${r.seconds} s, ${where}; Node ${r.node}.`,
+    `\`${r.command}\`: seed ${r.seed}, ${ag ? `${ag.count} agents, each waiting between steps as agents do${ag.thinkScale !== 1 ? ` (every wait scaled by ${ag.thinkScale})` : ""}` : `${r.runtimes} runtimes at once`}, each phase bounded by ${r.seconds} s, ${where}; Node ${r.node}.${r.pipelineAge ? ` When its phase began, the pipeline ${ageWords(r.pipelineAge)}.` : ""}`,
     "",
     `Two phases on the same broker, one after the other, with the same plan and the same ${who}${ag ? " and waits" : ""}:`,
     "the pipeline (every event through the runtime client, each answer awaited), then a bare kafkajs",

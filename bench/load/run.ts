@@ -29,7 +29,7 @@ import { agentStarts, agentsEvents, CAP_S, offered, offeredInRun, planWaits } fr
 import { MEASURED_KINDS, playAgents, playAll, Recorder, type LoadTarget } from "./play.ts";
 import { Progress } from "./progress.ts";
 import { publishLoadConfig } from "./publish-config.ts";
-import { loadChart, loadMarkdown, PIPELINE_ELSEWHERE, type LoadResult, type PhaseResult } from "./report.ts";
+import { loadChart, loadMarkdown, PIPELINE_ELSEWHERE, type LoadResult, type PhaseResult, type PipelineAge } from "./report.ts";
 import { sweepChart, sweepMarkdown, sweepPoint } from "./sweep.ts";
 
 export interface LoadOptions {
@@ -222,8 +222,7 @@ export async function runLoad(o: LoadOptions): Promise<LoadOutcome> {
     if (o.pipeline) {
       pipeline = o.pipeline;
     } else if (!o.external) {
-      // Its health and metrics on any free port unless OZ0_METRICS_PORT says, so a running `npm start` keeps 9464.
-      pipeline = await startPipeline(o.endpoints, createLogger({ component: "pipeline" }, () => {}), { ops: opsAddressFromEnv({ OZ0_METRICS_PORT: "0", ...process.env }), retention: "off" });
+      pipeline = await startLoadPipeline(o.endpoints);
     } else if (published.length > 0) {
       // A running pipeline follows the table; give it a moment to read the new rows.
       await sleep(2_000);
@@ -235,6 +234,7 @@ export async function runLoad(o: LoadOptions): Promise<LoadOutcome> {
     const watched: WatchedGroup[] = pipelineLayout().map((p) => ({ name: p.name, group: p.group, topic: p.consumes }));
     // The objects the pipeline puts: counted in this process, or read from the metrics of a pipeline elsewhere.
     const objects: CpuReading = pipeline ? objectPuts : o.pipelineMetrics ? metricsReading(o.pipelineMetrics, 1_000, "oz0_object_puts_total") : () => null;
+    const pipelineAge = await ageOf(pipeline ?? o.pipelineMetrics);
     const pipe = await phase("pipeline", plan, client, new LagSampler(admin, watched), { admin, topics: TOPICS.map((t) => t.name), objects }, o, pacing);
     const processors = pipeline?.running.map((r) => ({ name: r.name, in: r.stats.in, out: r.stats.out, deadLetters: r.stats.deadLetters, retries: r.stats.retries }));
 
@@ -267,6 +267,7 @@ export async function runLoad(o: LoadOptions): Promise<LoadOutcome> {
         ? { agents: { count: o.agents.count, thinkScale: o.agents.thinkScale, capS: CAP_S, offered: offered(plan, pacing.waits, o.agents.count), inRun: offeredInRun(plan, pacing.waits, pacing.starts, o.seconds * 1000) } }
         : {}),
       external: o.external,
+      ...(pipelineAge ? { pipelineAge } : {}),
       node: process.version,
       plan: { events: plan.events, trees: countTrees(plan), steps: countSteps(plan) },
       pipeline: pipe,
@@ -291,6 +292,32 @@ export async function runLoad(o: LoadOptions): Promise<LoadOutcome> {
 }
 
 
+/** When each pipeline this module started in process began, for its age in the report. */
+const startedAt = new WeakMap<Pipeline, number>();
+
+/** A pipeline in this process, its health and metrics on any free port unless OZ0_METRICS_PORT says (so a running `npm start` keeps 9464). */
+async function startLoadPipeline(endpoints: Endpoints): Promise<Pipeline> {
+  const at = Date.now();
+  const pipeline = await startPipeline(endpoints, createLogger({ component: "pipeline" }, () => {}), { ops: opsAddressFromEnv({ OZ0_METRICS_PORT: "0", ...process.env }), retention: "off" });
+  startedAt.set(pipeline, at);
+  return pipeline;
+}
+
+/**
+ * How long the pipeline has run, and its CPU so far: one in this process from when it was
+ * started here (its CPU is this process's, so not known apart); one elsewhere from its
+ * `/metrics` (`process_start_time_seconds`, `process_cpu_seconds_total`). Undefined when not known.
+ */
+async function ageOf(pipeline: Pipeline | string | undefined): Promise<PipelineAge | undefined> {
+  if (pipeline === undefined) return undefined;
+  if (typeof pipeline !== "string") {
+    const at = startedAt.get(pipeline);
+    return at === undefined ? undefined : { seconds: (Date.now() - at) / 1000, cpuSeconds: null };
+  }
+  const [started, cpu] = await Promise.all([metricsReading(pipeline, 1_000, "process_start_time_seconds")(), metricsReading(pipeline)()]);
+  return started === null ? undefined : { seconds: Date.now() / 1000 - started, cpuSeconds: cpu };
+}
+
 export interface SweepOutcome {
   /** `runtimes`: the number of runtimes, or of agents in an agents sweep. */
   readonly levels: ReadonlyArray<{ readonly runtimes: number; readonly outcome: LoadOutcome }>;
@@ -311,7 +338,7 @@ export async function runSweep(o: Omit<LoadOptions, "runtimes" | "pipeline" | "a
   const unit = o.agents ? "agents" : "runtimes";
   try {
     if (!o.external) {
-      pipeline = await startPipeline(o.endpoints, createLogger({ component: "pipeline" }, () => {}), { ops: opsAddressFromEnv({ OZ0_METRICS_PORT: "0", ...process.env }), retention: "off" });
+      pipeline = await startLoadPipeline(o.endpoints);
       await untilReady(pipeline, 120_000);
     }
     for (const [i, runtimes] of o.levels.entries()) {

@@ -3,7 +3,7 @@ import { chartSvg, escapeXml, ticks } from "../../../bench/load/chart.ts";
 import { leadingId } from "../../../bench/load/echo.ts";
 import { MEASURED_KINDS, offloadOf, Recorder } from "../../../bench/load/play.ts";
 import { progressLine } from "../../../bench/load/progress.ts";
-import { loadChart, loadMarkdown, sustained, type LoadResult, type PhaseResult } from "../../../bench/load/report.ts";
+import { ageWords, loadChart, loadMarkdown, sustained, type LoadResult, type PhaseResult } from "../../../bench/load/report.ts";
 import { latency, percentile, perSecond } from "../../../bench/load/stats.ts";
 import { STEP_KINDS, TREE_KINDS } from "../../../bench/load/mix.ts";
 import type { ResultDelivered } from "../../../schemas/types.ts";
@@ -36,7 +36,7 @@ function wellFormed(xml: string): { ok: boolean; why: string } {
 }
 
 /** A load result with the plan and settings every report test shares, and the given phases and fields. */
-function resultOf(fields: Pick<LoadResult, "command" | "external" | "pipeline" | "passthrough" | "processors"> & Partial<Pick<LoadResult, "agents">>): LoadResult {
+function resultOf(fields: Pick<LoadResult, "command" | "external" | "pipeline" | "passthrough" | "processors"> & Partial<Pick<LoadResult, "agents" | "pipelineAge">>): LoadResult {
   const twos = <K extends string>(keys: readonly K[]) => Object.fromEntries(keys.map((k) => [k, 2])) as Record<K, number>;
   return { at: new Date(0), seed: 1, seconds: 60, runtimes: 4, node: "v20", plan: { events: 100, trees: twos(TREE_KINDS), steps: twos(STEP_KINDS) }, chartFile: "load.svg", ...fields };
 }
@@ -178,6 +178,20 @@ describe("the load report's figures", () => {
     expect(md).not.toMatch(/^\| Redis \|/m);
     expect(md).toContain("| the whole machine (every core, every process) | 9.00 | 3.00 | 3.00x |");
     expect(md.indexOf("| MinIO |")).toBeLessThan(md.indexOf("| this process"));
+  });
+
+  it("SYS-6 says how long the pipeline had run, and its CPU by then, when its phase began; nothing when not known", () => {
+    const phase = (): PhaseResult => {
+      const rec = new Recorder();
+      rec.sent("tool_call", 1_000);
+      rec.lastAt = 2_000;
+      return { startedAt: 1_000, endedAt: 2_000, rec, lag: [] };
+    };
+    const base = { command: "npm run load -- --external", external: true, pipeline: phase(), passthrough: phase(), processors: [] } as const;
+    expect(loadMarkdown(resultOf({ ...base, pipelineAge: { seconds: 311.6, cpuSeconds: 84.24 } }))).toContain("When its phase began, the pipeline had run 312 s (84.2 s of CPU).");
+    expect(loadMarkdown(resultOf({ ...base, pipelineAge: { seconds: 40, cpuSeconds: null } }))).toContain("When its phase began, the pipeline had run 40 s.");
+    expect(loadMarkdown(resultOf(base))).not.toContain("When its phase began");
+    expect(ageWords({ seconds: 0.4, cpuSeconds: 0 })).toBe("had run 0 s (0.0 s of CPU)");
   });
 
   it("SYS-6 reports an agents run: the agents, the rate offered beside the rates sent and answered, latency without the waits", () => {
