@@ -51,12 +51,12 @@ export function kafkaThreadFromEnv(env: Env = process.env): boolean {
   throw new Error(`OZ0_KAFKA_THREAD=${env.OZ0_KAFKA_THREAD} is neither on nor off`);
 }
 
-/** Where a process's transports get their Kafka client: a thread of their own, or this one. */
 /** An application's own bound on its batches in hand, when it has one (`turns.ts`). */
 export interface ApplicationTurns extends TurnsOptions {
   readonly atOnce: number;
 }
 
+/** Where a process's transports get their Kafka client: a thread of their own, or this one. */
 export interface KafkaTransports {
   /**
    * An application's transport. In the Kafka thread its batches take turns, `turns.atOnce` at

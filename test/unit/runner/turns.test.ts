@@ -84,6 +84,24 @@ const busy = (ms: number): void => {
   while (performance.now() < until);
 };
 
+/**
+ * Holders that each set a timer due at once and then keep the thread 5 ms, all asked for at
+ * once: the log says whether each timer ran before the next holder started.
+ */
+async function timersBetween(turns: Turns, names: readonly string[]): Promise<string[]> {
+  const log: string[] = [];
+  const work = (name: string) =>
+    turns.run(() => {
+      log.push(name);
+      setTimeout(() => log.push(`timer after ${name}`), 0);
+      busy(5);
+      return Promise.resolve();
+    });
+  await Promise.all(names.map(work));
+  await new Promise((resolve) => setTimeout(resolve, 5));
+  return log;
+}
+
 describe("SYS-5 the sinks' batches yield to the deciding ones (turns of their own)", () => {
   it("runs what it is given in the order given, at most atOnce at a time", async () => {
     const turns = new Turns(2, { ownLoopTurn: true });
@@ -117,18 +135,7 @@ describe("SYS-5 the sinks' batches yield to the deciding ones (turns of their ow
   });
 
   it("without turns of their own, holders run back to back: a timer waits (the deciding batches' way)", async () => {
-    const turns = new Turns(1);
-    const log: string[] = [];
-    const work = (name: string) =>
-      turns.run(() => {
-        log.push(name);
-        setTimeout(() => log.push(`timer after ${name}`), 0);
-        busy(5);
-        return Promise.resolve();
-      });
-    await Promise.all([work("a"), work("b")]);
-    await new Promise((resolve) => setTimeout(resolve, 5));
-    expect(log).toEqual(["a", "b", "timer after a", "timer after b"]);
+    expect(await timersBetween(new Turns(1), ["a", "b"])).toEqual(["a", "b", "timer after a", "timer after b"]);
   });
 
   it("OZ0_SINK_BATCHES_AT_ONCE sets the sinks' bound, 2 by default, refusing anything but 1 to 64", () => {
@@ -141,18 +148,7 @@ describe("SYS-5 the sinks' batches yield to the deciding ones (turns of their ow
   });
 
   it("lets a timer that fell due during one holder's work run before the next holder starts", async () => {
-    const turns = new Turns(1, { ownLoopTurn: true });
-    const log: string[] = [];
-    const work = (name: string) =>
-      turns.run(() => {
-        log.push(name);
-        setTimeout(() => log.push(`timer after ${name}`), 0);
-        busy(5);
-        return Promise.resolve();
-      });
-    await Promise.all([work("a"), work("b"), work("c")]);
-    await new Promise((resolve) => setTimeout(resolve, 5));
-    expect(log).toEqual(["a", "timer after a", "b", "timer after b", "c", "timer after c"]);
+    expect(await timersBetween(new Turns(1, { ownLoopTurn: true }), ["a", "b", "c"])).toEqual(["a", "timer after a", "b", "timer after b", "c", "timer after c"]);
   });
 
   it("lets a message from another thread's port in between two holders (as a deciding batch comes)", async () => {
