@@ -5,7 +5,7 @@ import { describe, expect, it } from "vitest";
 import { metricsReading } from "../../../bench/pipeline/cpu.ts";
 import { pipelineFamilies } from "../../../processors/ops/ops-metrics.ts";
 import { renderMetrics } from "../../../processors/ops/metrics.ts";
-import { countingPuts, minioClient, objectPuts } from "../../../store/objects.ts";
+import { countingPuts, keepingRegions, minioClient, objectPuts } from "../../../store/objects.ts";
 
 /** A client's putObject alone, answering as MinIO would or failing. */
 function fakeClient(fail: () => boolean) {
@@ -58,6 +58,52 @@ describe("objects put to MinIO, counted", () => {
     try {
       expect(await metricsReading(`http://127.0.0.1:${port}/metrics`, 1_000, "oz0_object_puts_total")()).toBe(37);
       expect(await metricsReading(`http://127.0.0.1:${port}/metrics`, 1_000, "oz0_no_such_total")()).toBeNull();
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+    }
+  });
+});
+
+describe("a bucket's region, asked once", () => {
+  it("SYS-2 keeps a bucket's region once learned; an ask that failed is asked again", async () => {
+    const asked: string[] = [];
+    let failing = true;
+    const client = keepingRegions({
+      getBucketRegionAsync: (bucket: string) => {
+        asked.push(bucket);
+        return failing ? Promise.reject(new Error("connect ECONNREFUSED")) : Promise.resolve(`region-of-${bucket}`);
+      },
+    });
+    await expect(client.getBucketRegionAsync("oz0-files")).rejects.toThrow("ECONNREFUSED");
+    failing = false;
+    const [a, b] = await Promise.all([client.getBucketRegionAsync("oz0-files"), client.getBucketRegionAsync("oz0-files")]);
+    expect([a, b]).toEqual(["region-of-oz0-files", "region-of-oz0-files"]);
+    expect(await client.getBucketRegionAsync("oz0-audit")).toBe("region-of-oz0-audit");
+    expect(await client.getBucketRegionAsync("oz0-files")).toBe("region-of-oz0-files");
+    expect(asked).toEqual(["oz0-files", "oz0-files", "oz0-audit"]);
+  });
+
+  it("SYS-2 minioClient's client asks for the region once, though objects looked for are absent (404s the minio client would forget it after)", async () => {
+    const requests: string[] = [];
+    const server = createServer((req, res) => {
+      requests.push(`${req.method} ${req.url}`);
+      if (req.url?.endsWith("?location")) {
+        res.setHeader("Content-Type", "application/xml");
+        res.end('<?xml version="1.0" encoding="UTF-8"?><LocationConstraint xmlns="http://s3.amazonaws.com/doc/2006-03-01/"></LocationConstraint>');
+        return;
+      }
+      res.statusCode = 404;
+      if (req.method !== "HEAD") res.setHeader("Content-Type", "application/xml");
+      res.end(req.method === "HEAD" ? undefined : '<?xml version="1.0" encoding="UTF-8"?><Error><Code>NoSuchKey</Code><Message>absent</Message></Error>');
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const { port } = server.address() as AddressInfo;
+    try {
+      const client = minioClient({ kafkaBrokers: [], registryUrl: "", redisUrl: "", minioUrl: `http://127.0.0.1:${port}`, minioAccessKey: "k", minioSecretKey: "s" });
+      for (const name of ["a", "b", "c"]) await expect(client.statObject("oz0-files", name)).rejects.toThrow();
+      await expect(client.getObject("oz0-files", "d")).rejects.toThrow();
+      expect(requests.filter((r) => r.endsWith("?location"))).toEqual(["GET /oz0-files?location"]);
+      expect(requests.filter((r) => !r.endsWith("?location"))).toEqual(["HEAD /oz0-files/a", "HEAD /oz0-files/b", "HEAD /oz0-files/c", "GET /oz0-files/d"]);
     } finally {
       await new Promise((resolve) => server.close(resolve));
     }
