@@ -113,8 +113,13 @@ export function sinkBatchesAtOnceFromEnv(env: Env = process.env): number {
   return wholeFromEnv(env, "OZ0_SINK_BATCHES_AT_ONCE", DEFAULT_SINK_BATCHES_AT_ONCE, 1, 64);
 }
 
-/** Consumers of the `oz0.pipeline` group in each instance, unless `OZ0_CONSUMERS` says. */
-export const PIPELINE_CONSUMERS = 2;
+/**
+ * Consumers of the `oz0.pipeline` group in each instance, unless `OZ0_CONSUMERS` says. One: it
+ * fetches every partition at once and commits each fetch in one transaction, where two each
+ * fetched and committed half as much; measured, one costs 0.76x the CPU an event in the closed
+ * loop and 0.81x under 1,000 agents, and answers no later (docs/load.md, 2026-12-06).
+ */
+export const PIPELINE_CONSUMERS = 1;
 
 /** The processors that answer runtimes, in the `pipeline` application. */
 export const DECIDING: PipelineEntry[] = [
@@ -220,7 +225,7 @@ export const PIPELINE_TOPOLOGY: PipelineTopology = declareTopology<PipelineEntry
       name: "pipeline",
       doc: "the processors that answer runtimes",
       exactlyOnce: true,
-      // Two consumers unless OZ0_CONSUMERS says: measured, answers about 10% sooner at the median and a higher rate than one (docs/load.md).
+      // One consumer unless OZ0_CONSUMERS says (PIPELINE_CONSUMERS: measured, fewer transactions an event and answers no later than two).
       consumers: { text: `${PIPELINE_CONSUMERS} (OZ0_CONSUMERS)`, fromEnv: (env) => consumersFromEnv(env, PIPELINE_CONSUMERS) },
       processors: DECIDING,
       punctuators: [PUNCTUATORS.loopDeadlines, PUNCTUATORS.unknownOutcomes, PUNCTUATORS.retention],

@@ -112,8 +112,9 @@ export interface KafkaTransportOptions {
    * Consumers of the group in this instance, each with its own fetches, commits and
    * transactional producer (Kafka Streams' stream threads): the group's partitions are split
    * between them, so one's slow batch (a result offloaded to a slow store) does not hold up
-   * the others' fetches, and one commits while another fetches. Default `OZ0_CONSUMERS`, else 1
-   * (the pipeline's own group takes 2 unless told, `topology/pipeline.ts`).
+   * the others' fetches, and one commits while another fetches; each makes its own
+   * transactions, so more consumers make more of them for the same events. Default
+   * `OZ0_CONSUMERS`, else 1 (`topology/pipeline.ts` says which groups read it).
    */
   consumers?: number;
   /** Which of an instance's consumers this is; names its transactional ID. @default 0 */

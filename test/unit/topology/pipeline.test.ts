@@ -49,7 +49,7 @@ describe("SYS-1 the topology is declared once and checked when declared", () => 
     expect(names).toHaveLength(18);
     // A sink emits nothing; every processor that emits runs in the pipeline's application.
     for (const n of PIPELINE_TOPOLOGY.nodes) expect(PIPELINE_TOPOLOGY.applicationOf(n.processor.name).name).toBe(n.processor.outputs.length === 0 ? "sinks" : "pipeline");
-    expect(PIPELINE_TOPOLOGY.application("pipeline").consumers.fromEnv({})).toBe(2);
+    expect(PIPELINE_TOPOLOGY.application("pipeline").consumers.fromEnv({})).toBe(1);
     expect(PIPELINE_TOPOLOGY.application("pipeline").consumers.fromEnv({ OZ0_CONSUMERS: "3" })).toBe(3);
     expect(PIPELINE_TOPOLOGY.application("sinks").consumers.fromEnv({ OZ0_CONSUMERS: "3" })).toBe(1);
     expect(PIPELINE_TOPOLOGY.application("sinks").fetch?.fromEnv({})).toEqual({ minBytes: 8 * 1024 * 1024, maxWaitMs: 10_000 });
@@ -103,7 +103,7 @@ describe("SYS-1 the topology is declared once and checked when declared", () => 
 
   it("describe() gives every application, source, processor, chained edge and punctuator as text", () => {
     const text = PIPELINE_TOPOLOGY.describe();
-    expect(text).toContain("Application pipeline: group oz0.pipeline, exactly-once, consumers 2 (OZ0_CONSUMERS)");
+    expect(text).toContain("Application pipeline: group oz0.pipeline, exactly-once, consumers 1 (OZ0_CONSUMERS)");
     expect(text).toContain("Application sinks: group oz0.sinks, at-least-once");
     expect(text).toMatch(/Source oz0\.tool-calls\.requested \(8 partitions, key run_id\)\n {4}Processor budget-fill-in -> oz0\.tool-calls\n {6}chained on oz0\.tool-calls: Processor loop-calls -> /);
     expect(text).toContain("Punctuator loop-deadlines (every 1 s) -> oz0.loop-approvals");
