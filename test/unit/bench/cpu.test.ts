@@ -1,9 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { createServer } from "node:http";
-import type { AddressInfo } from "node:net";
 import { exposedCpuSeconds, machineBusySeconds, metricsReading, redisCpuSeconds, spentBetween, type CpuSample } from "../../../bench/pipeline/cpu.ts";
 import { pipelineFamilies } from "../../../processors/ops/ops-metrics.ts";
 import { MetricsRegistry } from "../../../processors/ops/metrics.ts";
+import { withLocalServer } from "../../support/local-http.ts";
 
 describe("the pipeline bench's CPU accounting", () => {
   it("SYS-3 SYS-4 counts every busy field of /proc/stat's first line but idle and iowait, in seconds of USER_HZ", () => {
@@ -71,19 +70,17 @@ describe("the pipeline bench's CPU accounting", () => {
     expect(exposedCpuSeconds('process_cpu_seconds_total{instance="a"} 12.5\n')).toBe(12.5);
     // Over HTTP, as the load asks a pipeline elsewhere; null when nothing answers.
     const asked: string[] = [];
-    const server = createServer((req, res) => {
-      asked.push(req.url ?? "");
-      res.end("# TYPE process_cpu_seconds_total counter\nprocess_cpu_seconds_total 42.25\n");
-    });
-    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-    const { port } = server.address() as AddressInfo;
-    try {
-      expect(await metricsReading(`http://127.0.0.1:${port}/metrics`)()).toBe(42.25);
-      // It asks for the one family it reads, not a whole scrape.
-      expect(asked).toEqual(["/metrics?name=process_cpu_seconds_total"]);
-    } finally {
-      await new Promise((resolve) => server.close(resolve));
-    }
-    expect(await metricsReading(`http://127.0.0.1:${port}/metrics`, 500)()).toBeNull();
+    const base = await withLocalServer(
+      (req, res) => {
+        asked.push(req.url ?? "");
+        res.end("# TYPE process_cpu_seconds_total counter\nprocess_cpu_seconds_total 42.25\n");
+      },
+      async (url) => {
+        expect(await metricsReading(`${url}/metrics`)()).toBe(42.25);
+        // It asks for the one family it reads, not a whole scrape.
+        expect(asked).toEqual(["/metrics?name=process_cpu_seconds_total"]);
+      },
+    );
+    expect(await metricsReading(`${base}/metrics`, 500)()).toBeNull();
   });
 });

@@ -1,11 +1,11 @@
-import { createServer } from "node:http";
-import type { AddressInfo } from "node:net";
+import type { RequestListener } from "node:http";
 import type { Client } from "minio";
 import { describe, expect, it } from "vitest";
 import { metricsReading } from "../../../bench/pipeline/cpu.ts";
 import { pipelineFamilies } from "../../../processors/ops/ops-metrics.ts";
 import { renderMetrics } from "../../../processors/ops/metrics.ts";
 import { countingPuts, keepingRegions, minioClient, objectPuts } from "../../../store/objects.ts";
+import { withLocalServer } from "../../support/local-http.ts";
 
 /** A client's putObject alone, answering as MinIO would or failing. */
 function fakeClient(fail: () => boolean) {
@@ -52,15 +52,13 @@ describe("objects put to MinIO, counted", () => {
     expect(text.split("\n")).toContain("oz0_object_puts_total 37");
     // Without a count given, no such series.
     expect(await renderMetrics(pipelineFamilies({ processors: [], lag: () => 0 }))).not.toContain("oz0_object_puts_total");
-    const server = createServer((_, res) => res.end(text));
-    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-    const { port } = server.address() as AddressInfo;
-    try {
-      expect(await metricsReading(`http://127.0.0.1:${port}/metrics`, 1_000, "oz0_object_puts_total")()).toBe(37);
-      expect(await metricsReading(`http://127.0.0.1:${port}/metrics`, 1_000, "oz0_no_such_total")()).toBeNull();
-    } finally {
-      await new Promise((resolve) => server.close(resolve));
-    }
+    await withLocalServer(
+      (_, res) => res.end(text),
+      async (base) => {
+        expect(await metricsReading(`${base}/metrics`, 1_000, "oz0_object_puts_total")()).toBe(37);
+        expect(await metricsReading(`${base}/metrics`, 1_000, "oz0_no_such_total")()).toBeNull();
+      },
+    );
   });
 });
 
@@ -85,7 +83,7 @@ describe("a bucket's region, asked once", () => {
 
   it("SYS-2 minioClient's client asks for the region once, though objects looked for are absent (404s the minio client would forget it after)", async () => {
     const requests: string[] = [];
-    const server = createServer((req, res) => {
+    const answer: RequestListener = (req, res) => {
       requests.push(`${req.method} ${req.url}`);
       if (req.url?.endsWith("?location")) {
         res.setHeader("Content-Type", "application/xml");
@@ -95,17 +93,13 @@ describe("a bucket's region, asked once", () => {
       res.statusCode = 404;
       if (req.method !== "HEAD") res.setHeader("Content-Type", "application/xml");
       res.end(req.method === "HEAD" ? undefined : '<?xml version="1.0" encoding="UTF-8"?><Error><Code>NoSuchKey</Code><Message>absent</Message></Error>');
-    });
-    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-    const { port } = server.address() as AddressInfo;
-    try {
-      const client = minioClient({ kafkaBrokers: [], registryUrl: "", redisUrl: "", minioUrl: `http://127.0.0.1:${port}`, minioAccessKey: "k", minioSecretKey: "s" });
+    };
+    await withLocalServer(answer, async (base) => {
+      const client = minioClient({ kafkaBrokers: [], registryUrl: "", redisUrl: "", minioUrl: base, minioAccessKey: "k", minioSecretKey: "s" });
       for (const name of ["a", "b", "c"]) await expect(client.statObject("oz0-files", name)).rejects.toThrow();
       await expect(client.getObject("oz0-files", "d")).rejects.toThrow();
       expect(requests.filter((r) => r.endsWith("?location"))).toEqual(["GET /oz0-files?location"]);
       expect(requests.filter((r) => !r.endsWith("?location"))).toEqual(["HEAD /oz0-files/a", "HEAD /oz0-files/b", "HEAD /oz0-files/c", "GET /oz0-files/d"]);
-    } finally {
-      await new Promise((resolve) => server.close(resolve));
-    }
+    });
   });
 });
