@@ -3,7 +3,7 @@
  * the same plan against a bare kafkajs passthrough on the same broker; a report with figures
  * and a chart. Bounded in count and time: it stops by itself.
  *
- *   npm run load -- [--events N] [--seconds S] [--runtimes R[,R...] | --agents N[,N...] [--think-scale F]] [--seed K] [--warm-up W] [--external] [--out DIR]
+ *   npm run load -- [--events N] [--seconds S] [--runtimes R[,R...] | --agents N[,N...] [--think-scale F] [--cold-start]] [--seed K] [--warm-up W] [--external] [--out DIR]
  *
  * Trees of several tenants: paging, large results offloaded to MinIO and read back with
  * oz.read_result, loops, delegated children, budgets that run out (bench/load/mix.ts), with
@@ -14,7 +14,9 @@
  * with latency against events per second for the pipeline and the passthrough.
  * With `--agents N` instead of runtimes, N agents play the plan, each waiting between steps as
  * coding agents do (the model's generation, the tools' runs: bench/load/pace.ts); several
- * numbers make an agents sweep, with the most agents held at a p99 of 100 ms.
+ * numbers make an agents sweep, with the most agents held at a p99 of 100 ms. The agents start
+ * as if they had long been playing, so a run offers the long run's load from its start;
+ * `--cold-start` starts them all afresh, as after a restart (about twice that over minutes).
  * With `--agents N --minutes M`, a soak: the pipeline alone (no passthrough phase) played by N
  * agents for M minutes (at most 240), sampled every `--sample-seconds` (default 30, at least 5):
  * each window's latencies, the consumer lag, the pipeline's memory, dead letters and unanswered,
@@ -25,6 +27,7 @@ import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { runLoad, runSweep } from "../bench/load/run.ts";
 import { runSoak } from "../bench/load/soak-run.ts";
+import type { AgentStart } from "../bench/load/pace.ts";
 import { DEFAULT_SAMPLE_SECONDS, MAX_SOAK_MINUTES, MIN_SAMPLE_SECONDS } from "../bench/load/soak.ts";
 import type { LoadResult } from "../bench/load/report.ts";
 import { MEASURED_KINDS } from "../bench/load/play.ts";
@@ -32,7 +35,7 @@ import { createLogger } from "../processors/runner/log.ts";
 import { opsAddressFromEnv } from "../processors/ops/ops-server.ts";
 import { servicesForCommand } from "../topology/services.ts";
 
-const usage = "usage: npm run load -- [--events N>0] [--seconds S>0] [--runtimes R>0[,R...] | --agents N>0[,N...] [--think-scale F>0]] [--seed K] [--warm-up W>=0] [--external] [--out DIR]\n       npm run load -- --agents N>0 --minutes M (0<M<=240) [--sample-seconds S>=5] [--think-scale F>0] [--events N] [--seed K] [--warm-up W>=0] [--external [--pipeline-pid P]] [--out DIR]\n";
+const usage = "usage: npm run load -- [--events N>0] [--seconds S>0] [--runtimes R>0[,R...] | --agents N>0[,N...] [--think-scale F>0] [--cold-start]] [--seed K] [--warm-up W>=0] [--external] [--out DIR]\n       npm run load -- --agents N>0 --minutes M (0<M<=240) [--sample-seconds S>=5] [--think-scale F>0] [--cold-start] [--events N] [--seed K] [--warm-up W>=0] [--external [--pipeline-pid P]] [--out DIR]\n";
 let values;
 try {
   ({ values } = parseArgs({
@@ -49,6 +52,8 @@ try {
       agents: { type: "string" },
       // Every wait of the agents multiplied by this: for tests and quick looks.
       "think-scale": { type: "string" },
+      // The agents all start afresh, as after a restart, instead of as if long at play.
+      "cold-start": { type: "boolean", default: false },
       seed: { type: "string", default: "1" },
       // Events of a warm-up plan before each phase, not counted; by default as many as the plan's.
       "warm-up": { type: "string" },
@@ -66,6 +71,10 @@ if (values.agents !== undefined && values.runtimes !== undefined) {
 }
 if (values["think-scale"] !== undefined && values.agents === undefined) {
   process.stderr.write(`--think-scale scales the agents' waits: it needs --agents\n${usage}`);
+  process.exit(2);
+}
+if (values["cold-start"] && values.agents === undefined) {
+  process.stderr.write(`--cold-start is how the agents begin: it needs --agents\n${usage}`);
   process.exit(2);
 }
 const soak = values.minutes !== undefined;
@@ -94,6 +103,7 @@ const seconds = Number(values.seconds ?? "120");
 const levels = (values.agents ?? values.runtimes ?? "24").split(",").map((r) => Number(r.trim()));
 const seed = Number(values.seed);
 const thinkScale = Number(values["think-scale"] ?? "1");
+const start: AgentStart = values["cold-start"] ? "cold" : "steady";
 // Agents warm up on 3,000 events by default, played without waits (their plans are larger).
 const warmUpEvents = values["warm-up"] === undefined ? (agents ? 3_000 : (events ?? 3_000)) : Number(values["warm-up"]);
 if (
@@ -124,7 +134,7 @@ if (soak) {
   const count = levels[0] as number;
   const { result, markdown, files } = await runSoak({
     endpoints,
-    agents: { count, thinkScale },
+    agents: { count, thinkScale, start },
     minutes,
     sampleSeconds,
     ...(events !== undefined ? { events } : {}),
@@ -143,12 +153,12 @@ if (soak) {
 const failed = (r: LoadResult): boolean => MEASURED_KINDS.reduce((s, k) => s + r.pipeline.rec.unanswered[k], 0) > 0 || r.pipeline.rec.errors.length > 0;
 if (levels.length === 1) {
   const n = levels[0] as number;
-  const { result, markdown, files } = await runLoad({ ...common, runtimes: n, ...(agents ? { agents: { count: n, thinkScale } } : {}) });
+  const { result, markdown, files } = await runLoad({ ...common, runtimes: n, ...(agents ? { agents: { count: n, thinkScale, start } } : {}) });
   process.stdout.write(`${markdown}\n`);
   process.stderr.write(`report: ${files.markdown}, chart: ${files.chart}\n`);
   process.exit(failed(result) ? 1 : 0);
 }
-const sweep = await runSweep({ ...common, levels, ...(agents ? { agents: { thinkScale } } : {}) });
+const sweep = await runSweep({ ...common, levels, ...(agents ? { agents: { thinkScale, start } } : {}) });
 process.stdout.write(`${sweep.markdown}\n`);
 process.stderr.write(`sweep: ${sweep.files.markdown}, chart: ${sweep.files.chart}; each level's report under ${values.out}\n`);
 process.exit(sweep.levels.some((l) => failed(l.outcome.result)) ? 1 : 0);

@@ -122,13 +122,63 @@ export function planWaits(plan: Plan, o: PaceOptions): Map<Tree, readonly number
 }
 
 /**
- * When each agent starts, in ms after the phase's start: spread uniformly over the first think
- * time (the mean think time, scaled), so they do not all ask at once.
+ * How the agents begin a phase: `steady`, as if they had been playing long before it, so that
+ * it offers from its first seconds what N agents offer in the long run; or `cold`, every agent
+ * afresh at once, as after a restart of the platform they run on.
  */
-export function agentStarts(agents: number, o: PaceOptions): number[] {
-  const rnd = random(mix(o.seed, 0, 0x51a));
-  const span = THINK.mean * 1000 * (o.thinkScale ?? 1);
-  return Array.from({ length: agents }, () => rnd() * span);
+export type AgentStart = "steady" | "cold";
+
+export const AGENT_STARTS: readonly AgentStart[] = ["steady", "cold"];
+
+/**
+ * When each agent starts its first tree, in ms after the phase's start (`start`, by default
+ * `steady`; the plan's `waits` as `planWaits` gives them).
+ *
+ * `steady`: at a moment taken at random, an agent that has long been playing is inside one of
+ * its waits (the steps between waits take no time of their own), a wait of w ms with a chance in
+ * proportion to w, at a point uniform within it. So each agent starts once the rest of such a
+ * wait is over: u * w, with w drawn from the plan's waits by their length and u uniform in
+ * [0, 1). Where it would have gone on with the tree that wait was in, it takes a fresh one. With
+ * the traces' long tool calls most agents begin inside a long wait (1,000 agents: half start
+ * after about 30 s), and a run of a minute offers within a few per cent of the long run's rate
+ * (`test/unit/load/pace.test.ts`).
+ *
+ * `cold`: spread uniformly over the first think time (the mean think time, scaled). Every agent
+ * starts afresh with its short waits first: over a run of minutes the agents offer about twice
+ * the long run's rate.
+ */
+export function agentStarts(agents: number, waits: ReadonlyMap<Tree, readonly number[]>, o: PaceOptions & { readonly start?: AgentStart }): number[] {
+  if ((o.start ?? "steady") === "cold") {
+    const rnd = random(mix(o.seed, 0, 0x51a));
+    const span = THINK.mean * 1000 * (o.thinkScale ?? 1);
+    return Array.from({ length: agents }, () => rnd() * span);
+  }
+  const pool: number[] = [];
+  const upTo: number[] = [];
+  let total = 0;
+  for (const tree of waits.values()) {
+    for (const w of tree) {
+      if (w <= 0) continue;
+      total += w;
+      pool.push(w);
+      upTo.push(total);
+    }
+  }
+  // No waits at all (waits scaled to 0): every agent starts at once.
+  if (total === 0) return new Array<number>(agents).fill(0);
+  const rnd = random(mix(o.seed, 0, 0x57d));
+  return Array.from({ length: agents }, () => {
+    // The first wait whose running total passes a point uniform in the total: a wait by its length.
+    const at = rnd() * total;
+    let lo = 0;
+    let hi = upTo.length - 1;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if ((upTo[mid] as number) <= at) lo = mid + 1;
+      else hi = mid;
+    }
+    return rnd() * (pool[lo] as number);
+  });
 }
 
 /** A 32-bit seed of its own for each (seed, index, stream). */

@@ -7,7 +7,7 @@ import { causedByPipeline, causedTotal, describeCaused, extra, perEvent, records
 import { chartSvg, type Series } from "./chart.ts";
 import type { LagSample } from "./lag.ts";
 import { STEP_KINDS, TREE_KINDS, type StepKind, type TreeKind } from "./mix.ts";
-import type { Offered, OfferedInRun } from "./pace.ts";
+import type { AgentStart, Offered, OfferedInRun } from "./pace.ts";
 import { MEASURED, MEASURED_KINDS, type Recorder } from "./play.ts";
 import { bytes, fmt, latency, perSecond, ratio } from "./stats.ts";
 
@@ -150,7 +150,7 @@ export interface LoadResult {
   /** Runtimes (or agents, in an agents run) playing at once. */
   readonly runtimes: number;
   /** An agents run (`--agents N`): its agents, how their waits were scaled and capped, the load the plan offers. */
-  readonly agents?: { readonly count: number; readonly thinkScale: number; readonly capS: number; readonly offered: Offered; readonly inRun: OfferedInRun };
+  readonly agents?: { readonly count: number; readonly thinkScale: number; readonly start: AgentStart; readonly capS: number; readonly offered: Offered; readonly inRun: OfferedInRun };
   /** Whether the pipeline ran elsewhere (`--external`) rather than in this process. */
   readonly external: boolean;
   /**
@@ -229,7 +229,7 @@ function agentRows(r: LoadResult, ag: NonNullable<LoadResult["agents"]>): string
     "",
     "### Offered and answered",
     "",
-    `Each agent waits before a model call's usage for the model's generation (lognormal, median 4.9 s, mean 11.5 s) and before a tool call's result for the tool's run (lognormal, median 0.3 s, mean 14 s a call), each draw capped at ${ag.capS} s${ag.thinkScale !== 1 ? `, then scaled by ${ag.thinkScale}` : ""}; agents start spread over the first think time. What the plan offers is what the agents would send if every step were played and every answer came at once: over this run of ${r.seconds} s (the agents played with their waits), and in the long run (the plan's events over its waits, ${fmt(ag.offered.eventsPerAgentSecond, 3)} events a second an agent, times ${ag.count}). A run of minutes offers more than the long run: every agent starts afresh, and the rare long waits that make most of the mean have barely begun. Measured rates are over each phase's whole time.`,
+    `Each agent waits before a model call's usage for the model's generation (lognormal, median 4.9 s, mean 11.5 s) and before a tool call's result for the tool's run (lognormal, median 0.3 s, mean 14 s a call), each draw capped at ${ag.capS} s${ag.thinkScale !== 1 ? `, then scaled by ${ag.thinkScale}` : ""}; ${ag.start === "cold" ? "every agent starts afresh, spread over the first think time (`--cold-start`)" : "each agent starts as if it had long been playing, once the rest of a wait drawn by its length is over (bench/load/pace.ts)"}. What the plan offers is what the agents would send if every step were played and every answer came at once: over this run of ${r.seconds} s (the agents played with their waits), and in the long run (the plan's events over its waits, ${fmt(ag.offered.eventsPerAgentSecond, 3)} events a second an agent, times ${ag.count}). ${ag.start === "cold" ? "A run of minutes offers more than the long run: every agent starts afresh, and the rare long waits that make most of the mean have barely begun. " : ""}Measured rates are over each phase's whole time.`,
     "",
     "| rate (per second) | offered over the run | offered in the long run | pipeline | passthrough |",
     "| --- | ---: | ---: | ---: | ---: |",

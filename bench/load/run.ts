@@ -25,7 +25,7 @@ import { loadCorpus } from "./corpus.ts";
 import { EchoTarget } from "./echo.ts";
 import { LagSampler, type WatchedGroup } from "./lag.ts";
 import { countSteps, countTrees, makePlan, type Plan, type Tree } from "./mix.ts";
-import { agentStarts, agentsEvents, CAP_S, offered, offeredInRun, planWaits } from "./pace.ts";
+import { agentStarts, agentsEvents, CAP_S, offered, offeredInRun, planWaits, type AgentStart } from "./pace.ts";
 import { MEASURED_KINDS, playAgents, playAll, Recorder, type LoadTarget } from "./play.ts";
 import { Progress } from "./progress.ts";
 import { publishLoadConfig } from "./publish-config.ts";
@@ -45,9 +45,10 @@ export interface LoadOptions {
   readonly runtimes: number;
   /**
    * Agents instead of runtimes: `count` agents play the plan, each waiting between steps as an
-   * agent does (bench/load/pace.ts), every wait multiplied by `thinkScale` (1 as agents wait).
+   * agent does (bench/load/pace.ts), every wait multiplied by `thinkScale` (1 as agents wait),
+   * starting as agents long at play (`steady`, the default) or all afresh (`cold`).
    */
-  readonly agents?: { readonly count: number; readonly thinkScale: number };
+  readonly agents?: { readonly count: number; readonly thinkScale: number; readonly start?: AgentStart };
   readonly seed: number;
   /** A pipeline runs elsewhere (`npm start`, compose): none is started here. */
   readonly external: boolean;
@@ -158,6 +159,12 @@ async function phase(name: string, plan: Plan, target: LoadTarget, sampler: LagS
   return { startedAt, endedAt: Date.now(), rec, lag: sampler.samples, ...(spent ? { cpu: spent } : {}), ...(written ? { written } : {}) };
 }
 
+/** The agents' waits and starts for a plan (bench/load/pace.ts). */
+function agentsPacing(plan: Plan, seed: number, agents: NonNullable<LoadOptions["agents"]>): Pacing {
+  const waits = planWaits(plan, { seed, thinkScale: agents.thinkScale });
+  return { waits, starts: agentStarts(agents.count, waits, { seed, thinkScale: agents.thinkScale, ...(agents.start ? { start: agents.start } : {}) }) };
+}
+
 /**
  * The warm-up: a plan of `events` events of the next seed, its trees apart from the measured
  * plan's, played against the target at the same number of runtimes and not recorded. A
@@ -200,9 +207,7 @@ export async function runLoad(o: LoadOptions): Promise<LoadOutcome> {
   const corpus = await loadCorpus();
   const events = o.events ?? (o.agents ? agentsEvents(o.agents.count, o.seconds, o.agents.thinkScale) : 3_000);
   const plan = makePlan({ seed: o.seed, events, tag: uid, corpus });
-  const pacing: Pacing | undefined = o.agents
-    ? { waits: planWaits(plan, { seed: o.seed, thinkScale: o.agents.thinkScale }), starts: agentStarts(o.agents.count, { seed: o.seed, thinkScale: o.agents.thinkScale }) }
-    : undefined;
+  const pacing: Pacing | undefined = o.agents ? agentsPacing(plan, o.seed, o.agents) : undefined;
   const warmEvents = o.warmUpEvents ?? 0;
   if (!(Number.isInteger(warmEvents) && warmEvents >= 0)) throw new Error(`the warm-up needs a whole number of events, 0 or more, got ${warmEvents}`);
   const warm: Plan | undefined = warmEvents > 0 ? makePlan({ seed: o.seed + 1, events: warmEvents, tag: `${uid}w`, corpus }) : undefined;
@@ -264,7 +269,7 @@ export async function runLoad(o: LoadOptions): Promise<LoadOutcome> {
       seconds: o.seconds,
       runtimes: o.agents?.count ?? o.runtimes,
       ...(o.agents && pacing
-        ? { agents: { count: o.agents.count, thinkScale: o.agents.thinkScale, capS: CAP_S, offered: offered(plan, pacing.waits, o.agents.count), inRun: offeredInRun(plan, pacing.waits, pacing.starts, o.seconds * 1000) } }
+        ? { agents: { count: o.agents.count, thinkScale: o.agents.thinkScale, start: o.agents.start ?? "steady", capS: CAP_S, offered: offered(plan, pacing.waits, o.agents.count), inRun: offeredInRun(plan, pacing.waits, pacing.starts, o.seconds * 1000) } }
         : {}),
       external: o.external,
       ...(pipelineAge ? { pipelineAge } : {}),
@@ -332,7 +337,7 @@ export interface SweepOutcome {
  * table and its chart (latency against events per second, where the knee of each shows) to
  * `outDir/sweep.md` and `sweep.svg`.
  */
-export async function runSweep(o: Omit<LoadOptions, "runtimes" | "pipeline" | "agents"> & { readonly levels: readonly number[]; readonly agents?: { readonly thinkScale: number } }): Promise<SweepOutcome> {
+export async function runSweep(o: Omit<LoadOptions, "runtimes" | "pipeline" | "agents"> & { readonly levels: readonly number[]; readonly agents?: { readonly thinkScale: number; readonly start?: AgentStart } }): Promise<SweepOutcome> {
   let pipeline: Pipeline | undefined;
   const levels: Array<{ runtimes: number; outcome: LoadOutcome }> = [];
   const unit = o.agents ? "agents" : "runtimes";
@@ -348,7 +353,7 @@ export async function runSweep(o: Omit<LoadOptions, "runtimes" | "pipeline" | "a
       const outcome = await runLoad({
         ...rest,
         runtimes,
-        ...(o.agents ? { agents: { count: runtimes, thinkScale: o.agents.thinkScale } } : {}),
+        ...(o.agents ? { agents: { ...o.agents, count: runtimes } } : {}),
         outDir: join(o.outDir, `${unit}-${runtimes}`),
         ...(pipeline ? { pipeline } : {}),
         warmUpEvents: i === 0 ? (o.warmUpEvents ?? 0) : 0,

@@ -7,6 +7,7 @@
 import { chartSvg, type Panel, type Series } from "./chart.ts";
 import { MEASURED, MEASURED_KINDS, type Measured } from "./play.ts";
 import { fmt, percentile } from "./stats.ts";
+import type { AgentStart } from "./pace.ts";
 
 /** The most minutes a soak may last. */
 export const MAX_SOAK_MINUTES = 240;
@@ -223,7 +224,7 @@ export interface SoakResult {
   readonly command: string;
   readonly seed: number;
   readonly warmUpEvents: number;
-  readonly agents: { readonly count: number; readonly thinkScale: number };
+  readonly agents: { readonly count: number; readonly thinkScale: number; readonly start?: AgentStart };
   readonly minutes: number;
   readonly sampleSeconds: number;
   readonly external: boolean;
@@ -253,7 +254,7 @@ export function soakMarkdown(r: SoakResult): string {
   const lines: string[] = [
     `# Soak report (${r.at.toISOString()})`,
     "",
-    `\`${r.command}\`: seed ${r.seed}, ${r.agents.count} agents, each waiting between steps as agents do${r.agents.thinkScale !== 1 ? ` (every wait scaled by ${r.agents.thinkScale})` : ""}, for ${r.minutes} min, sampled every ${r.sampleSeconds} s, ${where}; Node ${r.node}.`,
+    `\`${r.command}\`: seed ${r.seed}, ${r.agents.count} agents, each waiting between steps as agents do${r.agents.thinkScale !== 1 ? ` (every wait scaled by ${r.agents.thinkScale})` : ""}${r.agents.start === "cold" ? ", all starting afresh (`--cold-start`)" : ""}, for ${r.minutes} min, sampled every ${r.sampleSeconds} s, ${where}; Node ${r.node}.`,
     "",
     "The pipeline phase only: a soak plays no passthrough phase, so there are no ratios to a bare kafkajs passthrough here (`npm run load -- --agents N` gives them).",
     r.warmUpEvents > 0 ? `Before the soak, a warm-up plan of ${r.warmUpEvents} events (seed ${r.seed + 1}) was played and not counted.` : "No warm-up was played (`--warm-up 0`).",

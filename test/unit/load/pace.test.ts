@@ -103,8 +103,10 @@ describe("SYS-6 how the load's agents pace their calls", () => {
     // A tree's waits depend on the seed and its place alone: the same in a longer plan of the same seed.
     const longer = makePlan({ seed: 4, events: 2_000, tag: "s", corpus });
     expect(planWaits(longer, { seed: 4 }).get(longer.trees[3] ?? longer.trees[0]!)).toEqual(a.get(plan.trees[3] ?? plan.trees[0]!));
-    expect(agentStarts(50, { seed: 4 })).toEqual(agentStarts(50, { seed: 4 }));
-    expect(agentStarts(50, { seed: 4 })).not.toEqual(agentStarts(50, { seed: 5 }));
+    for (const start of ["steady", "cold"] as const) {
+      expect(agentStarts(50, a, { seed: 4, start })).toEqual(agentStarts(50, b, { seed: 4, start }));
+      expect(agentStarts(50, a, { seed: 4, start })).not.toEqual(agentStarts(50, a, { seed: 5, start }));
+    }
   });
 
   it("scales every wait and the starts by the think scale", () => {
@@ -112,12 +114,17 @@ describe("SYS-6 how the load's agents pace their calls", () => {
     const full = [...planWaits(plan, { seed: 6 }).values()].flat();
     const scaled = [...planWaits(plan, { seed: 6, thinkScale: 0.01 }).values()].flat();
     scaled.forEach((w, i) => expect(w).toBeCloseTo((full[i] ?? NaN) * 0.01, 9));
-    const starts = agentStarts(200, { seed: 6, thinkScale: 0.01 });
+    const starts = agentStarts(200, planWaits(plan, { seed: 6, thinkScale: 0.01 }), { seed: 6, thinkScale: 0.01, start: "cold" });
     expect(Math.max(...starts)).toBeLessThan(THINK.mean * 1000 * 0.01);
+    // Steady starts come from the waits, so they scale with them.
+    const steady = agentStarts(200, planWaits(plan, { seed: 6 }), { seed: 6 });
+    const steadyScaled = agentStarts(200, planWaits(plan, { seed: 6, thinkScale: 0.01 }), { seed: 6, thinkScale: 0.01 });
+    steadyScaled.forEach((t, i) => expect(t).toBeCloseTo((steady[i] ?? NaN) * 0.01, 6));
   });
 
-  it("spreads the agents' starts over the first think time, not all at once", () => {
-    const starts = agentStarts(1_000, { seed: 1 });
+  it("starts cold agents spread over the first think time, not all at once", () => {
+    const plan = makePlan({ seed: 1, events: 3_000, tag: "c", corpus });
+    const starts = agentStarts(1_000, planWaits(plan, { seed: 1 }), { seed: 1, start: "cold" });
     expect(starts).toHaveLength(1_000);
     expect(Math.min(...starts)).toBeGreaterThanOrEqual(0);
     expect(Math.max(...starts)).toBeLessThan(THINK.mean * 1000);
@@ -179,21 +186,52 @@ describe("SYS-6 how the load's agents pace their calls", () => {
     expect(second).toBeGreaterThan(3);
   });
 
-  it("offers more over a run of minutes than in the long run: every agent starts afresh, and the long waits have barely begun", () => {
+  it("offers more over a run of minutes than in the long run when every agent starts cold: the long waits have barely begun", () => {
     const agents = 1_000;
     const plan = makePlan({ seed: 1, events: agentsEvents(agents, 40), tag: "l", corpus });
     const waits = planWaits(plan, { seed: 1 });
-    const inRun = offeredInRun(plan, waits, agentStarts(agents, { seed: 1 }), 40_000);
+    const inRun = offeredInRun(plan, waits, agentStarts(agents, waits, { seed: 1, start: "cold" }), 40_000);
     const longRun = offered(plan, waits, agents);
     expect(inRun.eventsPerSecond).toBeGreaterThan(longRun.eventsPerSecond * 1.3);
     expect(inRun.answersPerSecond).toBeLessThan(inRun.eventsPerSecond);
+  });
+
+  it("offers the long run's load from the first seconds when agents start as if long at play", () => {
+    for (const agents of [1_000, 3_000]) {
+      const plan = makePlan({ seed: 1, events: agentsEvents(agents, 60), tag: "st", corpus });
+      const waits = planWaits(plan, { seed: 1 });
+      const starts = agentStarts(agents, waits, { seed: 1 });
+      const longRun = offered(plan, waits, agents).eventsPerSecond;
+      // Over a minute within about a tenth of the long run's rate (the first seconds a little
+      // under it: an agent that was inside a think starts a fresh tree, whose think comes first),
+      // and each quarter of it within a quarter; agents started cold offer 1.7 to 1.9 times it.
+      const over = offeredInRun(plan, waits, starts, 60_000).eventsPerSecond;
+      expect(over, `${agents} agents over 60 s`).toBeGreaterThan(longRun * 0.85);
+      expect(over, `${agents} agents over 60 s`).toBeLessThan(longRun * 1.1);
+      let before = 0;
+      for (const end of [15, 30, 45, 60]) {
+        const upTo = offeredInRun(plan, waits, starts, end * 1_000).events;
+        const rate = (upTo - before) / 15;
+        expect(rate, `${agents} agents, the 15 s up to ${end} s`).toBeGreaterThan(longRun * 0.75);
+        expect(rate, `${agents} agents, the 15 s up to ${end} s`).toBeLessThan(longRun * 1.25);
+        before = upTo;
+      }
+      // Most agents begin inside a long wait: half start after 10 s, none after the longest wait.
+      const sorted = [...starts].sort((x, y) => x - y);
+      expect(sorted[agents >> 1]).toBeGreaterThan(10_000);
+      expect(sorted.at(-1)).toBeLessThanOrEqual(CAP_S * 1_000);
+      expect(sorted[0]).toBeGreaterThanOrEqual(0);
+    }
+    // Without waits, every agent starts at once.
+    const plan = makePlan({ seed: 1, events: 500, tag: "z", corpus });
+    expect(agentStarts(5, planWaits(plan, { seed: 1, thinkScale: 0 }), { seed: 1 })).toEqual([0, 0, 0, 0, 0]);
   });
 
   it("matches what agents send when every answer comes at once (a short run, waits scaled down)", async () => {
     const plan = makePlan({ seed: 2, events: 6_000, tag: "m", corpus });
     const thinkScale = 0.02;
     const waits = planWaits(plan, { seed: 2, thinkScale });
-    const starts = agentStarts(30, { seed: 2, thinkScale });
+    const starts = agentStarts(30, waits, { seed: 2, thinkScale });
     const rec = new Recorder();
     const allow = (id: string): Decision => ({ id: `d-${id}`, input_id: id, processor: "f", tenant: "t", tree_id: "t", job_id: "j", run_id: null, subject: id, verdict: "allow", reason_code: null, limit: null, numbers: {}, message: "", evidence: null, ts: 0 });
     const result = (id: string): ResultDelivered => ({ id: `r-${id}`, input_id: id, processor: "f", tenant: "t", tree_id: "t", job_id: "j", run_id: "r", call_id: "c", plugin: "p", tool: "p", function: "f", is_error: false, content: "ok", truncated: false, fit: null, ts: 0 });

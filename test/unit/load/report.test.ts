@@ -209,7 +209,7 @@ describe("the load report's figures", () => {
       pipeline: phase(600, 400),
       passthrough: phase(800, 560),
       processors: [],
-      agents: { count: 40, thinkScale: 0.01, capS: 600, offered: { eventsPerAgentSecond: 1.5, eventsPerSecond: 60, answersPerSecond: 41, waitSeconds: 100 }, inRun: { events: 1_800, eventsPerSecond: 90, answersPerSecond: 62 } },
+      agents: { count: 40, thinkScale: 0.01, start: "steady", capS: 600, offered: { eventsPerAgentSecond: 1.5, eventsPerSecond: 60, answersPerSecond: 41, waitSeconds: 100 }, inRun: { events: 1_800, eventsPerSecond: 90, answersPerSecond: 62 } },
     });
     const md = loadMarkdown(r);
     expect(md).toContain("40 agents, each waiting between steps as agents do (every wait scaled by 0.01)");
@@ -219,6 +219,12 @@ describe("the load report's figures", () => {
     expect(md).toContain("| events | 90.0 | 60.0 | 30.0 | 40.0 |");
     expect(md).toContain("| awaited answers | 62.0 | 41.0 | 20.0 | 28.0 |");
     expect(md).toContain("over this run of 60 s");
+    expect(md).toContain("each agent starts as if it had long been playing");
+    expect(md).not.toContain("A run of minutes offers more than the long run");
+    // Agents started cold are said to be, and why the run offers more.
+    const cold = loadMarkdown({ ...r, agents: { ...r.agents!, start: "cold" } });
+    expect(cold).toContain("every agent starts afresh, spread over the first think time (`--cold-start`)");
+    expect(cold).toContain("A run of minutes offers more than the long run");
     expect(md).toContain("an agent's waits are never counted");
     expect(md).toContain("| tool call to call decision | budget-fill-in, loop-calls | 400 | 9 |");
     expect(md).not.toContain("runtimes at once");
