@@ -99,6 +99,25 @@ function cpuRows(pipe: PhaseResult, base: PhaseResult, external: boolean): strin
   ];
 }
 
+/** A phase shorter than this many of the sinks' waits is said to be short beside its CPU figures. */
+export const SINK_WAITS_A_PHASE = 3;
+
+/**
+ * Beside the CPU figures of a pipeline phase shorter than a few of the sinks' waits: the sinks
+ * write once a wait, so whether one of their writes falls in the phase moves its figures.
+ */
+export function shortPhaseNote(pipe: PhaseResult, sinkWaitMs: number | undefined): string[] {
+  if (sinkWaitMs === undefined || !pipe.cpu || pipe.rec.firstAt === undefined || pipe.rec.lastAt === undefined) return [];
+  const seconds = (pipe.rec.lastAt - pipe.rec.firstAt) / 1000;
+  if (seconds >= (SINK_WAITS_A_PHASE * sinkWaitMs) / 1000) return [];
+  const rate = seconds > 0 ? pipe.rec.events / seconds : 0;
+  const enough = Math.ceil((rate * 60) / 1000) * 1000;
+  return [
+    "",
+    `**A short phase.** The pipeline's phase was active ${fmt(seconds, 1)} s, under ${SINK_WAITS_A_PHASE} of the sinks' waits (${fmt(sinkWaitMs / 1000, 1)} s, \`OZ0_SINK_MAX_WAIT_MS\` as this command sees it). The sinks write what the events caused to MinIO once a wait, so whether one of their writes falls in the phase moves MinIO's and the process's figures above, and the caused CPU with them, from run to run. A phase of a minute or more holds several of their writes and reads steadier${enough > 0 ? `: at this phase's rate, \`--events ${enough}\`` : ""}.`,
+  ];
+}
+
 /** Records written to Kafka and objects put to MinIO per event published, beside the CPU. */
 function writtenRows(pipe: PhaseResult, base: PhaseResult): string[] {
   if (!pipe.written && !base.written) return [];
@@ -159,6 +178,12 @@ export interface LoadResult {
    * that has run a few minutes. None when it could not be read.
    */
   readonly pipelineAge?: PipelineAge;
+  /**
+   * How long the sinks wait to fill a batch before they write it to MinIO
+   * (`OZ0_SINK_MAX_WAIT_MS` as this command sees it): a phase a few of these long holds their
+   * writes of what it caused, a shorter one may miss them. None: not said.
+   */
+  readonly sinkWaitMs?: number;
   readonly node: string;
   readonly plan: { readonly events: number; readonly trees: Readonly<Record<TreeKind, number>>; readonly steps: Readonly<Record<StepKind, number>> };
   readonly pipeline: PhaseResult;
@@ -275,6 +300,7 @@ export function loadMarkdown(r: LoadResult): string {
     "",
     ...(ag ? agentRows(r, ag) : ["The runtimes wait for each answer before their next step, as runtimes do, so the rate is set by", "the latency of the answers: the passthrough plays every step (nothing refuses), the pipeline fewer."]),
     ...cpuRows(pipe, base, r.external),
+    ...shortPhaseNote(pipe, r.sinkWaitMs),
     ...writtenRows(pipe, base),
     "",
     "## Latency from ask to decision",

@@ -10,6 +10,7 @@ import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import kafkajs, { type Admin } from "kafkajs";
 import { pipelineLayout, startPipeline, type Pipeline } from "../../topology/run.ts";
+import { sinkFetchFromEnv } from "../../topology/pipeline.ts";
 import { RuntimeClient } from "../../client/runtime-client.ts";
 import { kafkaConfig, type Endpoints } from "../../processors/runner/endpoints.ts";
 import { createLogger, type Logger } from "../../processors/runner/log.ts";
@@ -273,6 +274,7 @@ export async function runLoad(o: LoadOptions): Promise<LoadOutcome> {
         : {}),
       external: o.external,
       ...(pipelineAge ? { pipelineAge } : {}),
+      sinkWaitMs: sinkFetchFromEnv(process.env).maxWaitMs,
       node: process.version,
       plan: { events: plan.events, trees: countTrees(plan), steps: countSteps(plan) },
       pipeline: pipe,

@@ -36,7 +36,7 @@ function wellFormed(xml: string): { ok: boolean; why: string } {
 }
 
 /** A load result with the plan and settings every report test shares, and the given phases and fields. */
-function resultOf(fields: Pick<LoadResult, "command" | "external" | "pipeline" | "passthrough" | "processors"> & Partial<Pick<LoadResult, "agents" | "pipelineAge">>): LoadResult {
+function resultOf(fields: Pick<LoadResult, "command" | "external" | "pipeline" | "passthrough" | "processors"> & Partial<Pick<LoadResult, "agents" | "pipelineAge" | "sinkWaitMs">>): LoadResult {
   const twos = <K extends string>(keys: readonly K[]) => Object.fromEntries(keys.map((k) => [k, 2])) as Record<K, number>;
   return { at: new Date(0), seed: 1, seconds: 60, runtimes: 4, node: "v20", plan: { events: 100, trees: twos(TREE_KINDS), steps: twos(STEP_KINDS) }, chartFile: "load.svg", ...fields };
 }
@@ -178,6 +178,26 @@ describe("the load report's figures", () => {
     expect(md).not.toMatch(/^\| Redis \|/m);
     expect(md).toContain("| the whole machine (every core, every process) | 9.00 | 3.00 | 3.00x |");
     expect(md.indexOf("| MinIO |")).toBeLessThan(md.indexOf("| this process"));
+  });
+
+  it("SYS-6 says a phase is short beside its CPU figures when it lasted under three of the sinks' waits, with the events that would fill a minute", () => {
+    const phase = (events: number, seconds: number): PhaseResult => {
+      const rec = new Recorder();
+      for (let i = 0; i < events; i++) rec.sent("tool_call", 1_000 + Math.floor((i * seconds * 1_000) / events));
+      rec.lastAt = 1_000 + seconds * 1_000;
+      return { startedAt: 1_000, endedAt: rec.lastAt, rec, lag: [], cpu: { machine: 1, process: 0.5, redis: null, broker: 0.3, others: {} } };
+    };
+    const base = { command: "npm run load -- --events 3000", external: false, passthrough: phase(3_000, 3), processors: [] } as const;
+    // 2,500 events in 5 s, sinks writing every 10 s: short, and 500 a second for a minute is 30,000.
+    const short = loadMarkdown(resultOf({ ...base, pipeline: phase(2_500, 5), sinkWaitMs: 10_000 }));
+    expect(short).toContain("**A short phase.** The pipeline's phase was active 5.0 s, under 3 of the sinks' waits (10.0 s");
+    expect(short).toContain("`--events 30000`");
+    expect(short.indexOf("**A short phase.**")).toBeGreaterThan(short.indexOf("Caused by the pipeline, ms per event"));
+    // 30 s or more against 10-s waits, or no wait said: nothing.
+    expect(loadMarkdown(resultOf({ ...base, pipeline: phase(15_000, 30), sinkWaitMs: 10_000 }))).not.toContain("A short phase");
+    expect(loadMarkdown(resultOf({ ...base, pipeline: phase(2_500, 5) }))).not.toContain("A short phase");
+    // Sinks writing every second: 5 s is longer than three of their waits.
+    expect(loadMarkdown(resultOf({ ...base, pipeline: phase(2_500, 5), sinkWaitMs: 1_000 }))).not.toContain("A short phase");
   });
 
   it("SYS-6 says how long the pipeline had run, and its CPU by then, when its phase began; nothing when not known", () => {
