@@ -57,12 +57,12 @@ export interface ApplicationSpec<N extends NodeShape, P extends PunctuatorShape>
   /** A fetch waits for `minBytes` or `maxWaitMs`; left out, the transport's defaults. */
   readonly fetch?: Setting<{ minBytes: number; maxWaitMs: number }>;
   /**
-   * For an application whose outputs no runtime awaits: at most this many of its batches in
-   * hand at once, each started on an event-loop turn of its own (`processors/runner/turns.ts`),
-   * so that its bursts do not hold up the batches whose outputs are answers. Left out, its
-   * batches are handled as they come.
+   * For an application whose outputs no runtime awaits: at most `atOnce` of its batches in
+   * hand at once, each started on an event-loop turn of its own and at least `gapMs` after the
+   * one before (`processors/runner/turns.ts`), so that its bursts do not hold up the batches
+   * whose outputs are answers. Left out, its batches are handled as they come.
    */
-  readonly yields?: Setting<number>;
+  readonly yields?: Setting<{ readonly atOnce: number; readonly gapMs: number }>;
   readonly processors: readonly N[];
   readonly punctuators?: readonly P[];
 }
@@ -164,7 +164,7 @@ export function declareTopology<N extends NodeShape, P extends PunctuatorShape>(
     const lines: string[] = [`Topology: ${applications.length} applications, ${nodes.length} processors, ${edges.length} chained, ${applications.reduce((s, a) => s + a.punctuators.length, 0)} punctuators`];
     for (const a of applications) {
       const fetch = a.fetch ? `, fetch ${a.fetch.text}` : "";
-      lines.push("", `Application ${a.name}: group ${prefix}${a.name}, ${a.exactlyOnce ? "exactly-once" : "at-least-once, idempotent effects"}, consumers ${a.consumers.text}${fetch}${a.yields ? `, yielding (${a.yields.text} batches at once)` : ""}`);
+      lines.push("", `Application ${a.name}: group ${prefix}${a.name}, ${a.exactlyOnce ? "exactly-once" : "at-least-once, idempotent effects"}, consumers ${a.consumers.text}${fetch}${a.yields ? `, yielding (${a.yields.text})` : ""}`);
       const chainedOf = (i: number): number[] => (a.wiring.chained.get(i) ?? []).map((c) => c.member);
       const walk = (i: number, depth: number, via: string | null): void => {
         const p = (a.processors[i] as N).processor;

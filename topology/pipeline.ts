@@ -114,6 +114,21 @@ export function sinkBatchesAtOnceFromEnv(env: Env = process.env): number {
 }
 
 /**
+ * The least time between the starts of two of the sinks' batches (`OZ0_SINK_BATCH_GAP_MS`, 0
+ * to 1000 ms). A sinks' fetch brings a batch for every partition of their topics with records
+ * (up to 56), and each batch puts one to three objects; taken back to back, MinIO spent 150 to
+ * 340 ms of CPU within a second on them every 10 s, on both cores, and the answers in that
+ * second waited (p99 by exchange 90 to 170 ms under 1,000 agents, the slowest answers all in
+ * those seconds). 50 ms apart, a fetch's writes spread over about 3 s, well within the sinks'
+ * 10-s window (docs/load.md, 2026-12-06).
+ */
+export const DEFAULT_SINK_BATCH_GAP_MS = 50;
+
+export function sinkBatchGapFromEnv(env: Env = process.env): number {
+  return wholeFromEnv(env, "OZ0_SINK_BATCH_GAP_MS", DEFAULT_SINK_BATCH_GAP_MS, 0, 1_000, "milliseconds");
+}
+
+/**
  * Consumers of the `oz0.pipeline` group in each instance, unless `OZ0_CONSUMERS` says. One: it
  * fetches every partition at once and commits each fetch in one transaction, where two each
  * fetched and committed half as much; measured, one costs 0.76x the CPU an event in the closed
@@ -238,7 +253,10 @@ export const PIPELINE_TOPOLOGY: PipelineTopology = declareTopology<PipelineEntry
       fetch: { text: "8 MiB (OZ0_SINK_MIN_BYTES) or 10000 ms (OZ0_SINK_MAX_WAIT_MS)", fromEnv: sinkFetchFromEnv },
       // A fetch brings every sink partition's batch at once; decided back to back they held the
       // runtimes' answers behind them (docs/load.md).
-      yields: { text: `${DEFAULT_SINK_BATCHES_AT_ONCE} (OZ0_SINK_BATCHES_AT_ONCE)`, fromEnv: sinkBatchesAtOnceFromEnv },
+      yields: {
+        text: `${DEFAULT_SINK_BATCHES_AT_ONCE} (OZ0_SINK_BATCHES_AT_ONCE) batches at once, started ${DEFAULT_SINK_BATCH_GAP_MS} ms apart (OZ0_SINK_BATCH_GAP_MS)`,
+        fromEnv: (env) => ({ atOnce: sinkBatchesAtOnceFromEnv(env), gapMs: sinkBatchGapFromEnv(env) }),
+      },
       processors: SINK_ENTRIES,
     },
   ],

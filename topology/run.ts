@@ -170,7 +170,7 @@ export async function startPipeline(endpoints: Endpoints, log: Logger, options: 
       await startGroup(kafka, admin, groupId, topics, options.startAt ?? "beginning", earlierOf);
       for (const e of entries) ops.starting(e.processor.name, groupId);
       const members = await Promise.all(entries.map(async (e) => ({ processor: e.processor, env: await e.env({ endpoints, redis, config, files, prices }) })));
-      const transport = transports.transport({ groupId, topics, ...consume }, yields === null ? undefined : { atOnce: yields, ownLoopTurn: true });
+      const transport = transports.transport({ groupId, topics, ...consume }, yields === null ? undefined : { ...yields, ownLoopTurn: true });
       const app = await startApplication(members, { transport, serde, log, retry });
       for (const p of app.processors) ops.started(p, groupId);
       return app;

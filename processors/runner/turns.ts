@@ -13,13 +13,18 @@
  * I/O that became ready meanwhile (a deciding batch handed over by the Kafka thread, Redis's and
  * MinIO's answers) run first. The sinks' fetch brings every partition of their topics at once,
  * and handled back to back it held the runtimes' answers behind it (docs/load.md, "The sinks'
- * fetch, and answers held behind it").
+ * fetch, and answers held behind it"). Such an application may also start its turns at least
+ * `gapMs` apart: on turns of their own its batches still began as soon as the last ended, and
+ * the sinks' writes came to MinIO in one burst a window, which took both cores for a moment
+ * (docs/load.md, "The sinks' writes spread out").
  */
 import type { BatchHandler, Transport } from "./transport.ts";
 
 export interface TurnsOptions {
   /** Start each holder on an event-loop turn of its own, after what became ready meanwhile. */
   readonly ownLoopTurn?: boolean;
+  /** With `ownLoopTurn`: start each holder at least this many ms after the one before started. @default 0 */
+  readonly gapMs?: number;
 }
 
 export class Turns {
@@ -28,11 +33,17 @@ export class Turns {
   private scheduled = false;
   readonly atOnce: number;
   private readonly ownLoopTurn: boolean;
+  private readonly gapMs: number;
+  private lastStart = -Infinity;
 
   constructor(atOnce: number, options: TurnsOptions = {}) {
     if (!Number.isInteger(atOnce) || atOnce < 1) throw new Error(`turns take at least one batch at once, not ${atOnce}`);
+    const gapMs = options.gapMs ?? 0;
+    if (!(Number.isFinite(gapMs) && gapMs >= 0)) throw new Error(`the gap between turns is 0 ms or more, not ${gapMs}`);
+    if (gapMs > 0 && !options.ownLoopTurn) throw new Error("a gap between turns needs each turn on an event-loop turn of its own (ownLoopTurn)");
     this.atOnce = atOnce;
     this.ownLoopTurn = options.ownLoopTurn ?? false;
+    this.gapMs = gapMs;
   }
 
   /** Runs `fn` once its turn comes; the next in line waits for a place. */
@@ -69,7 +80,9 @@ export class Turns {
   private schedule(): void {
     if (this.scheduled || this.waiting.length === 0 || this.running >= this.atOnce) return;
     this.scheduled = true;
-    setImmediate(this.startNext);
+    const wait = this.lastStart + this.gapMs - performance.now();
+    if (this.gapMs > 0 && wait > 0) setTimeout(this.startNext, wait);
+    else setImmediate(this.startNext);
   }
 
   private readonly startNext = (): void => {
@@ -77,6 +90,7 @@ export class Turns {
     const resolve = this.waiting.shift();
     if (resolve === undefined) return;
     this.running++;
+    this.lastStart = performance.now();
     resolve();
     // The next one starts on the loop's next turn at the soonest: after its timers and its I/O.
     this.schedule();

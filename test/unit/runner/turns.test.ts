@@ -3,7 +3,7 @@ import { MessageChannel } from "node:worker_threads";
 import { batchesAtOnceFromEnv, DEFAULT_BATCHES_AT_ONCE } from "../../../processors/runner/kafka-thread.ts";
 import { takingTurns, Turns } from "../../../processors/runner/turns.ts";
 import type { BatchHandler, RawRecord, Transport } from "../../../processors/runner/transport.ts";
-import { DEFAULT_SINK_BATCHES_AT_ONCE, sinkBatchesAtOnceFromEnv } from "../../../topology/pipeline.ts";
+import { DEFAULT_SINK_BATCH_GAP_MS, DEFAULT_SINK_BATCHES_AT_ONCE, sinkBatchesAtOnceFromEnv, sinkBatchGapFromEnv } from "../../../topology/pipeline.ts";
 
 /** A promise and the hand that settles it. */
 function gate(): { promise: Promise<void>; open(): void; fail(err: Error): void } {
@@ -145,6 +145,33 @@ describe("SYS-5 the sinks' batches yield to the deciding ones (turns of their ow
     for (const bad of ["0", "65", "two"]) {
       expect(() => sinkBatchesAtOnceFromEnv({ OZ0_SINK_BATCHES_AT_ONCE: bad })).toThrow(`OZ0_SINK_BATCHES_AT_ONCE=${bad} is not a whole number from 1 to 64`);
     }
+  });
+
+  it("starts each holder at least the gap after the one before started, with places for all; none without a gap", async () => {
+    const startsOf = async (turns: Turns): Promise<number[]> => {
+      const starts: number[] = [];
+      await Promise.all([0, 1, 2, 3].map(() => turns.run(() => Promise.resolve(void starts.push(performance.now())))));
+      return starts;
+    };
+    const gapped = await startsOf(new Turns(4, { ownLoopTurn: true, gapMs: 40 }));
+    expect(gapped).toHaveLength(4);
+    // Timers fire no sooner than asked, to the millisecond.
+    for (let i = 1; i < gapped.length; i++) expect((gapped[i] as number) - (gapped[i - 1] as number), `start ${i}`).toBeGreaterThanOrEqual(39);
+    // Without a gap, four holders with places for all start within a few loop turns.
+    const together = await startsOf(new Turns(4, { ownLoopTurn: true }));
+    expect((together[3] as number) - (together[0] as number)).toBeLessThan(39);
+  });
+
+  it("refuses a gap below 0, or a gap without turns of their own", () => {
+    expect(() => new Turns(2, { ownLoopTurn: true, gapMs: -1 })).toThrow("the gap between turns is 0 ms or more, not -1");
+    expect(() => new Turns(2, { gapMs: 10 })).toThrow("a gap between turns needs each turn on an event-loop turn of its own (ownLoopTurn)");
+  });
+
+  it("OZ0_SINK_BATCH_GAP_MS sets the least time between the starts of the sinks' batches, 50 ms by default, refusing anything but 0 to 1000", () => {
+    expect(sinkBatchGapFromEnv({})).toBe(DEFAULT_SINK_BATCH_GAP_MS);
+    expect(DEFAULT_SINK_BATCH_GAP_MS).toBe(50);
+    expect(sinkBatchGapFromEnv({ OZ0_SINK_BATCH_GAP_MS: "0" })).toBe(0);
+    for (const bad of ["-1", "1001", "soon"]) expect(() => sinkBatchGapFromEnv({ OZ0_SINK_BATCH_GAP_MS: bad })).toThrow(`OZ0_SINK_BATCH_GAP_MS=${bad}`);
   });
 
   it("lets a timer that fell due during one holder's work run before the next holder starts", async () => {
