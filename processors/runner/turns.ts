@@ -81,11 +81,18 @@ export class Turns {
     if (this.scheduled || this.waiting.length === 0 || this.running >= this.atOnce) return;
     this.scheduled = true;
     const wait = this.lastStart + this.gapMs - performance.now();
-    if (this.gapMs > 0 && wait > 0) setTimeout(this.startNext, wait);
+    if (this.gapMs > 0 && wait > 0) setTimeout(this.startNext, Math.ceil(wait));
     else setImmediate(this.startNext);
   }
 
   private readonly startNext = (): void => {
+    // A timer may fire a little before its time as performance.now() reads it (the event loop's
+    // clock is read once a turn): then it waits out the rest.
+    const early = this.lastStart + this.gapMs - performance.now();
+    if (this.gapMs > 0 && early > 0) {
+      setTimeout(this.startNext, Math.ceil(early));
+      return;
+    }
     this.scheduled = false;
     const resolve = this.waiting.shift();
     if (resolve === undefined) return;
