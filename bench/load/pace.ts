@@ -128,8 +128,6 @@ export function planWaits(plan: Plan, o: PaceOptions): Map<Tree, readonly number
  */
 export type AgentStart = "steady" | "cold";
 
-export const AGENT_STARTS: readonly AgentStart[] = ["steady", "cold"];
-
 /**
  * When each agent starts its first tree, in ms after the phase's start (`start`, by default
  * `steady`; the plan's `waits` as `planWaits` gives them).
@@ -179,6 +177,19 @@ export function agentStarts(agents: number, waits: ReadonlyMap<Tree, readonly nu
     }
     return rnd() * (pool[lo] as number);
   });
+}
+
+/** How N agents play a plan: `count` of them, every wait scaled by `thinkScale`, starting `start` (by default `steady`). */
+export interface AgentsPlay {
+  readonly count: number;
+  readonly thinkScale: number;
+  readonly start?: AgentStart;
+}
+
+/** The plan's waits and the agents' starts, from the seed. */
+export function agentsPacing(plan: Plan, seed: number, agents: AgentsPlay): { waits: Map<Tree, readonly number[]>; starts: number[] } {
+  const waits = planWaits(plan, { seed, thinkScale: agents.thinkScale });
+  return { waits, starts: agentStarts(agents.count, waits, { seed, thinkScale: agents.thinkScale, ...(agents.start ? { start: agents.start } : {}) }) };
 }
 
 /** A 32-bit seed of its own for each (seed, index, stream). */

@@ -26,7 +26,7 @@ import { loadCorpus } from "./corpus.ts";
 import { EchoTarget } from "./echo.ts";
 import { LagSampler, type WatchedGroup } from "./lag.ts";
 import { countSteps, countTrees, makePlan, type Plan, type Tree } from "./mix.ts";
-import { agentStarts, agentsEvents, CAP_S, offered, offeredInRun, planWaits, type AgentStart } from "./pace.ts";
+import { agentsEvents, agentsPacing, CAP_S, offered, offeredInRun, type AgentsPlay } from "./pace.ts";
 import { MEASURED_KINDS, playAgents, playAll, Recorder, type LoadTarget } from "./play.ts";
 import { Progress } from "./progress.ts";
 import { publishLoadConfig } from "./publish-config.ts";
@@ -49,7 +49,7 @@ export interface LoadOptions {
    * agent does (bench/load/pace.ts), every wait multiplied by `thinkScale` (1 as agents wait),
    * starting as agents long at play (`steady`, the default) or all afresh (`cold`).
    */
-  readonly agents?: { readonly count: number; readonly thinkScale: number; readonly start?: AgentStart };
+  readonly agents?: AgentsPlay;
   readonly seed: number;
   /** A pipeline runs elsewhere (`npm start`, compose): none is started here. */
   readonly external: boolean;
@@ -158,12 +158,6 @@ async function phase(name: string, plan: Plan, target: LoadTarget, sampler: LagS
   }
   const spent = rec.firstAt !== undefined && rec.lastAt !== undefined ? cpu.between(rec.firstAt, rec.lastAt) : undefined;
   return { startedAt, endedAt: Date.now(), rec, lag: sampler.samples, ...(spent ? { cpu: spent } : {}), ...(written ? { written } : {}) };
-}
-
-/** The agents' waits and starts for a plan (bench/load/pace.ts). */
-function agentsPacing(plan: Plan, seed: number, agents: NonNullable<LoadOptions["agents"]>): Pacing {
-  const waits = planWaits(plan, { seed, thinkScale: agents.thinkScale });
-  return { waits, starts: agentStarts(agents.count, waits, { seed, thinkScale: agents.thinkScale, ...(agents.start ? { start: agents.start } : {}) }) };
 }
 
 /**
@@ -339,7 +333,7 @@ export interface SweepOutcome {
  * table and its chart (latency against events per second, where the knee of each shows) to
  * `outDir/sweep.md` and `sweep.svg`.
  */
-export async function runSweep(o: Omit<LoadOptions, "runtimes" | "pipeline" | "agents"> & { readonly levels: readonly number[]; readonly agents?: { readonly thinkScale: number; readonly start?: AgentStart } }): Promise<SweepOutcome> {
+export async function runSweep(o: Omit<LoadOptions, "runtimes" | "pipeline" | "agents"> & { readonly levels: readonly number[]; readonly agents?: Omit<AgentsPlay, "count"> }): Promise<SweepOutcome> {
   let pipeline: Pipeline | undefined;
   const levels: Array<{ runtimes: number; outcome: LoadOutcome }> = [];
   const unit = o.agents ? "agents" : "runtimes";

@@ -21,7 +21,7 @@ import type { ModelCall } from "../../schemas/types.ts";
 import { loadCorpus } from "./corpus.ts";
 import { sampleLag, type WatchedGroup } from "./lag.ts";
 import { makePlan, type Plan } from "./mix.ts";
-import { agentStarts, agentsEvents, planWaits, type AgentStart } from "./pace.ts";
+import { agentsEvents, agentsPacing, type AgentsPlay } from "./pace.ts";
 import { MEASURED_KINDS, playAgents, playAll, Recorder, type LoadTarget } from "./play.ts";
 import { Progress } from "./progress.ts";
 import { publishLoadConfig } from "./publish-config.ts";
@@ -33,7 +33,7 @@ const DEAD_LETTER_TOPIC = "oz0.dead-letter";
 
 export interface SoakOptions {
   readonly endpoints: Endpoints;
-  readonly agents: { readonly count: number; readonly thinkScale: number; readonly start?: AgentStart };
+  readonly agents: AgentsPlay;
   /** How long the agents play, in minutes: more than 0, at most MAX_SOAK_MINUTES. */
   readonly minutes: number;
   /** Seconds between samples, at least MIN_SAMPLE_SECONDS. @default DEFAULT_SAMPLE_SECONDS */
@@ -107,8 +107,7 @@ export async function runSoak(o: SoakOptions): Promise<SoakOutcome> {
   const seconds = o.minutes * 60;
   const corpus = await loadCorpus();
   const plan = makePlan({ seed: o.seed, events: o.events ?? agentsEvents(o.agents.count, seconds, o.agents.thinkScale), tag: uid, corpus });
-  const waits = planWaits(plan, { seed: o.seed, thinkScale: o.agents.thinkScale });
-  const starts = agentStarts(o.agents.count, waits, { seed: o.seed, thinkScale: o.agents.thinkScale, ...(o.agents.start ? { start: o.agents.start } : {}) });
+  const { waits, starts } = agentsPacing(plan, o.seed, o.agents);
   const warmEvents = o.warmUpEvents ?? 0;
   const warm: Plan | undefined = warmEvents > 0 ? makePlan({ seed: o.seed + 1, events: warmEvents, tag: `${uid}w`, corpus }) : undefined;
   const kafka = new kafkajs.Kafka(kafkaConfig(`oz0-load-${uid}`, o.endpoints, process.env, log));

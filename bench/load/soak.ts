@@ -7,7 +7,7 @@
 import { chartSvg, type Panel, type Series } from "./chart.ts";
 import { MEASURED, MEASURED_KINDS, type Measured } from "./play.ts";
 import { fmt, percentile } from "./stats.ts";
-import type { AgentStart } from "./pace.ts";
+import type { AgentsPlay } from "./pace.ts";
 
 /** The most minutes a soak may last. */
 export const MAX_SOAK_MINUTES = 240;
@@ -224,7 +224,7 @@ export interface SoakResult {
   readonly command: string;
   readonly seed: number;
   readonly warmUpEvents: number;
-  readonly agents: { readonly count: number; readonly thinkScale: number; readonly start?: AgentStart };
+  readonly agents: AgentsPlay;
   readonly minutes: number;
   readonly sampleSeconds: number;
   readonly external: boolean;

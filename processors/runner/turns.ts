@@ -80,17 +80,15 @@ export class Turns {
   private schedule(): void {
     if (this.scheduled || this.waiting.length === 0 || this.running >= this.atOnce) return;
     this.scheduled = true;
-    const wait = this.lastStart + this.gapMs - performance.now();
-    if (this.gapMs > 0 && wait > 0) setTimeout(this.startNext, Math.ceil(wait));
-    else setImmediate(this.startNext);
+    setImmediate(this.startNext);
   }
 
   private readonly startNext = (): void => {
-    // A timer may fire a little before its time as performance.now() reads it (the event loop's
-    // clock is read once a turn): then it waits out the rest.
-    const early = this.lastStart + this.gapMs - performance.now();
-    if (this.gapMs > 0 && early > 0) {
-      setTimeout(this.startNext, Math.ceil(early));
+    // Until the gap has passed, as performance.now() reads it: a timer may fire a little before
+    // its time by that clock (the event loop's is read once a turn), and then waits out the rest.
+    const rest = this.lastStart + this.gapMs - performance.now();
+    if (this.gapMs > 0 && rest > 0) {
+      setTimeout(this.startNext, Math.ceil(rest));
       return;
     }
     this.scheduled = false;
