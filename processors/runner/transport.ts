@@ -259,8 +259,10 @@ export class TransactionalSlot {
 const sameBatch = (a: BatchAt, b: BatchAt): boolean => a.topic === b.topic && a.partition === b.partition && a.last === b.last;
 const batchKey = (b: BatchAt): string => `${b.topic}\u0000${b.partition}\u0000${b.last}`;
 
-/** A transaction begun while a lone batch is being decided, its offsets already in it. */
-interface Prepared extends BatchAt {
+/** A transaction begun while a fetch's batches are being decided, their offsets already in it. */
+interface Prepared {
+  /** The batches whose offsets it holds: every batch of the fetch, as they were handed out. */
+  readonly batches: readonly BatchAt[];
   /**
    * The transaction once the offsets are in it; null when they could not be sent and the
    * transaction was ended again (the batch commits in a transaction of its own); rejects when
@@ -299,7 +301,7 @@ export class KafkaTransport implements Transport {
   private readonly exactlyOnce: boolean;
   private readonly commits: Commits;
   /** Batches in the handler now, by `batchKey`. */
-  private readonly inHandler = new Set<string>();
+  private readonly inHandler = new Map<string, BatchAt>();
   private prepared: Prepared | null = null;
   /** Transactions begun while their batch was decided: begun, then committed with it, or aborted. */
   readonly early = { begun: 0, used: 0, aborted: 0 };
@@ -430,10 +432,10 @@ export class KafkaTransport implements Transport {
     const at: BatchAt = { topic: batch.topic, partition: batch.partition, last };
     const key = batchKey(at);
     this.commits.begin();
-    this.inHandler.add(key);
-    // Once the batches of this fetch are all handed out (kafkajs hands them out in one go), a
-    // lone batch's transaction begins while it is decided.
-    if (this.exactlyOnce) setImmediate(() => this.prepare(at));
+    this.inHandler.set(key, at);
+    // Once the batches of this fetch are all handed out (kafkajs hands them out in one go),
+    // their transaction begins while they are decided.
+    if (this.exactlyOnce) setImmediate(() => this.prepare());
     let out: OutMessage[];
     try {
       out = await handler(records, { ...ctx, afterCommit: (fn) => void committed.push(fn) });
@@ -455,20 +457,22 @@ export class KafkaTransport implements Transport {
   }
 
   /**
-   * While the only batch in hand is decided, and nothing else waits to commit, its transaction
-   * begins and its offset goes into it (AddOffsetsToTxn, TxnOffsetCommit), so only the outputs
-   * and the end of the transaction are left once it is decided: two of a commit's five round
-   * trips in series move out of the time between an answer and the next fetch. The offset
-   * counts only if the transaction commits, with the outputs, as when it is sent after them.
-   * With several batches in hand (a busy pipeline) nothing is sent early: their offsets go
-   * with their outputs in one transaction, as before.
+   * While a fetch's batches are decided, and nothing else waits to commit, their transaction
+   * begins and their offsets go into it (AddOffsetsToTxn, TxnOffsetCommit), so only the outputs
+   * and the end of the transaction are left once they are decided: two of a commit's five
+   * round trips in series move out of the time between an answer and the next fetch. The
+   * offsets count only if the transaction commits, with the outputs, as when they are sent
+   * after them. It is used only by a commit of every one of those batches: when one fails,
+   * moves to another member, or is left for a later commit (decided past the commit interval),
+   * it is aborted and the batches commit in a transaction begun when they are decided.
    */
-  private prepare(at: BatchAt): void {
-    if (this.stopping || this.prepared !== null || this.inHandler.size !== 1 || !this.inHandler.has(batchKey(at)) || !this.commits.quiet) return;
+  private prepare(): void {
+    if (this.stopping || this.prepared !== null || this.inHandler.size === 0 || !this.commits.quiet) return;
+    const batches = [...this.inHandler.values()];
     const txn = (async () => {
       const producer = await this.slot.producer();
       const t = await producer.transaction();
-      const topics = offsetsOf([{ ...at, out: [], isStale: () => false }]);
+      const topics = offsetsOf(batches.map((b) => ({ ...b, out: [], isStale: () => false })));
       try {
         // Begun right after the last transaction ended, the coordinator may still be writing its
         // markers and answer CONCURRENT_TRANSACTIONS for a moment: tried again, as kafkajs
@@ -483,22 +487,22 @@ export class KafkaTransport implements Transport {
           }
         }
       } catch (err) {
-        // Nothing is in the transaction yet, so aborting it sends nothing; the batch then
-        // commits in a transaction begun when it is decided.
-        this.opts.log.debug("a transaction begun early could not take its offset; the batch commits in one of its own", { error: String(err) });
+        // Nothing is in the transaction yet, so aborting it sends nothing; the batches then
+        // commit in a transaction begun when they are decided.
+        this.opts.log.debug("a transaction begun early could not take its offsets; the batches commit in one of their own", { error: String(err) });
         await t.abort();
         return null;
       }
     })();
     txn.catch(() => undefined);
-    this.prepared = { ...at, txn, begun: Date.now() };
+    this.prepared = { batches, txn, begun: Date.now() };
     this.early.begun++;
   }
 
-  /** Aborts the transaction begun early for this batch, if any (the batch failed, or moved to another instance). */
+  /** Aborts the transaction begun early for this batch's fetch, if any (the batch failed, or moved to another instance). */
   private async dropPrepared(at: BatchAt): Promise<void> {
     const p = this.prepared;
-    if (p === null || !sameBatch(p, at)) return;
+    if (p === null || !p.batches.some((b) => sameBatch(b, at))) return;
     this.prepared = null;
     await this.abortPrepared(p);
   }
@@ -533,15 +537,17 @@ export class KafkaTransport implements Transport {
         await this.consumer.commitOffsets(offsets.flatMap((t) => t.partitions.map((p) => ({ topic: t.topic, partition: p.partition, offset: p.offset }))));
         return;
       }
-      // The transaction begun early when its batch is among these (its offset already in it),
-      // else a new one, any other begun early aborted first.
+      // The transaction begun early when every batch whose offset it holds is among these, else a
+      // new one, any other begun early aborted first (a batch left for a later commit, such as a
+      // slow one past the interval, would have its offset committed without its outputs).
       let rest: readonly Handed[] = batches;
       let txn: Transaction;
-      const begunEarly = early !== null && Date.now() - early.begun < PREPARED_FOR_MS && batches.some((b) => sameBatch(b, early)) ? await early.txn : null;
+      const holdsOnly = early !== null && early.batches.every((e) => batches.some((b) => sameBatch(b, e)));
+      const begunEarly = early !== null && holdsOnly && Date.now() - early.begun < PREPARED_FOR_MS ? await early.txn : null;
       if (early !== null && begunEarly !== null) {
         txn = begunEarly;
         this.early.used++;
-        rest = batches.filter((b) => !sameBatch(b, early));
+        rest = batches.filter((b) => !early.batches.some((e) => sameBatch(e, b)));
       } else {
         if (early !== null) await this.abortPrepared(early);
         txn = await (await this.slot.producer()).transaction();

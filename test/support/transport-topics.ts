@@ -1,6 +1,6 @@
 /**
- * An input and an output topic of one partition each for a transport test on the broker, an
- * idempotent producer of inputs, and a read-committed reader of the output that collects each
+ * An input topic (one partition unless told more) and an output topic of one partition for a
+ * transport test on the broker, an idempotent producer of inputs, and a read-committed reader of the output that collects each
  * value it sees (an answer shows only once its transaction commits).
  */
 import type { Admin, Consumer, Producer } from "kafkajs";
@@ -16,16 +16,18 @@ export interface TransportTopics {
   readonly seen: string[];
   /** Sends one input under key "k". */
   readonly send: (value: string) => Promise<unknown>;
+  /** Sends one input to a partition of the input topic. */
+  readonly sendTo: (partition: number, value: string) => Promise<unknown>;
   readonly close: () => Promise<void>;
 }
 
-export async function transportTopics(name: string): Promise<TransportTopics> {
+export async function transportTopics(name: string, inputPartitions = 1): Promise<TransportTopics> {
   const input = uid(`test.${name}.in`);
   const output = uid(`test.${name}.out`);
   const seen: string[] = [];
   const admin = kafka().admin();
   await admin.connect();
-  await admin.createTopics({ topics: [{ topic: input, numPartitions: 1 }, { topic: output, numPartitions: 1 }], waitForLeaders: true });
+  await admin.createTopics({ topics: [{ topic: input, numPartitions: inputPartitions }, { topic: output, numPartitions: 1 }], waitForLeaders: true });
   const producer = kafka().producer({ idempotent: true, maxInFlightRequests: 1 });
   await producer.connect();
   const reader: Consumer = kafka().consumer({ groupId: uid(`${name}.reader`), readUncommitted: false, maxWaitTimeInMs: 200 });
@@ -44,6 +46,7 @@ export async function transportTopics(name: string): Promise<TransportTopics> {
     producer,
     seen,
     send: (value) => producer.send({ topic: input, messages: [{ key: "k", value: Buffer.from(value) }] }),
+    sendTo: (partition, value) => producer.send({ topic: input, messages: [{ partition, key: null, value: Buffer.from(value) }] }),
     close: async () => {
       await reader.disconnect();
       await producer.disconnect();
