@@ -265,7 +265,7 @@ interface Prepared {
   readonly batches: readonly BatchAt[];
   /**
    * The transaction once the offsets are in it; null when they could not be sent and the
-   * transaction was ended again (the batch commits in a transaction of its own); rejects when
+   * transaction was ended again (the batches commit in a transaction of their own); rejects when
    * it could not be ended either (the producer is renewed).
    */
   readonly txn: Promise<Transaction | null>;
@@ -303,7 +303,7 @@ export class KafkaTransport implements Transport {
   /** Batches in the handler now, by `batchKey`. */
   private readonly inHandler = new Map<string, BatchAt>();
   private prepared: Prepared | null = null;
-  /** Transactions begun while their batch was decided: begun, then committed with it, or aborted. */
+  /** Transactions begun while their fetch's batches were decided: begun, then committed with them, or aborted. */
   readonly early = { begun: 0, used: 0, aborted: 0 };
   /**
    * Commits whose end was sent but not answered (the coordinator lost with it), settled by the

@@ -1,7 +1,8 @@
 /**
  * An input topic (one partition unless told more) and an output topic of one partition for a
- * transport test on the broker, an idempotent producer of inputs, and a read-committed reader of the output that collects each
- * value it sees (an answer shows only once its transaction commits).
+ * transport test on the broker, an idempotent producer of inputs, and a read-committed reader
+ * of the output that collects each value it sees (an answer shows only once its transaction
+ * commits).
  */
 import type { Admin, Consumer, Producer } from "kafkajs";
 import { kafka } from "./kafka.ts";
