@@ -9,7 +9,7 @@ import type { LagSample } from "./lag.ts";
 import { STEP_KINDS, TREE_KINDS, type StepKind, type TreeKind } from "./mix.ts";
 import type { AgentStart, Offered, OfferedInRun } from "./pace.ts";
 import { MEASURED, MEASURED_KINDS, type Recorder } from "./play.ts";
-import { bytes, fmt, latency, perSecond, ratio } from "./stats.ts";
+import { bytes, fmt, HELD_P99_MS, latency, perSecond, ratio, slowSeconds } from "./stats.ts";
 
 export interface PhaseResult {
   /** When the phase's clock started (its first runtime started) and stopped (the last runtime finished). */
@@ -242,6 +242,38 @@ function lagRows(p: PhaseResult, group: (name: string) => string): string[] {
   });
 }
 
+/** The most seconds the report lists where slow answers came. */
+const SLOW_SECONDS_LISTED = 20;
+
+/**
+ * When the answers slower than the held line came, in each phase: how many, in how many of its
+ * seconds, and the seconds that held the most, in time order. Slow answers bunched at a steady
+ * beat point at something periodic (the sinks' writes, a collection) more than at the load.
+ */
+function slowRows(pipe: PhaseResult, base: PhaseResult): string[] {
+  const row = (name: string, p: PhaseResult): string => {
+    const at = MEASURED_KINDS.flatMap((k) => p.rec.answeredAt[k]);
+    const lat = MEASURED_KINDS.flatMap((k) => p.rec.latencies[k]);
+    const slow = slowSeconds(at, lat, p.startedAt, HELD_P99_MS);
+    const count = slow.reduce((n, s) => n + s.count, 0);
+    const seconds = Math.max(1, Math.ceil((p.endedAt - p.startedAt) / 1000));
+    const listed = [...slow].sort((a, b) => b.count - a.count || a.second - b.second).slice(0, SLOW_SECONDS_LISTED).sort((a, b) => a.second - b.second);
+    const where = listed.map((s) => `${s.second} s: ${s.count} (${fmt(s.slowest)})`).join(", ");
+    return `| ${name} | ${count} of ${lat.length} | ${slow.length} of ${seconds} | ${where || "none"} |`;
+  };
+  return [
+    "",
+    "### Slow answers over time",
+    "",
+    `Answers slower than ${HELD_P99_MS} ms (all exchanges), by the second of the phase they came in; the ${SLOW_SECONDS_LISTED} seconds holding the most are listed in time order, as \`second: answers (the slowest, ms)\`.`,
+    "",
+    "| phase | slow answers | seconds holding any | the seconds holding the most |",
+    "| --- | ---: | ---: | --- |",
+    row("pipeline", pipe),
+    row("passthrough", base),
+  ];
+}
+
 /** An agents run's offered and answered rates: what the plan offers, what each phase sent and had answered. */
 function agentRows(r: LoadResult, ag: NonNullable<LoadResult["agents"]>): string[] {
   const rate = (p: PhaseResult, n: number): number => {
@@ -318,6 +350,7 @@ export function loadMarkdown(r: LoadResult): string {
     );
   }
   lines.push(
+    ...slowRows(pipe, base),
     "",
     "## Consumer lag",
     "",

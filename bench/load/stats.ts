@@ -32,6 +32,38 @@ export function perSecond(times: readonly number[], start: number, end: number):
   return counts.map((c, i) => [i, c]);
 }
 
+/** The p99 an agents sweep holds to, in ms: an answer slower than this is a slow one. */
+export const HELD_P99_MS = 100;
+
+/** One second of a phase that held answers slower than a line: when, how many, the slowest. */
+export interface SlowSecond {
+  /** Whole seconds since the phase's start. */
+  readonly second: number;
+  readonly count: number;
+  readonly slowest: number;
+}
+
+/**
+ * The seconds of a phase whose answers came slower than `overMs`, by when they came (`at`, ms
+ * since epoch, beside each answer's `latency` in the same order), in time order. Slow answers
+ * that come together at a steady beat point at something periodic (a sink's write, a
+ * collection) rather than at the load itself.
+ */
+export function slowSeconds(at: readonly number[], latencies: readonly number[], start: number, overMs: number): SlowSecond[] {
+  const by = new Map<number, { count: number; slowest: number }>();
+  for (let i = 0; i < at.length; i++) {
+    const l = latencies[i];
+    const t = at[i];
+    if (l === undefined || t === undefined || l <= overMs) continue;
+    const second = Math.max(0, Math.floor((t - start) / 1000));
+    const s = by.get(second) ?? { count: 0, slowest: 0 };
+    s.count++;
+    s.slowest = Math.max(s.slowest, l);
+    by.set(second, s);
+  }
+  return [...by].sort(([a], [b]) => a - b).map(([second, s]) => ({ second, ...s }));
+}
+
 /** A number for a table: `-` when not a number. */
 export function fmt(n: number, digits = 0): string {
   return Number.isFinite(n) ? n.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits }) : "-";

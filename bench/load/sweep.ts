@@ -13,7 +13,7 @@
 import { chartSvg } from "./chart.ts";
 import { MEASURED_KINDS } from "./play.ts";
 import { sustained, type LoadResult, type PhaseResult } from "./report.ts";
-import { fmt, latency, ratio } from "./stats.ts";
+import { fmt, HELD_P99_MS, latency, ratio } from "./stats.ts";
 
 export interface SweepSide {
   readonly perSecond: number;
@@ -42,8 +42,7 @@ export function sweepPoint(runtimes: number, r: LoadResult): SweepPoint {
   return { runtimes, ...(r.agents ? { offered: { inRun: r.agents.inRun.eventsPerSecond, longRun: r.agents.offered.eventsPerSecond } } : {}), pipeline: side(r.pipeline), passthrough: side(r.passthrough) };
 }
 
-/** The p99 an agents sweep holds to, in ms. */
-export const HELD_P99_MS = 100;
+export { HELD_P99_MS };
 
 /** Whether one side held at its level: answers came, all of them, with a p99 of at most `p99Ms`. */
 export function held(s: SweepSide, p99Ms = HELD_P99_MS): boolean {

@@ -4,7 +4,7 @@ import { leadingId } from "../../../bench/load/echo.ts";
 import { MEASURED_KINDS, offloadOf, Recorder } from "../../../bench/load/play.ts";
 import { progressLine } from "../../../bench/load/progress.ts";
 import { ageWords, loadChart, loadMarkdown, sustained, type LoadResult, type PhaseResult } from "../../../bench/load/report.ts";
-import { latency, percentile, perSecond } from "../../../bench/load/stats.ts";
+import { latency, percentile, perSecond, slowSeconds } from "../../../bench/load/stats.ts";
 import { STEP_KINDS, TREE_KINDS } from "../../../bench/load/mix.ts";
 import type { ResultDelivered } from "../../../schemas/types.ts";
 import avro from "avsc";
@@ -212,6 +212,35 @@ describe("the load report's figures", () => {
     expect(loadMarkdown(resultOf({ ...base, pipelineAge: { seconds: 40, cpuSeconds: null } }))).toContain("When its phase began, the pipeline had run 40 s.");
     expect(loadMarkdown(resultOf(base))).not.toContain("When its phase began");
     expect(ageWords({ seconds: 0.4, cpuSeconds: 0 })).toBe("had run 0 s (0.0 s of CPU)");
+  });
+
+  it("SYS-6 says when the answers slower than the held line came: by second of the phase, the busiest seconds listed in time order", () => {
+    // Answers at 0.5 s (slow), 2.1 s and 2.9 s (slow, slowest 300), 4.2 s (not slow: at the line), 7 s (slow), one before the start.
+    expect(slowSeconds([10_500, 12_100, 12_900, 14_200, 17_000, 9_000, 13_000], [150, 120, 300, 100, 101, 500, 20], 10_000, 100)).toEqual([
+      { second: 0, count: 2, slowest: 500 },
+      { second: 2, count: 2, slowest: 300 },
+      { second: 7, count: 1, slowest: 101 },
+    ]);
+    expect(slowSeconds([], [], 0, 100)).toEqual([]);
+    const phase = (slowAt: readonly number[]): PhaseResult => {
+      const rec = new Recorder();
+      for (let i = 0; i < 100; i++) rec.sent("tool_call", 1_000 + i * 100);
+      // Fast answers all through, and a burst of slow ones at each of `slowAt` (seconds into the phase).
+      for (let i = 0; i < 100; i++) rec.answered("tool_call", 1_000 + i * 100, 1_010 + i * 100, "allow");
+      slowAt.forEach((second, j) => {
+        for (let n = 0; n <= j; n++) rec.answered("model_ask", 1_000 + second * 1_000, 1_000 + second * 1_000 + 150 + n * 10, "admitted");
+      });
+      return { startedAt: 1_000, endedAt: 31_000, rec, lag: [] };
+    };
+    // 22 seconds with slow answers, 1 to 22 of them: the two with fewest are left out of the list.
+    const seconds = Array.from({ length: 22 }, (_, i) => i + 5);
+    const md = loadMarkdown(resultOf({ command: "npm run load", external: false, pipeline: phase(seconds), passthrough: phase([]), processors: [] }));
+    expect(md).toContain("### Slow answers over time");
+    const slowTotal = (22 * 23) / 2;
+    const listed = seconds.slice(2).map((s, i) => `${s} s: ${i + 3} (${150 + (i + 2) * 10})`).join(", ");
+    expect(md).toContain(`| pipeline | ${slowTotal} of ${100 + slowTotal} | 22 of 30 | ${listed} |`);
+    expect(md).not.toContain("| 5 s: 1 (150)");
+    expect(md).toContain("| passthrough | 0 of 100 | 0 of 30 | none |");
   });
 
   it("SYS-6 reports an agents run: the agents, the rate offered beside the rates sent and answered, latency without the waits", () => {
