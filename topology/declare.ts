@@ -59,10 +59,11 @@ export interface ApplicationSpec<N extends NodeShape, P extends PunctuatorShape>
   /**
    * For an application whose outputs no runtime awaits: at most `atOnce` of its batches in
    * hand at once, each started on an event-loop turn of its own and at least `gapMs` after the
-   * one before (`processors/runner/turns.ts`), so that its bursts do not hold up the batches
-   * whose outputs are answers. Left out, its batches are handled as they come.
+   * one before, a burst of them spread over up to `spreadMs` (`processors/runner/turns.ts`), so
+   * that its bursts do not hold up the batches whose outputs are answers. Left out, its batches
+   * are handled as they come.
    */
-  readonly yields?: Setting<{ readonly atOnce: number; readonly gapMs: number }>;
+  readonly yields?: Setting<{ readonly atOnce: number; readonly gapMs: number; readonly spreadMs?: number }>;
   readonly processors: readonly N[];
   readonly punctuators?: readonly P[];
 }

@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
 import { MessageChannel } from "node:worker_threads";
 import { batchesAtOnceFromEnv, DEFAULT_BATCHES_AT_ONCE } from "../../../processors/runner/kafka-thread.ts";
-import { takingTurns, Turns } from "../../../processors/runner/turns.ts";
+import { MAX_SPREAD_GAP_MS, SPREAD_SHARE, takingTurns, Turns } from "../../../processors/runner/turns.ts";
 import type { BatchHandler, RawRecord, Transport } from "../../../processors/runner/transport.ts";
-import { DEFAULT_SINK_BATCH_GAP_MS, DEFAULT_SINK_BATCHES_AT_ONCE, sinkBatchesAtOnceFromEnv, sinkBatchGapFromEnv } from "../../../topology/pipeline.ts";
+import { DEFAULT_SINK_BATCH_GAP_MS, DEFAULT_SINK_BATCHES_AT_ONCE, sinkBatchesAtOnceFromEnv, sinkBatchGapFromEnv, sinkSpreadFromEnv } from "../../../topology/pipeline.ts";
 
 /** A promise and the hand that settles it. */
 function gate(): { promise: Promise<void>; open(): void; fail(err: Error): void } {
@@ -172,6 +172,63 @@ describe("SYS-5 the sinks' batches yield to the deciding ones (turns of their ow
     expect(DEFAULT_SINK_BATCH_GAP_MS).toBe(50);
     expect(sinkBatchGapFromEnv({ OZ0_SINK_BATCH_GAP_MS: "0" })).toBe(0);
     for (const bad of ["-1", "1001", "soon"]) expect(() => sinkBatchGapFromEnv({ OZ0_SINK_BATCH_GAP_MS: bad })).toThrow(`OZ0_SINK_BATCH_GAP_MS=${bad}`);
+  });
+
+  /** When each of `n` holders asking at once started, in ms from the first. */
+  const burst = async (turns: Turns, n: number): Promise<number[]> => {
+    const starts: number[] = [];
+    await Promise.all(Array.from({ length: n }, () => turns.run(() => Promise.resolve(void starts.push(performance.now())))));
+    return starts.map((t) => t - (starts[0] as number));
+  };
+  const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+  it("spreads a burst's starts evenly over up to the spread, at most its share of the time since the burst before began", async () => {
+    const turns = new Turns(2, { ownLoopTurn: true, gapMs: 5, spreadMs: 150 });
+    // The first burst has no burst before it: only the gap.
+    const first = await burst(turns, 4);
+    expect(first[3]).toBeLessThan(60);
+    // 250 ms after it began: 0.8 x 250 = 200, so the spread's 150 ms; four starts 50 ms apart.
+    await sleep(250 - (first[3] as number));
+    const second = await burst(turns, 4);
+    for (let i = 1; i < 4; i++) {
+      const gap = (second[i] as number) - (second[i - 1] as number);
+      expect(gap, `start ${i}`).toBeGreaterThanOrEqual(45);
+      expect(gap, `start ${i}`).toBeLessThan(90);
+    }
+    expect(second[3]).toBeGreaterThanOrEqual(140);
+    // Bursts right after the last (a consumer behind, its fetches full at once): each spread
+    // over at most 0.8 of the time since the last began, so less each time: the fourth after
+    // the second over at most 0.8^4 of its 150 ms (61), where the spread alone gives 150.
+    let last: number[] = second;
+    for (let i = 0; i < 4; i++) {
+      const next = await burst(turns, 4);
+      expect(next[3], `burst ${i + 3}`).toBeLessThan(SPREAD_SHARE * ((last[3] as number) + 10) + 20);
+      last = next;
+    }
+    expect(last[3]).toBeLessThan(SPREAD_SHARE ** 4 * 150 + 25);
+  });
+
+  it(`never spreads two starts more than ${MAX_SPREAD_GAP_MS} ms apart`, async () => {
+    const turns = new Turns(1, { ownLoopTurn: true, spreadMs: 5_000 });
+    await burst(turns, 1);
+    await sleep(2_000);
+    // A spread of 0.8 x 2,000 = 1,600 ms over two starts would put them 1,600 ms apart.
+    const starts = await burst(turns, 2);
+    expect(starts[1]).toBeGreaterThanOrEqual(MAX_SPREAD_GAP_MS - 5);
+    expect(starts[1]).toBeLessThan(MAX_SPREAD_GAP_MS + 200);
+  }, 10_000);
+
+  it("refuses a spread below 0, or a spread without turns of their own", () => {
+    expect(() => new Turns(2, { ownLoopTurn: true, spreadMs: -1 })).toThrow("the span a burst of turns is spread over is 0 ms or more, not -1");
+    expect(() => new Turns(2, { spreadMs: 10 })).toThrow("a burst of turns spread out needs each turn on an event-loop turn of its own (ownLoopTurn)");
+  });
+
+  it("OZ0_SINK_SPREAD_MS sets the most a sinks' fetch is spread over, by default 0.8 of the fetch's wait, refusing anything but 0 to 30000", () => {
+    expect(sinkSpreadFromEnv({})).toBe(8_000);
+    expect(sinkSpreadFromEnv({ OZ0_SINK_MAX_WAIT_MS: "5000" })).toBe(4_000);
+    expect(sinkSpreadFromEnv({ OZ0_SINK_SPREAD_MS: "0" })).toBe(0);
+    expect(sinkSpreadFromEnv({ OZ0_SINK_SPREAD_MS: "12000" })).toBe(12_000);
+    for (const bad of ["-1", "30001", "later"]) expect(() => sinkSpreadFromEnv({ OZ0_SINK_SPREAD_MS: bad })).toThrow(`OZ0_SINK_SPREAD_MS=${bad}`);
   });
 
   it("lets a timer that fell due during one holder's work run before the next holder starts", async () => {
