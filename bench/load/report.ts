@@ -269,8 +269,8 @@ function slowRows(pipe: PhaseResult, base: PhaseResult): string[] {
     "",
     "| phase | slow answers | seconds holding any | the seconds holding the most |",
     "| --- | ---: | ---: | --- |",
-    row("pipeline", pipe),
-    row("passthrough", base),
+    row("the pipeline's phase", pipe),
+    row("the passthrough's phase", base),
   ];
 }
 

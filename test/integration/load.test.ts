@@ -54,7 +54,9 @@ describe("the load test against the real services", () => {
     expect(md).toBe(markdown);
     expect(result.warmUpEvents).toBeGreaterThanOrEqual(100);
     expect(md).toContain(`a warm-up plan of ${result.warmUpEvents} events (seed 4)`);
-    for (const h of ["## Throughput", "## Latency from ask to decision", "## Consumer lag", "## Offloaded results", "## Mix", "## Processors (in this process)"]) expect(md).toContain(h);
+    for (const h of ["## Throughput", "## Latency from ask to decision", "### Slow answers over time", "## Consumer lag", "## Offloaded results", "## Mix", "## Processors (in this process)"]) expect(md).toContain(h);
+    // Every answer counted in the slow answers' row, slow or not.
+    expect(row(md, "the pipeline's phase")[1]).toMatch(new RegExp(` of ${result.pipeline.rec.answers}$`));
 
     const rate = row(md, "sustained events per second");
     expect(num(rate[1])).toBeGreaterThan(0);

@@ -238,9 +238,9 @@ describe("the load report's figures", () => {
     expect(md).toContain("### Slow answers over time");
     const slowTotal = (22 * 23) / 2;
     const listed = seconds.slice(2).map((s, i) => `${s} s: ${i + 3} (${150 + (i + 2) * 10})`).join(", ");
-    expect(md).toContain(`| pipeline | ${slowTotal} of ${100 + slowTotal} | 22 of 30 | ${listed} |`);
+    expect(md).toContain(`| the pipeline's phase | ${slowTotal} of ${100 + slowTotal} | 22 of 30 | ${listed} |`);
     expect(md).not.toContain("| 5 s: 1 (150)");
-    expect(md).toContain("| passthrough | 0 of 100 | 0 of 30 | none |");
+    expect(md).toContain("| the passthrough's phase | 0 of 100 | 0 of 30 | none |");
   });
 
   it("SYS-6 reports an agents run: the agents, the rate offered beside the rates sent and answered, latency without the waits", () => {
