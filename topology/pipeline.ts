@@ -133,9 +133,10 @@ export function sinkBatchGapFromEnv(env: Env = process.env): number {
  * The most a sinks' fetch's batches are spread over (`OZ0_SINK_SPREAD_MS`, 0 to 30000 ms; 0: only
  * the gap above): by default `SPREAD_SHARE` of their fetch's wait, 8 s of 10. Started 50 ms
  * apart, a fetch's 56 batches came to MinIO within 3 s, and under 3,000 agents the answers of
- * those seconds waited (p99 by exchange 116 to 213 ms, the slow answers in clusters 10 to 12 s
- * apart); spread over the window, 86 to 112 (docs/load.md, "A fetch's writes spread over its
- * window"). A fetch's entries then reach MinIO within about the wait plus the spread.
+ * those seconds waited (the slow answers in clusters 10 to 12 s apart); spread over the window,
+ * three runs had 0.41x to 0.59x the answers over 100 ms of three runs with the gap alone
+ * (docs/load.md, "A fetch's writes spread over its window"). A fetch's entries then reach MinIO
+ * within about the wait plus the spread.
  */
 export function sinkSpreadFromEnv(env: Env = process.env): number {
   const fallback = Math.round(SPREAD_SHARE * sinkFetchFromEnv(env).maxWaitMs);

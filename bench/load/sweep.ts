@@ -42,8 +42,6 @@ export function sweepPoint(runtimes: number, r: LoadResult): SweepPoint {
   return { runtimes, ...(r.agents ? { offered: { inRun: r.agents.inRun.eventsPerSecond, longRun: r.agents.offered.eventsPerSecond } } : {}), pipeline: side(r.pipeline), passthrough: side(r.passthrough) };
 }
 
-export { HELD_P99_MS };
-
 /** Whether one side held at its level: answers came, all of them, with a p99 of at most `p99Ms`. */
 export function held(s: SweepSide, p99Ms = HELD_P99_MS): boolean {
   return s.answers > 0 && (s.unanswered ?? 0) === 0 && Number.isFinite(s.p99) && s.p99 <= p99Ms;
