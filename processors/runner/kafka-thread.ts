@@ -151,7 +151,11 @@ export class KafkaThread {
       },
       stop: async () => {
         const o = this.opened.get(id);
-        if (o) o.stopping = true;
+        if (o) {
+          o.stopping = true;
+          // The batches still waiting (a sinks' fetch spread over its window) go at once.
+          o.turns.hurry();
+        }
         await this.call(id, { type: "close", id });
         this.opened.delete(id);
       },
@@ -202,7 +206,10 @@ export class KafkaThread {
       this.answerFailed(batch, new Error(`the Kafka thread handed over a batch for transport ${id}, which is not open`));
       return Promise.resolve();
     }
-    return o.turns.run(() => this.decideNow(o, batch, packed));
+    const turn = o.turns.run(() => this.decideNow(o, batch, packed));
+    // A batch handed over while the application stops waits for no spread either.
+    if (o.stopping) o.turns.hurry();
+    return turn;
   }
 
   private async decideNow(o: Opened, batch: number, packed: PackedRecords): Promise<void> {

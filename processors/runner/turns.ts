@@ -22,7 +22,8 @@
  * of those seconds waited (docs/load.md, "A fetch's writes spread over its window"). A burst is
  * spread over at most `SPREAD_SHARE` of the time since the burst before began, so that a
  * consumer behind (its fetches full at once, one after the other) spreads each less than the
- * last, down to `gapMs`, and catches up.
+ * last, down to `gapMs`, and catches up. When the application stops, its transport `hurry`s
+ * the turns: the batches still waiting start one after the other, with no gap or spread.
  */
 import type { BatchHandler, Transport } from "./transport.ts";
 
@@ -58,6 +59,9 @@ export class Turns {
   /** When the last burst began, and by when its holders are to have started. */
   private burstAt = -Infinity;
   private spreadEnd = -Infinity;
+  /** Set by `hurry`: those waiting start without the gap or the spread, until none waits. */
+  private hurried = false;
+  private timer: ReturnType<typeof setTimeout> | null = null;
 
   constructor(atOnce: number, options: TurnsOptions = {}) {
     if (!Number.isInteger(atOnce) || atOnce < 1) throw new Error(`turns take at least one batch at once, not ${atOnce}`);
@@ -105,6 +109,20 @@ export class Turns {
     else this.running--;
   }
 
+  /**
+   * Those waiting now start one after the other, each on an event-loop turn of its own, without
+   * the gap or the spread: the application stops, and a fetch's batches spread over its window
+   * would hold the stop up to the spread (8 s for the sinks) for no one's sake.
+   */
+  hurry(): void {
+    if (this.waiting.length === 0) return;
+    this.hurried = true;
+    if (this.timer === null) return;
+    clearTimeout(this.timer);
+    this.timer = null;
+    setImmediate(this.startNext);
+  }
+
   /** A burst begins: its starts are spread until `spreadEnd`. */
   private beginBurst(): void {
     const now = performance.now();
@@ -115,6 +133,7 @@ export class Turns {
 
   /** How long after the last start the next may start: the gap, or the burst's time left shared by those waiting. */
   private nextGap(): number {
+    if (this.hurried) return 0;
     const waiting = this.waiting.length;
     if (this.spreadMs <= 0 || waiting === 0) return this.gapMs;
     const share = (this.spreadEnd - this.lastStart) / waiting;
@@ -130,13 +149,15 @@ export class Turns {
   private readonly startNext = (): void => {
     // Until the gap has passed, as performance.now() reads it: a timer may fire a little before
     // its time by that clock (the event loop's is read once a turn), and then waits out the rest.
+    this.timer = null;
     const rest = this.lastStart + this.nextGap() - performance.now();
     if (rest > 0) {
-      setTimeout(this.startNext, Math.ceil(rest));
+      this.timer = setTimeout(this.startNext, Math.ceil(rest));
       return;
     }
     this.scheduled = false;
     const resolve = this.waiting.shift();
+    if (this.waiting.length === 0) this.hurried = false;
     if (resolve === undefined) return;
     this.running++;
     this.lastStart = performance.now();
@@ -146,10 +167,22 @@ export class Turns {
   };
 }
 
-/** `transport`, its handler run for each batch in a turn of `turns`. */
+/** `transport`, its handler run for each batch in a turn of `turns`; a stop hurries the turns. */
 export function takingTurns(transport: Transport, turns: Turns): Transport {
+  let stopping = false;
   return {
-    start: (handler: BatchHandler) => transport.start((records, ctx) => turns.run(() => handler(records, ctx))),
-    stop: () => transport.stop(),
+    start: (handler: BatchHandler) => {
+      stopping = false;
+      return transport.start((records, ctx) => {
+        const turn = turns.run(() => handler(records, ctx));
+        if (stopping) turns.hurry();
+        return turn;
+      });
+    },
+    stop: () => {
+      stopping = true;
+      turns.hurry();
+      return transport.stop();
+    },
   };
 }

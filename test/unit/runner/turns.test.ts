@@ -218,6 +218,49 @@ describe("SYS-5 the sinks' batches yield to the deciding ones (turns of their ow
     expect(starts[1]).toBeLessThan(MAX_SPREAD_GAP_MS + 200);
   }, 10_000);
 
+  it("hurried (the application stops), those waiting start one after the other, without the gap or the spread", async () => {
+    const turns = new Turns(1, { ownLoopTurn: true, gapMs: 50, spreadMs: 5_000 });
+    await burst(turns, 1);
+    await sleep(1_000);
+    // Spread over 0.8 x 1,000 = 800 ms: five starts some 160 ms apart, at least the gap.
+    const starts: number[] = [];
+    const all = Promise.all(Array.from({ length: 5 }, () => turns.run(() => Promise.resolve(void starts.push(performance.now())))));
+    while (starts.length < 2) await sleep(5);
+    turns.hurry();
+    await all;
+    const after = starts.map((t) => t - (starts[1] as number));
+    expect(after[4]).toBeLessThan(40);
+    // Once none waits, the next burst is spread again.
+    await sleep(500);
+    const again = await burst(turns, 3);
+    expect(again[2]).toBeGreaterThanOrEqual(2 * 50 - 5);
+  }, 10_000);
+
+  it("a transport taking turns hurries them when it stops, and the batches it hands over while stopping", async () => {
+    let given: BatchHandler | null = null;
+    const inner: Transport = {
+      start: (handler) => {
+        given = handler;
+        return Promise.resolve();
+      },
+      stop: () => Promise.resolve(),
+    };
+    const turns = new Turns(1, { ownLoopTurn: true, gapMs: 200 });
+    const t = takingTurns(inner, turns);
+    const starts: number[] = [];
+    await t.start(() => Promise.resolve(void starts.push(performance.now())).then(() => []));
+    const rec: RawRecord = { topic: "in", partition: 0, offset: "1", key: null, value: null, timestamp: "0" };
+    const ctx = { heartbeat: () => Promise.resolve(), isRunning: () => true };
+    const handler = given as unknown as BatchHandler;
+    const first = [handler([rec], ctx), handler([rec], ctx), handler([rec], ctx)];
+    while (starts.length < 1) await sleep(5);
+    await t.stop();
+    const late = handler([rec], ctx);
+    await Promise.all([...first, late]);
+    // 200 ms apart each, the four would take 600 ms.
+    expect((starts[3] as number) - (starts[0] as number)).toBeLessThan(100);
+  });
+
   it("refuses a spread below 0, or a spread without turns of their own", () => {
     expect(() => new Turns(2, { ownLoopTurn: true, spreadMs: -1 })).toThrow("the span a burst of turns is spread over is 0 ms or more, not -1");
     expect(() => new Turns(2, { spreadMs: 10 })).toThrow("a burst of turns spread out needs each turn on an event-loop turn of its own (ownLoopTurn)");
