@@ -106,6 +106,18 @@ describe("the load generator's mix", () => {
     expect(Math.min(...asks)).toBeGreaterThanOrEqual(1);
   });
 
+  it("SYS-6 a result reads the same each time, copied or not, its size its bytes (large ones are joined when read)", () => {
+    const results = plan.trees.flatMap((t) => t.steps.flatMap((s) => (s.kind === "tool_result" ? [s.event] : [])));
+    const large = results.filter((r) => r.size_bytes > 40_000);
+    expect(large.length).toBeGreaterThan(10);
+    for (const r of results) {
+      const content = r.content ?? "";
+      expect(Buffer.byteLength(content)).toBe(r.size_bytes);
+      expect({ ...r }.content).toBe(content);
+      expect((JSON.parse(JSON.stringify(r)) as ToolResult).content).toBe(content);
+    }
+  });
+
   it("SYS-6 sends results from a few bytes to over the offload threshold", () => {
     const sizes = plan.trees.flatMap((t) => t.steps.flatMap((s) => (s.kind === "tool_result" ? [s.event.size_bytes] : [])));
     expect(Math.min(...sizes)).toBeLessThan(64);
