@@ -163,8 +163,9 @@ class Builder {
 
 /**
  * A large result's text, joined each time it is read. A plan of 3,000 agents (120,000 events)
- * holds some 3,700 of 48 to 96 KB: kept whole, they were 264 MB of the load's heap, which its
- * garbage collector then marked and moved while the answers it times came in.
+ * holds some 2,000 of 48 to 96 KB: kept whole they were 164 MB, and with a copy of its document
+ * for each small result the plan was 523 MB of the load's heap (98 MB now), which its garbage
+ * collector paused over while the answers it times came in (docs/load.md, "The load's own heap").
  */
 interface Joined {
   readonly parts: readonly string[];
