@@ -206,10 +206,8 @@ export class KafkaThread {
       this.answerFailed(batch, new Error(`the Kafka thread handed over a batch for transport ${id}, which is not open`));
       return Promise.resolve();
     }
-    const turn = o.turns.run(() => this.decideNow(o, batch, packed));
     // A batch handed over while the application stops waits for no spread either.
-    if (o.stopping) o.turns.hurry();
-    return turn;
+    return o.turns.run(() => this.decideNow(o, batch, packed), o.stopping);
   }
 
   private async decideNow(o: Opened, batch: number, packed: PackedRecords): Promise<void> {

@@ -77,12 +77,13 @@ export class Turns {
     this.spreadMs = spreadMs;
   }
 
-  /** Runs `fn` once its turn comes; the next in line waits for a place. */
-  async run<T>(fn: () => Promise<T>): Promise<T> {
+  /** Runs `fn` once its turn comes; the next in line waits for a place. `hurried`: asked while the application stops, so it and those waiting are hurried. */
+  async run<T>(fn: () => Promise<T>, hurried = false): Promise<T> {
     if (this.ownLoopTurn) {
       await new Promise<void>((resolve) => {
         if (this.spreadMs > 0 && this.running === 0 && this.waiting.length === 0) this.beginBurst();
         this.waiting.push(resolve);
+        if (hurried) this.hurry();
         this.schedule();
       });
     } else if (this.running >= this.atOnce) {
@@ -173,11 +174,7 @@ export function takingTurns(transport: Transport, turns: Turns): Transport {
   return {
     start: (handler: BatchHandler) => {
       stopping = false;
-      return transport.start((records, ctx) => {
-        const turn = turns.run(() => handler(records, ctx));
-        if (stopping) turns.hurry();
-        return turn;
-      });
+      return transport.start((records, ctx) => turns.run(() => handler(records, ctx), stopping));
     },
     stop: () => {
       stopping = true;
