@@ -360,14 +360,15 @@ start_registry_wait() {
 }
 
 start_redis() {
-  step "redis: start (127.0.0.1:$OZ0_REDIS_PORT, appendonly, fsync always)"
+  step "redis: start (127.0.0.1:$OZ0_REDIS_PORT, appendonly, fsync always, latency monitor at 10 ms)"
   if ! already_running redis; then
     ports_free redis
     command -v redis-server >/dev/null || fail redis "redis-server not found" "$LOG_DIR/install-redis.log"
     rotate_log redis
     mkdir -p "$DATA_DIR/redis"
     if ! redis-server --port "$OZ0_REDIS_PORT" --bind 127.0.0.1 --protected-mode yes \
-      --save "" --appendonly yes --appendfsync always --dir "$DATA_DIR/redis" --daemonize yes \
+      --save "" --appendonly yes --appendfsync always --latency-monitor-threshold 10 \
+      --dir "$DATA_DIR/redis" --daemonize yes \
       --pidfile "$(pid_file redis)" --logfile "$LOG_DIR/redis.log" 9>&-; then
       fail redis "redis-server refused to start"
     fi
@@ -395,7 +396,8 @@ start_redis_cluster_node() {
   if ! redis-server --port "$port" --bind 127.0.0.1 --protected-mode yes \
     --cluster-enabled yes --cluster-config-file nodes.conf --cluster-node-timeout 5000 \
     --cluster-allow-replica-migration no \
-    --save "" --appendonly yes --appendfsync always --dir "$REDIS_CLUSTER_DIR/$port" --daemonize yes \
+    --save "" --appendonly yes --appendfsync always --latency-monitor-threshold 10 \
+    --dir "$REDIS_CLUSTER_DIR/$port" --daemonize yes \
     --pidfile "$(pid_file "$svc")" --logfile "$LOG_DIR/$svc.log" 9>&-; then
     fail "$svc" "redis-server refused to start"
   fi

@@ -9,6 +9,7 @@ import type { LagSample } from "./lag.ts";
 import { STEP_KINDS, TREE_KINDS, type StepKind, type TreeKind } from "./mix.ts";
 import type { AgentStart, Offered, OfferedInRun } from "./pace.ts";
 import { MEASURED, MEASURED_KINDS, type Recorder } from "./play.ts";
+import { REDIS_LATENCY_KEPT, slowBesideStalls, stallsByEvent, type RedisStalls } from "./redis-stalls.ts";
 import { bytes, fmt, HELD_P99_MS, latency, perSecond, ratio, slowSeconds } from "./stats.ts";
 
 export interface PhaseResult {
@@ -27,6 +28,8 @@ export interface PhaseResult {
    * Kafka's own topics (`__consumer_offsets`, `__transaction_state`). null where it could not be read.
    */
   readonly written?: { readonly records: number | null; readonly internal?: number | null; readonly objects?: number | null };
+  /** Redis's latency monitor over the phase: its threshold, and the seconds it noted a stall in (`redis-stalls.ts`). Absent where it could not be read. */
+  readonly redis?: RedisStalls;
 }
 
 /** The name the CPU of a pipeline elsewhere (`--external`, from its `/metrics`) is sampled by. */
@@ -269,6 +272,37 @@ function slowRows(pipe: PhaseResult, base: PhaseResult): string[] {
     "",
     "| phase | slow answers | seconds holding any | the seconds holding the most |",
     "| --- | ---: | ---: | --- |",
+    row("the pipeline's phase", pipe),
+    row("the passthrough's phase", base),
+    ...stallRows(pipe, base),
+  ];
+}
+
+/**
+ * Redis's stalls in each phase, from its latency monitor, and how many of the slow answers came
+ * in a second with one (or the second after). Every decision that asks Redis waits out a stall,
+ * so a phase whose slow answers sit beside them was held by Redis, not by the pipeline's work.
+ */
+function stallRows(pipe: PhaseResult, base: PhaseResult): string[] {
+  const row = (name: string, p: PhaseResult): string => {
+    const r = p.redis;
+    if (r === undefined) return `| ${name} | not read | | |`;
+    if (r.thresholdMs <= 0) return `| ${name} | off | | |`;
+    const events = stallsByEvent(r.stalls);
+    const listed = events.map((e) => `${e.event}: ${e.seconds} s, the longest ${fmt(e.longestMs)} ms`).join("; ");
+    const at = MEASURED_KINDS.flatMap((k) => p.rec.answeredAt[k]);
+    const lat = MEASURED_KINDS.flatMap((k) => p.rec.latencies[k]);
+    const slow = lat.filter((l) => l > HELD_P99_MS).length;
+    const beside = slowBesideStalls(at, lat, HELD_P99_MS, r.stalls, r.thresholdMs);
+    return `| ${name} | ${fmt(r.thresholdMs)} ms | ${listed || "none"} | ${beside} of ${slow} |`;
+  };
+  return [
+    "",
+    "Redis's own stalls (its latency monitor, `LATENCY HISTORY`): the seconds in which an event took at least the monitor's threshold, by event (`aof-fsync-always` is the append-only file's fsync, `fork` the start of a rewrite of it, `command` a slow command), and the slow answers that came in such a second or the one after it: while Redis stalls, every decision that asks it waits. `off`: the threshold is 0 (`CONFIG SET latency-monitor-threshold 10`; the stack starts Redis with it). `not read`: a Redis Cluster, or a Redis that refused `CONFIG`. Redis keeps an event's last " +
+      `${REDIS_LATENCY_KEPT} seconds, so a longer phase shows only its end.`,
+    "",
+    "| phase | threshold | seconds with a stall, by event | slow answers beside one |",
+    "| --- | ---: | --- | ---: |",
     row("the pipeline's phase", pipe),
     row("the passthrough's phase", base),
   ];

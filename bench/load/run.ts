@@ -20,6 +20,7 @@ import type { ModelCall } from "../../schemas/types.ts";
 import { ensureTopics } from "../../topology/create.ts";
 import { TOPICS, topic as topicSpec, type TopicSpec } from "../../topology/topics.ts";
 import { objectPuts } from "../../store/objects.ts";
+import { redisClient, type RedisClient } from "../../store/redis/client.ts";
 import { CpuMeter, localBrokerPid, localStackReadings, metricsReading, type CpuReading } from "../pipeline/cpu.ts";
 import { startPassthrough } from "../pipeline/subjects.ts";
 import { loadCorpus } from "./corpus.ts";
@@ -29,6 +30,7 @@ import { countSteps, countTrees, makePlan, type Plan, type Tree } from "./mix.ts
 import { agentsEvents, agentsPacing, CAP_S, offered, offeredInRun, type AgentsPlay } from "./pace.ts";
 import { MEASURED_KINDS, playAgents, playAll, Recorder, type LoadTarget } from "./play.ts";
 import { Progress } from "./progress.ts";
+import { readRedisStalls, stallsBetween } from "./redis-stalls.ts";
 import { publishLoadConfig } from "./publish-config.ts";
 import { loadChart, loadMarkdown, PIPELINE_ELSEWHERE, type LoadResult, type PhaseResult, type PipelineAge } from "./report.ts";
 import { sweepChart, sweepMarkdown, sweepPoint } from "./sweep.ts";
@@ -94,6 +96,8 @@ interface Counted {
   readonly admin: Admin;
   readonly topics: readonly string[];
   readonly objects?: CpuReading;
+  /** Redis, whose latency monitor is read after the phase for the stalls in it. */
+  readonly redis?: RedisClient;
 }
 
 /**
@@ -157,7 +161,10 @@ async function phase(name: string, plan: Plan, target: LoadTarget, sampler: LagS
     await sampler.stop();
   }
   const spent = rec.firstAt !== undefined && rec.lastAt !== undefined ? cpu.between(rec.firstAt, rec.lastAt) : undefined;
-  return { startedAt, endedAt: Date.now(), rec, lag: sampler.samples, ...(spent ? { cpu: spent } : {}), ...(written ? { written } : {}) };
+  const endedAt = Date.now();
+  const monitor = counted.redis ? await readRedisStalls(counted.redis) : null;
+  const redis = monitor ? { thresholdMs: monitor.thresholdMs, stalls: stallsBetween(monitor.stalls, startedAt, endedAt) } : undefined;
+  return { startedAt, endedAt, rec, lag: sampler.samples, ...(spent ? { cpu: spent } : {}), ...(written ? { written } : {}), ...(redis ? { redis } : {}) };
 }
 
 /**
@@ -214,6 +221,8 @@ export async function runLoad(o: LoadOptions): Promise<LoadOutcome> {
   const passIn = `load.${uid}.passthrough.in`;
   const passOut = `load.${uid}.passthrough.out`;
   let topicsMade = false;
+  // Only asked after each phase, for its latency monitor; a Redis that does not answer leaves the report without it.
+  const redis = redisClient(o.endpoints, { maxRetriesPerRequest: 1, lazyConnect: true });
   try {
     await admin.connect();
     await serde.registerAll();
@@ -235,7 +244,7 @@ export async function runLoad(o: LoadOptions): Promise<LoadOutcome> {
     // The objects the pipeline puts: counted in this process, or read from the metrics of a pipeline elsewhere.
     const objects: CpuReading = pipeline ? objectPuts : o.pipelineMetrics ? metricsReading(o.pipelineMetrics, 1_000, "oz0_object_puts_total") : () => null;
     const pipelineAge = await ageOf(pipeline ?? o.pipelineMetrics);
-    const pipe = await phase("pipeline", plan, client, new LagSampler(admin, watched), { admin, topics: TOPICS.map((t) => t.name), objects }, o, pacing);
+    const pipe = await phase("pipeline", plan, client, new LagSampler(admin, watched), { admin, topics: TOPICS.map((t) => t.name), objects, redis }, o, pacing);
     const processors = pipeline?.running.map((r) => ({ name: r.name, in: r.stats.in, out: r.stats.out, deadLetters: r.stats.deadLetters, retries: r.stats.retries }));
 
     // The baseline: the same plan through a bare passthrough on topics of this run, with the real topics' partitions.
@@ -250,7 +259,7 @@ export async function runLoad(o: LoadOptions): Promise<LoadOutcome> {
       await echo.start();
       await warmUp(echo, uid, "passthrough");
       await warmUpPlan(warm, echo, o);
-      base = await phase("passthrough", plan, echo, new LagSampler(admin, [{ name: "passthrough", group, topic: passIn }]), { admin, topics: [passIn, passOut] }, o, pacing);
+      base = await phase("passthrough", plan, echo, new LagSampler(admin, [{ name: "passthrough", group, topic: passIn }]), { admin, topics: [passIn, passOut], redis }, o, pacing);
     } finally {
       await echo.close().catch(() => undefined);
       await subject.stop().catch(() => undefined);
@@ -289,6 +298,7 @@ export async function runLoad(o: LoadOptions): Promise<LoadOutcome> {
     await client?.close().catch(() => undefined);
     if (!o.pipeline) await pipeline?.stop().catch((err: unknown) => log.warn("stopping the pipeline failed", { error: String(err) }));
     await admin.disconnect().catch(() => undefined);
+    redis.disconnect();
   }
 }
 

@@ -57,6 +57,9 @@ describe("the load test against the real services", () => {
     for (const h of ["## Throughput", "## Latency from ask to decision", "### Slow answers over time", "## Consumer lag", "## Offloaded results", "## Mix", "## Processors (in this process)"]) expect(md).toContain(h);
     // Every answer counted in the slow answers' row, slow or not.
     expect(row(md, "the pipeline's phase")[1]).toMatch(new RegExp(` of ${result.pipeline.rec.answers}$`));
+    // Redis's latency monitor read after each phase: the stack starts Redis with it at 10 ms.
+    for (const p of [result.pipeline, result.passthrough]) expect(p.redis?.thresholdMs, "Redis's latency monitor (the stack starts Redis with --latency-monitor-threshold 10; restart a stack started before)").toBe(10);
+    expect(md).toContain("| phase | threshold | seconds with a stall, by event | slow answers beside one |");
 
     const rate = row(md, "sustained events per second");
     expect(num(rate[1])).toBeGreaterThan(0);
