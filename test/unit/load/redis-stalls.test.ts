@@ -57,10 +57,7 @@ describe("Redis's stalls beside the load's slow answers", () => {
     const client = (isCluster: boolean, refuse = false) =>
       ({
         isCluster,
-        call: async (...args: string[]) => {
-          if (refuse) throw new Error("ERR unknown command 'CONFIG'");
-          return replies[args.join(" ")];
-        },
+        call: (...args: string[]) => (refuse ? Promise.reject(new Error("ERR unknown command 'CONFIG'")) : Promise.resolve(replies[args.join(" ")])),
       }) as unknown as RedisClient;
     expect(await readRedisStalls(client(false))).toEqual({
       thresholdMs: 10,
