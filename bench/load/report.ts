@@ -245,6 +245,11 @@ function lagRows(p: PhaseResult, group: (name: string) => string): string[] {
   });
 }
 
+/** Every answer of a phase, all exchanges together: when it came (epoch ms) and its latency (ms), in the same order. */
+function answersOf(p: PhaseResult): { at: number[]; lat: number[] } {
+  return { at: MEASURED_KINDS.flatMap((k) => p.rec.answeredAt[k]), lat: MEASURED_KINDS.flatMap((k) => p.rec.latencies[k]) };
+}
+
 /** The most seconds the report lists where slow answers came. */
 const SLOW_SECONDS_LISTED = 20;
 
@@ -255,8 +260,7 @@ const SLOW_SECONDS_LISTED = 20;
  */
 function slowRows(pipe: PhaseResult, base: PhaseResult): string[] {
   const row = (name: string, p: PhaseResult): string => {
-    const at = MEASURED_KINDS.flatMap((k) => p.rec.answeredAt[k]);
-    const lat = MEASURED_KINDS.flatMap((k) => p.rec.latencies[k]);
+    const { at, lat } = answersOf(p);
     const slow = slowSeconds(at, lat, p.startedAt, HELD_P99_MS);
     const count = slow.reduce((n, s) => n + s.count, 0);
     const seconds = Math.max(1, Math.ceil((p.endedAt - p.startedAt) / 1000));
@@ -290,8 +294,7 @@ function stallRows(pipe: PhaseResult, base: PhaseResult): string[] {
     if (r.thresholdMs <= 0) return `| ${name} | off | | |`;
     const events = stallsByEvent(r.stalls);
     const listed = events.map((e) => `${e.event}: ${e.seconds} s, the longest ${fmt(e.longestMs)} ms`).join("; ");
-    const at = MEASURED_KINDS.flatMap((k) => p.rec.answeredAt[k]);
-    const lat = MEASURED_KINDS.flatMap((k) => p.rec.latencies[k]);
+    const { at, lat } = answersOf(p);
     const slow = lat.filter((l) => l > HELD_P99_MS).length;
     const beside = slowBesideStalls(at, lat, HELD_P99_MS, r.stalls, r.thresholdMs);
     return `| ${name} | ${fmt(r.thresholdMs)} ms | ${listed || "none"} | ${beside} of ${slow} |`;

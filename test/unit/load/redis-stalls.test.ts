@@ -1,8 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { Recorder } from "../../../bench/load/play.ts";
 import { readRedisStalls, slowBesideStalls, stallsBetween, stallsByEvent, type RedisStall } from "../../../bench/load/redis-stalls.ts";
-import { loadMarkdown, type LoadResult, type PhaseResult } from "../../../bench/load/report.ts";
-import { STEP_KINDS, TREE_KINDS } from "../../../bench/load/mix.ts";
 import type { RedisClient } from "../../../store/redis/client.ts";
 
 const stalls: RedisStall[] = [
@@ -69,41 +66,5 @@ describe("Redis's stalls beside the load's slow answers", () => {
     });
     expect(await readRedisStalls(client(true))).toBeNull();
     expect(await readRedisStalls(client(false, true))).toBeNull();
-  });
-
-  it("SYS-6 the report gives each phase's stalls by event and the slow answers beside them; says when the monitor is off or was not read", () => {
-    const phase = (redis: PhaseResult["redis"]): PhaseResult => {
-      const rec = new Recorder();
-      // Three slow answers: two in second 1,002 (a stall of 224 ms), one in 1,020 (none); one fast.
-      for (const [sent, answered] of [
-        [1_002_000, 1_002_400],
-        [1_002_100, 1_002_500],
-        [1_019_800, 1_020_000],
-        [1_030_000, 1_030_010],
-      ] as const)
-        rec.answered("tool_call", sent, answered, "allow");
-      return { startedAt: 1_000_000, endedAt: 1_060_000, rec, lag: [], ...(redis ? { redis } : {}) };
-    };
-    const twos = <K extends string>(keys: readonly K[]) => Object.fromEntries(keys.map((k) => [k, 2])) as Record<K, number>;
-    const result = (pipeline: PhaseResult, passthrough: PhaseResult): LoadResult => ({
-      at: new Date(0),
-      seed: 1,
-      seconds: 60,
-      runtimes: 4,
-      node: "v20",
-      plan: { events: 100, trees: twos(TREE_KINDS), steps: twos(STEP_KINDS) },
-      chartFile: "load.svg",
-      command: "npm run load",
-      external: false,
-      pipeline,
-      passthrough,
-    });
-    const md = loadMarkdown(result(phase({ thresholdMs: 10, stalls: stallsBetween(stalls, 1_000_000, 1_060_000) }), phase({ thresholdMs: 10, stalls: [] })));
-    expect(md).toContain("| phase | threshold | seconds with a stall, by event | slow answers beside one |");
-    expect(md).toContain("| the pipeline's phase | 10 ms | aof-fsync-always: 2 s, the longest 224 ms; fork: 1 s, the longest 14 ms; command: 1 s, the longest 12 ms | 2 of 3 |");
-    expect(md).toContain("| the passthrough's phase | 10 ms | none | 0 of 3 |");
-    const unread = loadMarkdown(result(phase({ thresholdMs: 0, stalls: [] }), phase(undefined)));
-    expect(unread).toContain("| the pipeline's phase | off | | |");
-    expect(unread).toContain("| the passthrough's phase | not read | | |");
   });
 });

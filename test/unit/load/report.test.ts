@@ -243,6 +243,36 @@ describe("the load report's figures", () => {
     expect(md).toContain("| the passthrough's phase | 0 of 100 | 0 of 30 | none |");
   });
 
+  it("SYS-6 the report gives each phase's stalls by event and the slow answers beside them; says when the monitor is off or was not read", () => {
+    const phase = (redis: PhaseResult["redis"]): PhaseResult => {
+      const rec = new Recorder();
+      // Three slow answers: two in second 1,002 (a stall of 224 ms), one in 1,020 (none); one fast.
+      for (const [sent, answered] of [
+        [1_002_000, 1_002_400],
+        [1_002_100, 1_002_500],
+        [1_019_800, 1_020_000],
+        [1_030_000, 1_030_010],
+      ] as const)
+        rec.answered("tool_call", sent, answered, "allow");
+      return { startedAt: 1_000_000, endedAt: 1_060_000, rec, lag: [], ...(redis ? { redis } : {}) };
+    };
+    const result = (pipeline: PhaseResult, passthrough: PhaseResult): LoadResult => resultOf({ command: "npm run load", external: false, pipeline, passthrough });
+    // The stalls in the phase's seconds, as the run keeps them (`stallsBetween`).
+    const stalls = [
+      { event: "command", at: 1_000, ms: 12 },
+      { event: "aof-fsync-always", at: 1_002, ms: 224 },
+      { event: "aof-fsync-always", at: 1_010, ms: 17 },
+      { event: "fork", at: 1_030, ms: 14 },
+    ];
+    const md = loadMarkdown(result(phase({ thresholdMs: 10, stalls }), phase({ thresholdMs: 10, stalls: [] })));
+    expect(md).toContain("| phase | threshold | seconds with a stall, by event | slow answers beside one |");
+    expect(md).toContain("| the pipeline's phase | 10 ms | aof-fsync-always: 2 s, the longest 224 ms; fork: 1 s, the longest 14 ms; command: 1 s, the longest 12 ms | 2 of 3 |");
+    expect(md).toContain("| the passthrough's phase | 10 ms | none | 0 of 3 |");
+    const unread = loadMarkdown(result(phase({ thresholdMs: 0, stalls: [] }), phase(undefined)));
+    expect(unread).toContain("| the pipeline's phase | off | | |");
+    expect(unread).toContain("| the passthrough's phase | not read | | |");
+  });
+
   it("SYS-6 reports an agents run: the agents, the rate offered beside the rates sent and answered, latency without the waits", () => {
     const phase = (events: number, answers: number): PhaseResult => {
       const rec = new Recorder();
